@@ -1,0 +1,191 @@
+#include "config.h"
+
+#include <filesystem>
+#include <functional>
+#include <map>
+
+#include "file_util.h"
+#include "yaml_reader.h"
+
+namespace prov {
+namespace {
+
+using Apply = std::function<Status(const std::string& value, const std::string& base, Config&)>;
+
+struct Setting {
+  SettingInfo info;
+  Apply apply;
+};
+
+Status ParseUint(const std::string& v, uint64_t min, uint64_t max, uint64_t& out) {
+  if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos)
+    return Status::Invalid("expected a whole number, found '" + v + "'");
+  try {
+    out = std::stoull(v);
+  } catch (const std::exception&) {
+    return Status::Invalid("number '" + v + "' is too large");
+  }
+  if (out < min || out > max)
+    return Status::Invalid("expected a number between " + std::to_string(min) + " and " +
+                           std::to_string(max) + ", found " + v);
+  return Status::Ok();
+}
+
+std::string ResolvePath(const std::string& value, const std::string& base) {
+  if (value.empty() || value[0] == '/' || base.empty()) return value;
+  return (std::filesystem::path(base) / value).lexically_normal().string();
+}
+
+Apply PathSetting(std::string Config::*member) {
+  return [member](const std::string& v, const std::string& base, Config& c) {
+    if (v.empty()) return Status::Invalid("expected a path, found an empty string");
+    c.*member = ResolvePath(v, base);
+    return Status::Ok();
+  };
+}
+
+const std::vector<Setting>& Table() {
+  static const std::vector<Setting> table = {
+      {{"listen", "address:port", "127.0.0.1:8080",
+        "Where the HTTP server (boot scripts, API, web page, metrics) listens. Use the cluster "
+        "interface's address, or 0.0.0.0 for all."},
+       [](const std::string& v, const std::string&, Config& c) {
+         size_t colon = v.rfind(':');
+         if (colon == std::string::npos || colon == 0)
+           return Status::Invalid("expected address:port, found '" + v + "'");
+         uint64_t port = 0;
+         Status s = ParseUint(v.substr(colon + 1), 1, 65535, port);
+         if (!s.ok()) return Status::Invalid("port of '" + v + "': " + s.message());
+         std::string host = v.substr(0, colon);
+         if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+           host = host.substr(1, host.size() - 2);
+         c.listen_host = host;
+         c.listen_port = static_cast<uint16_t>(port);
+         return Status::Ok();
+       }},
+      {{"data_dir", "path", "/var/lib/provisiond",
+        "Where provisiond keeps its state: the SQLite inventory, generated dnsmasq config, "
+        "rendered overlays. Created if missing."},
+       PathSetting(&Config::data_dir)},
+      {{"tokens_file", "path", "",
+        "API tokens, one per line, '#' starts a comment. Empty: <data_dir>/tokens, created with "
+        "one random token (mode 0600) on first start."},
+       [](const std::string& v, const std::string& base, Config& c) {
+         c.tokens_file = ResolvePath(v, base);
+         return Status::Ok();
+       }},
+      {{"profiles_dir", "path", PROVISION_DATADIR "/profiles",
+        "Versioned hardware profiles: <profiles_dir>/<version>/profile.yaml."},
+       PathSetting(&Config::profiles_dir)},
+      {{"images_dir", "path", PROVISION_DATADIR "/images",
+        "Image manifests: <images_dir>/<name>/image.yaml."},
+       PathSetting(&Config::images_dir)},
+      {{"playbooks_dir", "path", PROVISION_DATADIR "/playbooks",
+        "Playbooks that profiles name, in Ansible syntax."},
+       PathSetting(&Config::playbooks_dir)},
+      {{"log_level", "trace|debug|info|warn|error", "info", "Least severe log message written."},
+       [](const std::string& v, const std::string&, Config& c) {
+         static const char* levels[] = {"trace", "debug", "info", "warn", "error"};
+         for (const char* l : levels)
+           if (v == l) {
+             c.log_level = v;
+             return Status::Ok();
+           }
+         return Status::Invalid("expected one of trace, debug, info, warn, error, found '" + v +
+                                "'");
+       }},
+      {{"max_body_bytes", "integer", "1048576",
+        "Largest request body the API accepts; larger ones get 413."},
+       [](const std::string& v, const std::string&, Config& c) {
+         return ParseUint(v, 1024, 1ULL << 30, c.max_body_bytes);
+       }},
+  };
+  return table;
+}
+
+// Flattens nested mappings into dotted keys, keeping each leaf's node.
+void Flatten(const YAML::Node& map, const std::string& prefix,
+             std::vector<std::pair<std::string, std::pair<YAML::Node, YAML::Node>>>& out,
+             YamlErrors& errors) {
+  for (const auto& kv : map) {
+    const std::string key = prefix + kv.first.Scalar();
+    if (kv.second.IsMap()) {
+      Flatten(kv.second, key + ".", out, errors);
+    } else {
+      out.push_back({key, {kv.first, kv.second}});
+    }
+  }
+}
+
+}  // namespace
+
+const std::vector<SettingInfo>& ConfigSettings() {
+  static const std::vector<SettingInfo> infos = [] {
+    std::vector<SettingInfo> v;
+    for (const auto& s : Table()) v.push_back(s.info);
+    return v;
+  }();
+  return infos;
+}
+
+Result<Config> ParseConfig(const std::string& text, const std::string& file) {
+  Config staging;
+  for (const auto& s : Table()) {
+    Status st = s.apply(s.info.default_value, "", staging);
+    (void)st;  // defaults are valid by construction; checked by a unit test
+  }
+  YamlErrors errors(file);
+  YAML::Node root = ParseYaml(text, errors);
+  if (!errors.empty()) return errors.ToStatus();
+  if (root.IsDefined() && !root.IsNull()) {
+    if (!root.IsMap()) {
+      errors.Add(root, "the config must be a mapping of keys to values");
+      return errors.ToStatus();
+    }
+    const std::string base =
+        file.empty() ? "" : std::filesystem::path(file).parent_path().string();
+    std::vector<std::pair<std::string, std::pair<YAML::Node, YAML::Node>>> leaves;
+    Flatten(root, "", leaves, errors);
+    std::map<std::string, int> seen;
+    for (const auto& [key, nodes] : leaves) {
+      const auto& [key_node, value] = nodes;
+      if (seen[key]++) {
+        errors.Add(key_node, "duplicate key '" + key + "'");
+        continue;
+      }
+      const Setting* setting = nullptr;
+      for (const auto& s : Table())
+        if (key == s.info.name) setting = &s;
+      if (!setting) {
+        errors.Add(key_node, "unknown key '" + key + "' (see provisiond --describe-config)");
+        continue;
+      }
+      if (!value.IsScalar() && !value.IsNull()) {
+        errors.Add(value, "'" + key + "' must be " + setting->info.type + ", found " +
+                              ScalarText(value));
+        continue;
+      }
+      Status s = setting->apply(value.IsNull() ? "" : value.Scalar(), base, staging);
+      if (!s.ok()) errors.Add(value, "'" + key + "': " + s.message());
+    }
+  }
+  if (!errors.empty()) return errors.ToStatus();
+  return staging;
+}
+
+Result<Config> LoadConfig(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseConfig(*text, path);
+}
+
+std::string DescribeConfig() {
+  std::string out;
+  for (const auto& s : ConfigSettings()) {
+    out += std::string(s.name) + " (" + s.type + ", default: " +
+           (*s.default_value ? s.default_value : "\"\"") + ")\n    " + s.help + "\n";
+  }
+  return out;
+}
+
+}  // namespace prov

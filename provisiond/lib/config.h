@@ -1,0 +1,59 @@
+// provisiond's configuration: one table describes every key once (name,
+// type, default, help); parsing, validation, defaults and `provisiond
+// --describe-config` all come from it. A config is parsed into a staging
+// Config and only returned when all of it is valid.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "result.h"
+
+#ifndef PROVISION_DATADIR
+#define PROVISION_DATADIR "/usr/share/provisiond"
+#endif
+
+namespace prov {
+
+inline constexpr const char* kDefaultConfigPath = "/etc/provisiond/provisiond.yaml";
+
+struct Config {
+  std::string listen_host;
+  uint16_t listen_port = 0;
+  std::string data_dir;
+  std::string tokens_file;  // empty: <data_dir>/tokens, created on first start
+  std::string profiles_dir;
+  std::string images_dir;
+  std::string playbooks_dir;
+  std::string log_level;
+  uint64_t max_body_bytes = 0;
+
+  std::string database_path() const { return data_dir + "/provisiond.db"; }
+  std::string effective_tokens_file() const {
+    return tokens_file.empty() ? data_dir + "/tokens" : tokens_file;
+  }
+};
+
+// One configuration key.
+struct SettingInfo {
+  const char* name;           // dotted path: "dhcp.mode"
+  const char* type;           // for people: "address:port", "path", "integer"...
+  const char* default_value;  // as it would be written in the file
+  const char* help;
+};
+
+// Every key, in the order they are documented.
+const std::vector<SettingInfo>& ConfigSettings();
+
+// Parses YAML `text`. `file` is used in messages and to resolve relative
+// paths (relative to the file's directory). All errors are reported at once.
+Result<Config> ParseConfig(const std::string& text, const std::string& file);
+
+// Reads and parses the file; a missing file is an error naming the path.
+Result<Config> LoadConfig(const std::string& path);
+
+// The table as text, for --describe-config and the docs.
+std::string DescribeConfig();
+
+}  // namespace prov

@@ -1,0 +1,70 @@
+#include "config.h"
+
+#include <doctest/doctest.h>
+
+namespace prov {
+
+TEST_CASE("config: listen and data_dir alone are a complete config") {
+  auto c = ParseConfig("listen: 127.0.0.1:9000\ndata_dir: /tmp/p\n", "/etc/p/provisiond.yaml");
+  REQUIRE(c.ok());
+  CHECK(c->listen_host == "127.0.0.1");
+  CHECK(c->listen_port == 9000);
+  CHECK(c->data_dir == "/tmp/p");
+  CHECK(c->effective_tokens_file() == "/tmp/p/tokens");
+  CHECK(c->log_level == "info");
+  CHECK(c->max_body_bytes == 1048576);
+}
+
+TEST_CASE("config: every default in the table is valid") {
+  auto c = ParseConfig("", "x.yaml");
+  REQUIRE(c.ok());
+  CHECK(c->listen_port == 8080);
+  CHECK(c->data_dir == "/var/lib/provisiond");
+  for (const auto& s : ConfigSettings()) {
+    CAPTURE(s.name);
+    CHECK(std::string(s.help).size() > 10);
+  }
+}
+
+TEST_CASE("config: relative paths are relative to the config file") {
+  auto c = ParseConfig("data_dir: state\nprofiles_dir: ../profiles\n", "/srv/lab/conf/p.yaml");
+  REQUIRE(c.ok());
+  CHECK(c->data_dir == "/srv/lab/conf/state");
+  CHECK(c->profiles_dir == "/srv/lab/profiles");
+}
+
+TEST_CASE("config: errors name file:line:col, all of them at once") {
+  struct Case {
+    const char* text;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"listen: 127.0.0.1\n", "p.yaml:1:9: 'listen': expected address:port, found '127.0.0.1'"},
+      {"listen: a:99999\n", "p.yaml:1:9: 'listen': port of 'a:99999': expected a number between"},
+      {"data_dir: /x\nlisten_port: 5\n", "p.yaml:2:1: unknown key 'listen_port'"},
+      {"log_level: loud\n", "p.yaml:1:12: 'log_level': expected one of trace"},
+      {"max_body_bytes: lots\n", "p.yaml:1:17: 'max_body_bytes': expected a whole number"},
+      {"data_dir: [a, b]\n", "p.yaml:1:11: 'data_dir' must be path, found a list"},
+      {"data_dir: /a\ndata_dir: /b\n", "p.yaml:2:1: duplicate key 'data_dir'"},
+      {"listen: [\n", "p.yaml:2:1: YAML syntax"},
+      {"- a\n- b\n", "p.yaml:1:1: the config must be a mapping"},
+      {"data_dir: \"\"\n", "p.yaml:1:11: 'data_dir': expected a path"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.text);
+    auto r = ParseConfig(c.text, "p.yaml");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find(c.error) != std::string::npos);
+  }
+  auto two = ParseConfig("listen: x\nbogus: 1\n", "p.yaml");
+  REQUIRE_FALSE(two.ok());
+  CHECK(two.status().message().find("p.yaml:1:9") != std::string::npos);
+  CHECK(two.status().message().find("p.yaml:2:1") != std::string::npos);
+}
+
+TEST_CASE("config: the description lists every key") {
+  std::string d = DescribeConfig();
+  for (const auto& s : ConfigSettings()) CHECK(d.find(s.name) != std::string::npos);
+}
+
+}  // namespace prov
