@@ -51,7 +51,7 @@ TEST_CASE("config: errors name file:line:col, all of them at once") {
       {"data_dir: \"\"\n", "p.yaml:1:11: 'data_dir': expected a path"},
   };
   for (const auto& c : cases) {
-    CAPTURE(c.text);
+    INFO(c.text);
     auto r = ParseConfig(c.text, "p.yaml");
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().message().find(c.error) != std::string::npos);

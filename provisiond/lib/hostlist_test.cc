@@ -21,7 +21,7 @@ TEST_CASE("hostlist expands the syntax of pdsh, clush and Slurm") {
       {"control_0_1", {"control_0_1"}},
   };
   for (const auto& c : cases) {
-    CAPTURE(c.text);
+    INFO(c.text);
     auto r = ExpandHostlist(c.text);
     REQUIRE(r.ok());
     CHECK(*r == c.names);
@@ -47,7 +47,7 @@ TEST_CASE("hostlist errors say what and where") {
       {"a[0-999]b[0-999]", "too many names"},
   };
   for (const auto& c : cases) {
-    CAPTURE(c.text);
+    INFO(c.text);
     auto r = ExpandHostlist(c.text);
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().message().find(c.message) != std::string::npos);
