@@ -54,7 +54,8 @@ const std::vector<Setting>& Table() {
          if (colon == std::string::npos || colon == 0)
            return Status::Invalid("expected address:port, found '" + v + "'");
          uint64_t port = 0;
-         Status s = ParseUint(v.substr(colon + 1), 1, 65535, port);
+         // Port 0 picks a free port; the real URL is written to <data_dir>/provisiond.url.
+         Status s = ParseUint(v.substr(colon + 1), 0, 65535, port);
          if (!s.ok()) return Status::Invalid("port of '" + v + "': " + s.message());
          std::string host = v.substr(0, colon);
          if (host.size() > 2 && host.front() == '[' && host.back() == ']')

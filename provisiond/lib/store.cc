@@ -351,14 +351,24 @@ Result<NodeRecord> Store::FindNode(const std::string& name) {
   return StoreTx(*this).FindNode(name);
 }
 
-std::vector<NodeRecord> Store::ListNodes(const NodeFilter& filter) {
-  std::lock_guard lock(mu_);
-  Stmt s(*this, kSelectNodes.c_str());
+std::vector<NodeRecord> StoreTx::ListNodes(const NodeFilter& filter) {
+  Store::Stmt s(store_, kSelectNodes.c_str());
   if (filter.state) BindText(s.get(), 1, std::string(ToString(*filter.state)));
   if (filter.profile_version) BindText(s.get(), 2, *filter.profile_version);
   std::vector<NodeRecord> out;
   while (sqlite3_step(s.get()) == SQLITE_ROW) out.push_back(ReadNode(s.get()));
   return out;
+}
+
+std::vector<NodeRecord> Store::ListNodes(const NodeFilter& filter) {
+  std::lock_guard lock(mu_);
+  return StoreTx(*this).ListNodes(filter);
+}
+
+void Store::Read(const std::function<void(StoreTx&)>& fn) {
+  std::lock_guard lock(mu_);
+  StoreTx tx(*this);
+  fn(tx);
 }
 
 std::map<NodeState, int64_t> Store::CountByState() {
@@ -410,9 +420,8 @@ int64_t Store::LastEventId() {
   return sqlite3_step(s.get()) == SQLITE_ROW ? sqlite3_column_int64(s.get(), 0) : 0;
 }
 
-std::vector<AppliedProfile> Store::AppliedProfiles() {
-  std::lock_guard lock(mu_);
-  Stmt s(*this, kSelectApplied);
+std::vector<AppliedProfile> StoreTx::AppliedProfiles() {
+  Store::Stmt s(store_, kSelectApplied);
   std::vector<AppliedProfile> out;
   while (sqlite3_step(s.get()) == SQLITE_ROW) {
     AppliedProfile a;
@@ -426,10 +435,20 @@ std::vector<AppliedProfile> Store::AppliedProfiles() {
   return out;
 }
 
-std::optional<AppliedProfile> Store::CurrentProfile() {
+std::optional<AppliedProfile> StoreTx::CurrentProfile() {
   auto all = AppliedProfiles();
   if (all.empty()) return std::nullopt;
   return all.back();
+}
+
+std::vector<AppliedProfile> Store::AppliedProfiles() {
+  std::lock_guard lock(mu_);
+  return StoreTx(*this).AppliedProfiles();
+}
+
+std::optional<AppliedProfile> Store::CurrentProfile() {
+  std::lock_guard lock(mu_);
+  return StoreTx(*this).CurrentProfile();
 }
 
 }  // namespace prov

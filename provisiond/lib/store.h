@@ -88,6 +88,9 @@ class StoreTx {
   Status Transition(NodeRecord& node, NodeState to, const std::string& detail,
                     const std::string& who);
   Status InsertAppliedProfile(AppliedProfile& applied);
+  std::vector<NodeRecord> ListNodes(const NodeFilter& filter = {});
+  std::vector<AppliedProfile> AppliedProfiles();
+  std::optional<AppliedProfile> CurrentProfile();
 
  private:
   friend class Store;
@@ -107,6 +110,9 @@ class Store {
   // Runs `fn` in one IMMEDIATE transaction; commits when it returns Ok,
   // rolls back otherwise (and on exceptions). Wakes WaitForEvents callers.
   Status Transact(const std::function<Status(StoreTx&)>& fn);
+  // Runs `fn` under the store's lock without a write transaction: a
+  // consistent read of several tables.
+  void Read(const std::function<void(StoreTx&)>& fn);
 
   Result<NodeRecord> FindNode(const std::string& hostname_or_mac);
   std::vector<NodeRecord> ListNodes(const NodeFilter& filter = {});

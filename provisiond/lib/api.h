@@ -1,0 +1,21 @@
+// The REST API under /api/v1 and /metrics: one route table over the
+// inventory. Reads are open (the web page is read-only without a token);
+// every write needs a bearer token.
+#pragma once
+
+#include <memory>
+
+#include "http.h"
+#include "inventory.h"
+
+namespace prov {
+
+struct ApiOptions {
+  std::string version = PROVISION_VERSION;
+  int64_t max_event_wait_ms = 25000;  // long-poll cap for GET /events?wait=
+};
+
+// Registers every API route on `router`. `inventory` must outlive it.
+void AddApiRoutes(Router& router, Inventory& inventory, const ApiOptions& options = {});
+
+}  // namespace prov
