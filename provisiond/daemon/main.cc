@@ -1,8 +1,8 @@
 // provisiond: the provisioning daemon. Parses arguments, loads the config and
 // hands over to prov::Daemon; SIGTERM/SIGINT stop it, SIGHUP reloads tokens.
-#include <CLI/CLI.hpp>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <iostream>
 

@@ -78,9 +78,9 @@ HttpResponse AddNode(Inventory& inv, const HttpRequest& r) {
   if (!body.ok()) return HttpResponse::FromStatus(body.status());
   EnrollRequest req;
   std::optional<std::string> ip, profile;
-  for (Status s : {RequiredString(*body, "hostname", req.hostname),
-                   RequiredString(*body, "mac", req.mac), OptionalString(*body, "ip", ip),
-                   OptionalString(*body, "profile", profile)})
+  for (Status s :
+       {RequiredString(*body, "hostname", req.hostname), RequiredString(*body, "mac", req.mac),
+        OptionalString(*body, "ip", ip), OptionalString(*body, "profile", profile)})
     if (!s.ok()) return HttpResponse::FromStatus(s);
   req.ip = ip.value_or("");
   req.profile = profile.value_or("");
@@ -94,12 +94,11 @@ HttpResponse ChangeNode(Inventory& inv, const HttpRequest& r) {
   if (!body.ok()) return HttpResponse::FromStatus(body.status());
   NodeChange change;
   std::optional<std::string> state;
-  for (Status s : {OptionalString(*body, "hostname", change.hostname),
-                   OptionalString(*body, "ip", change.ip),
-                   OptionalString(*body, "profile", change.profile),
-                   OptionalString(*body, "state", state),
-                   OptionalString(*body, "reason", change.reason),
-                   OptionalString(*body, "host_key", change.host_key)})
+  for (Status s :
+       {OptionalString(*body, "hostname", change.hostname), OptionalString(*body, "ip", change.ip),
+        OptionalString(*body, "profile", change.profile), OptionalString(*body, "state", state),
+        OptionalString(*body, "reason", change.reason),
+        OptionalString(*body, "host_key", change.host_key)})
     if (!s.ok()) return HttpResponse::FromStatus(s);
   if (state) {
     auto st = ParseNodeState(*state);
@@ -150,7 +149,9 @@ HttpResponse Status_(Inventory& inv, const ApiOptions& opt) {
   }
   json applied = nullptr;
   if (auto cur = inv.store().CurrentProfile())
-    applied = {{"version", cur->version}, {"sha256", cur->sha256}, {"time", cur->time_ms},
+    applied = {{"version", cur->version},
+               {"sha256", cur->sha256},
+               {"time", cur->time_ms},
                {"who", cur->who}};
   std::vector<std::string> errors;
   auto profiles = inv.ListProfiles(errors);
@@ -183,8 +184,8 @@ HttpResponse ListProfiles(Inventory& inv) {
   }
   json history = json::array();
   for (const auto& a : inv.store().AppliedProfiles())
-    history.push_back({{"version", a.version}, {"sha256", a.sha256}, {"time", a.time_ms},
-                       {"who", a.who}});
+    history.push_back(
+        {{"version", a.version}, {"sha256", a.sha256}, {"time", a.time_ms}, {"who", a.who}});
   return HttpResponse::Json(200, {{"profiles", list}, {"errors", errors}, {"history", history}});
 }
 
@@ -193,8 +194,8 @@ std::string Metrics(Inventory& inv, const Router& router) {
       "# HELP provisiond_nodes Nodes in the inventory by state.\n"
       "# TYPE provisiond_nodes gauge\n";
   for (const auto& [state, n] : inv.store().CountByState())
-    out += "provisiond_nodes{state=\"" + std::string(ToString(state)) + "\"} " +
-           std::to_string(n) + "\n";
+    out += "provisiond_nodes{state=\"" + std::string(ToString(state)) + "\"} " + std::to_string(n) +
+           "\n";
   out +=
       "# HELP provisiond_events_total Events recorded.\n"
       "# TYPE provisiond_events_total counter\n"
@@ -226,8 +227,8 @@ void AddApiRoutes(Router& router, Inventory& inv, const ApiOptions& opt) {
       return HttpResponse::Error(400, "query parameter 'purge' must be true or false");
     Status s = inv.Retire(r.Param("node"), purge == "true", r.who);
     if (!s.ok()) return HttpResponse::FromStatus(s);
-    return HttpResponse::Json(200, {{"node", r.Param("node")},
-                                    {"result", purge == "true" ? "purged" : "retired"}});
+    return HttpResponse::Json(
+        200, {{"node", r.Param("node")}, {"result", purge == "true" ? "purged" : "retired"}});
   });
   router.Add("GET", v1 + "/events", Access::kRead,
              [&inv, opt](const HttpRequest& r) { return ListEvents(inv, opt, r); });

@@ -42,8 +42,8 @@ struct Fixture {
 
 TEST_CASE("api: writes need a valid bearer token") {
   Fixture f;
-  HttpResponse r = f.Call("POST", "/api/v1/nodes", R"({"hostname":"n0","mac":"52:54:00:00:00:01"})",
-                          false);
+  HttpResponse r =
+      f.Call("POST", "/api/v1/nodes", R"({"hostname":"n0","mac":"52:54:00:00:00:01"})", false);
   CHECK(r.status == 401);
   CHECK(json::parse(r.body)["error"].get<std::string>().find("needs a bearer token") !=
         std::string::npos);
@@ -107,8 +107,9 @@ TEST_CASE("api: enroll, list with filters, change, retire") {
   f.Add("node0", "52:54:00:00:00:01");
   f.Add("node1", "52:54:00:00:00:02");
   f.Add("gpu7", "52:54:00:00:00:03");
-  CHECK(f.Call("POST", "/api/v1/nodes", R"({"hostname":"node9","mac":"52:54:00:00:00:01"})")
-            .status == 409);
+  CHECK(
+      f.Call("POST", "/api/v1/nodes", R"({"hostname":"node9","mac":"52:54:00:00:00:01"})").status ==
+      409);
   CHECK(f.CallJson("GET", "/api/v1/nodes")["count"] == 3);
   CHECK(f.CallJson("GET", "/api/v1/nodes?hostlist=node[0-3]")["count"] == 2);
   CHECK(f.CallJson("GET", "/api/v1/nodes?state=enrolled")["count"] == 3);
@@ -196,10 +197,12 @@ TEST_CASE("api: the events cursor and metrics") {
   HttpResponse m = f.Call("GET", "/metrics");
   CHECK(m.status == 200);
   CHECK(m.body.find("provisiond_nodes{state=\"enrolled\"} 2") != std::string::npos);
-  CHECK(m.body.find("provisiond_http_requests_total{route=\"POST /api/v1/nodes\",status=\"201\"} 2") !=
+  CHECK(m.body.find(
+            "provisiond_http_requests_total{route=\"POST /api/v1/nodes\",status=\"201\"} 2") !=
         std::string::npos);
-  CHECK(m.body.find("provisiond_http_request_duration_seconds_count{route=\"GET /api/v1/events\"}") !=
-        std::string::npos);
+  CHECK(
+      m.body.find("provisiond_http_request_duration_seconds_count{route=\"GET /api/v1/events\"}") !=
+      std::string::npos);
 }
 
 TEST_CASE("tokens file: names, comments and bad lines") {

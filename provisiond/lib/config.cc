@@ -143,8 +143,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& file) {
       errors.Add(root, "the config must be a mapping of keys to values");
       return errors.ToStatus();
     }
-    const std::string base =
-        file.empty() ? "" : std::filesystem::path(file).parent_path().string();
+    const std::string base = file.empty() ? "" : std::filesystem::path(file).parent_path().string();
     std::vector<std::pair<std::string, std::pair<YAML::Node, YAML::Node>>> leaves;
     Flatten(root, "", leaves, errors);
     std::map<std::string, int> seen;
@@ -162,8 +161,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& file) {
         continue;
       }
       if (!value.IsScalar() && !value.IsNull()) {
-        errors.Add(value, "'" + key + "' must be " + setting->info.type + ", found " +
-                              ScalarText(value));
+        errors.Add(value,
+                   "'" + key + "' must be " + setting->info.type + ", found " + ScalarText(value));
         continue;
       }
       Status s = setting->apply(value.IsNull() ? "" : value.Scalar(), base, staging);
@@ -183,8 +182,9 @@ Result<Config> LoadConfig(const std::string& path) {
 std::string DescribeConfig() {
   std::string out;
   for (const auto& s : ConfigSettings()) {
-    out += std::string(s.name) + " (" + s.type + ", default: " +
-           (*s.default_value ? s.default_value : "\"\"") + ")\n    " + s.help + "\n";
+    out += std::string(s.name) + " (" + s.type +
+           ", default: " + (*s.default_value ? s.default_value : "\"\"") + ")\n    " + s.help +
+           "\n";
   }
   return out;
 }

@@ -40,7 +40,8 @@ TEST_CASE("config: errors name file:line:col, all of them at once") {
   };
   const Case cases[] = {
       {"listen: 127.0.0.1\n", "p.yaml:1:9: 'listen': expected address:port, found '127.0.0.1'"},
-      {"listen: a:99999\n", "p.yaml:1:9: 'listen': port of 'a:99999': expected a number between 0 and 65535"},
+      {"listen: a:99999\n",
+       "p.yaml:1:9: 'listen': port of 'a:99999': expected a number between 0 and 65535"},
       {"data_dir: /x\nlisten_port: 5\n", "p.yaml:2:1: unknown key 'listen_port'"},
       {"log_level: loud\n", "p.yaml:1:12: 'log_level': expected one of trace"},
       {"max_body_bytes: lots\n", "p.yaml:1:17: 'max_body_bytes': expected a whole number"},

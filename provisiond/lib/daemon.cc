@@ -42,7 +42,9 @@ Daemon::~Daemon() {
   spdlog::info("provisiond stopped");
 }
 
-const std::string& Daemon::url() const { return impl_->url; }
+const std::string& Daemon::url() const {
+  return impl_->url;
+}
 
 // The default tokens file is created with one random token on first start, so
 // a fresh install can be used at once and no token is ever a default.
@@ -106,8 +108,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   // Tools and tests that start provisiond on port 0 read the real URL here.
   s = WriteFileAtomic(config.data_dir + "/provisiond.url", daemon->impl_->url + "\n");
   if (!s.ok()) return s;
-  spdlog::info("provisiond {} listening on {} (data in {})", PROVISION_VERSION,
-               daemon->impl_->url, config.data_dir);
+  spdlog::info("provisiond {} listening on {} (data in {})", PROVISION_VERSION, daemon->impl_->url,
+               config.data_dir);
   return daemon;
 }
 

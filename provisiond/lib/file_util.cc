@@ -45,8 +45,8 @@ Status WriteFileAtomic(const std::string& path, const std::string& content, int 
   }
   ::chmod(tmp.c_str(), mode);  // open's mode is masked by umask
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Status s = Status::Internal("cannot rename " + tmp + " to " + path + ": " +
-                                std::strerror(errno));
+    Status s =
+        Status::Internal("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
     ::unlink(tmp.c_str());
     return s;
   }

@@ -72,14 +72,22 @@ HttpResponse HttpResponse::Text(int status, std::string body, std::string type) 
 
 int HttpStatusFor(Code code) {
   switch (code) {
-    case Code::kOk: return 200;
-    case Code::kInvalid: return 400;
-    case Code::kUnauthorized: return 401;
-    case Code::kForbidden: return 403;
-    case Code::kNotFound: return 404;
-    case Code::kConflict: return 409;
-    case Code::kUnavailable: return 503;
-    case Code::kInternal: return 500;
+    case Code::kOk:
+      return 200;
+    case Code::kInvalid:
+      return 400;
+    case Code::kUnauthorized:
+      return 401;
+    case Code::kForbidden:
+      return 403;
+    case Code::kNotFound:
+      return 404;
+    case Code::kConflict:
+      return 409;
+    case Code::kUnavailable:
+      return 503;
+    case Code::kInternal:
+      return 500;
   }
   return 500;
 }
@@ -171,12 +179,12 @@ std::string RouteMetrics::Prometheus() const {
     for (size_t i = 0; i < kBucketCount; ++i)
       out << "provisiond_http_request_duration_seconds_bucket{route=\"" << route << "\",le=\""
           << kBuckets[i] << "\"} " << s.buckets[i] << "\n";
-    out << "provisiond_http_request_duration_seconds_bucket{route=\"" << route
-        << "\",le=\"+Inf\"} " << s.count << "\n";
+    out << "provisiond_http_request_duration_seconds_bucket{route=\"" << route << "\",le=\"+Inf\"} "
+        << s.count << "\n";
     out << "provisiond_http_request_duration_seconds_sum{route=\"" << route << "\"} " << s.sum
         << "\n";
-    out << "provisiond_http_request_duration_seconds_count{route=\"" << route << "\"} "
-        << s.count << "\n";
+    out << "provisiond_http_request_duration_seconds_count{route=\"" << route << "\"} " << s.count
+        << "\n";
   }
   return out.str();
 }
@@ -267,8 +275,7 @@ HttpResponse Router::Handle(HttpRequest& request) const {
       }
     }
   }
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   metrics_.Record(route_name, response.status, seconds);
   return response;
 }

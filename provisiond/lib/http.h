@@ -101,8 +101,7 @@ class Router {
 
   // `pattern` is a path with {name} segments; a trailing "{name...}" takes
   // the rest of the path. `route` names the route in metrics.
-  void Add(const std::string& method, const std::string& pattern, Access access,
-           Handler handler);
+  void Add(const std::string& method, const std::string& pattern, Access access, Handler handler);
 
   // Matches, authenticates writes, runs the handler, records metrics. Never
   // throws: a handler's exception becomes a 500 with its message.

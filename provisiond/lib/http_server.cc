@@ -81,9 +81,8 @@ struct HttpServerCallbacks {
 };
 
 MHD_Result HttpServerCallbacks::OnRequest(void* cls, MHD_Connection* c, const char* url,
-                                          const char* method, const char*,
-                                          const char* upload_data, size_t* upload_data_size,
-                                          void** con_cls) {
+                                          const char* method, const char*, const char* upload_data,
+                                          size_t* upload_data_size, void** con_cls) {
   auto* self = static_cast<HttpServer*>(cls);
   auto* conn = static_cast<Connection*>(*con_cls);
   if (!conn) {
@@ -116,8 +115,8 @@ MHD_Result HttpServerCallbacks::OnRequest(void* cls, MHD_Connection* c, const ch
   }
   HttpResponse response;
   if (conn->too_large)
-    response = HttpResponse::Error(413, "request body is larger than " +
-                                            std::to_string(self->max_body_) + " bytes");
+    response = HttpResponse::Error(
+        413, "request body is larger than " + std::to_string(self->max_body_) + " bytes");
   else
     response = self->router_.Handle(conn->request);
   return Queue(c, response, conn->request.method == "HEAD");
@@ -134,8 +133,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   std::unique_ptr<HttpServer> server(new HttpServer(router, options.max_body_bytes));
   sockaddr_storage addr{};
   socklen_t addr_len = 0;
-  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                   MHD_USE_POLL | MHD_USE_ERROR_LOG;
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+                   MHD_USE_ERROR_LOG;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
   auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
   if (inet_pton(AF_INET, options.host.c_str(), &v4->sin_addr) == 1) {
@@ -152,8 +151,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   }
   (void)addr_len;
   server->daemon_ = MHD_start_daemon(
-      flags, options.port, nullptr, nullptr,
-      &HttpServerCallbacks::OnRequest, server.get(),
+      flags, options.port, nullptr, nullptr, &HttpServerCallbacks::OnRequest, server.get(),
       MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr), MHD_OPTION_NOTIFY_COMPLETED,
       &HttpServerCallbacks::OnCompleted, nullptr, MHD_OPTION_CONNECTION_TIMEOUT,
       options.connection_timeout_s, MHD_OPTION_CONNECTION_LIMIT, options.connection_limit,

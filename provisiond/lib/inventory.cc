@@ -28,8 +28,8 @@ nlohmann::json ToJson(const NodeRecord& n) {
 }
 
 nlohmann::json ToJson(const EventRecord& e) {
-  return {{"id", e.id},     {"time", e.time_ms},     {"node", e.node},
-          {"kind", e.kind}, {"detail", e.detail},    {"who", e.who}};
+  return {{"id", e.id},     {"time", e.time_ms},  {"node", e.node},
+          {"kind", e.kind}, {"detail", e.detail}, {"who", e.who}};
 }
 
 nlohmann::json ToJson(const NodePlan& p) {
@@ -106,24 +106,28 @@ Result<NodeRecord> Inventory::Enroll(const EnrollRequest& request, const std::st
       node.image_version = ImageRef(*profile);
     }
     if (existing.ok()) {
-      Status t = tx.Transition(node, NodeState::kEnrolled,
-                               was_discovered ? "enrolled a discovered node" : "enrolled again",
-                               who);
+      Status t =
+          tx.Transition(node, NodeState::kEnrolled,
+                        was_discovered ? "enrolled a discovered node" : "enrolled again", who);
       if (!t.ok()) return t;
     } else {
       node.state = NodeState::kEnrolled;
       auto inserted = tx.InsertNode(node);
       if (!inserted.ok()) return inserted.status();
       node = *inserted;
-      EventRecord e{0, 0, node.id, node.name(), "enrolled",
-                    "mac " + node.mac + (node.ip.empty() ? "" : ", ip " + node.ip), who};
+      EventRecord e{0,          0,
+                    node.id,    node.name(),
+                    "enrolled", "mac " + node.mac + (node.ip.empty() ? "" : ", ip " + node.ip),
+                    who};
       Status a = tx.AppendEvent(e);
       if (!a.ok()) return a;
     }
     if (profile) {
-      EventRecord e{0, 0, node.id, node.name(), "profile",
-                    "assigned profile " + profile->version + " (image " + node.image_version + ")",
-                    who};
+      EventRecord e{
+          0,         0,
+          node.id,   node.name(),
+          "profile", "assigned profile " + profile->version + " (image " + node.image_version + ")",
+          who};
       Status a = tx.AppendEvent(e);
       if (!a.ok()) return a;
     }
@@ -172,8 +176,9 @@ Result<NodeRecord> Inventory::Change(const std::string& name, const NodeChange& 
     if (change.profile) {
       std::string to = profile ? profile->version : "";
       if (to != node.profile_version) {
-        what.push_back("profile " + (node.profile_version.empty() ? "(none)" : node.profile_version) +
-                       " -> " + (to.empty() ? "(none)" : to));
+        what.push_back("profile " +
+                       (node.profile_version.empty() ? "(none)" : node.profile_version) + " -> " +
+                       (to.empty() ? "(none)" : to));
         node.profile_version = to;
         node.image_version = profile ? ImageRef(*profile) : "";
       }
@@ -204,8 +209,8 @@ Status Inventory::Retire(const std::string& name, bool purge, const std::string&
     if (!found.ok()) return found.status();
     NodeRecord node = *found;
     if (purge) {
-      EventRecord e{0, 0, 0, node.name(), "purged",
-                    "removed from the inventory (mac " + node.mac + ")", who};
+      EventRecord e{
+          0, 0, 0, node.name(), "purged", "removed from the inventory (mac " + node.mac + ")", who};
       Status d = tx.DeleteNode(node.id);
       if (!d.ok()) return d;
       return tx.AppendEvent(e);
@@ -305,11 +310,14 @@ Result<Plan> Inventory::ApplyProfile(const std::string& version, const std::stri
       AppliedProfile applied{0, profile->version, profile->sha256, 0, who};
       Status a = tx.InsertAppliedProfile(applied);
       if (!a.ok()) return a;
-      EventRecord e{0, 0, 0, "", "profile-applied",
+      EventRecord e{0,
+                    0,
+                    0,
+                    "",
+                    "profile-applied",
                     "profile " + profile->version + " (sha256 " + profile->sha256.substr(0, 12) +
                         ")" +
-                        (plan.current_version.empty() ? ""
-                                                      : ", replacing " + plan.current_version),
+                        (plan.current_version.empty() ? "" : ", replacing " + plan.current_version),
                     who};
       a = tx.AppendEvent(e);
       if (!a.ok()) return a;
@@ -325,8 +333,8 @@ Result<Plan> Inventory::ApplyProfile(const std::string& version, const std::stri
       if (!u.ok()) return u;
       std::string detail;
       for (const auto& r : np.reasons) detail += (detail.empty() ? "" : "; ") + r;
-      EventRecord e{0, 0, node.id, node.name(), np.action == "assign" ? "profile" : "released",
-                    detail, who};
+      EventRecord e{
+          0, 0, node.id, node.name(), np.action == "assign" ? "profile" : "released", detail, who};
       u = tx.AppendEvent(e);
       if (!u.ok()) return u;
     }

@@ -17,31 +17,33 @@ const Edge kEdges[] = {
     {S::kDiscovered, {S::kEnrolled, S::kRetired}},
     {S::kEnrolled, {S::kBooting, S::kFailed, S::kMaintenance, S::kRetired}},
     {S::kBooting, {S::kBooted, S::kEnrolled, S::kFailed, S::kMaintenance, S::kRetired}},
-    {S::kBooted, {S::kConfiguring, S::kBooting, S::kEnrolled, S::kFailed, S::kMaintenance,
-                  S::kRetired}},
-    {S::kConfiguring, {S::kReady, S::kBooting, S::kEnrolled, S::kFailed, S::kMaintenance,
-                       S::kRetired}},
-    {S::kReady, {S::kConfiguring, S::kBooting, S::kEnrolled, S::kFailed, S::kMaintenance,
-                 S::kRetired}},
+    {S::kBooted,
+     {S::kConfiguring, S::kBooting, S::kEnrolled, S::kFailed, S::kMaintenance, S::kRetired}},
+    {S::kConfiguring,
+     {S::kReady, S::kBooting, S::kEnrolled, S::kFailed, S::kMaintenance, S::kRetired}},
+    {S::kReady,
+     {S::kConfiguring, S::kBooting, S::kEnrolled, S::kFailed, S::kMaintenance, S::kRetired}},
     {S::kFailed, {S::kEnrolled, S::kBooting, S::kConfiguring, S::kMaintenance, S::kRetired}},
     {S::kMaintenance, {S::kEnrolled, S::kBooting, S::kRetired}},
     {S::kRetired, {S::kEnrolled}},
 };
 
-const std::array<std::string_view, 9> kNames = {
-    "discovered", "enrolled", "booting", "booted", "configuring",
-    "ready",      "failed",   "maintenance", "retired"};
+const std::array<std::string_view, 9> kNames = {"discovered", "enrolled",    "booting",
+                                                "booted",     "configuring", "ready",
+                                                "failed",     "maintenance", "retired"};
 
 }  // namespace
 
 const std::vector<NodeState>& AllNodeStates() {
-  static const std::vector<NodeState> all = {S::kDiscovered,  S::kEnrolled, S::kBooting,
-                                             S::kBooted,      S::kConfiguring, S::kReady,
-                                             S::kFailed,      S::kMaintenance, S::kRetired};
+  static const std::vector<NodeState> all = {S::kDiscovered, S::kEnrolled,    S::kBooting,
+                                             S::kBooted,     S::kConfiguring, S::kReady,
+                                             S::kFailed,     S::kMaintenance, S::kRetired};
   return all;
 }
 
-std::string_view ToString(NodeState s) { return kNames[static_cast<size_t>(s)]; }
+std::string_view ToString(NodeState s) {
+  return kNames[static_cast<size_t>(s)];
+}
 
 std::optional<NodeState> ParseNodeState(std::string_view s) {
   for (size_t i = 0; i < kNames.size(); ++i)

@@ -11,16 +11,16 @@ TEST_CASE("node life cycle: the allowed and refused transitions") {
     bool allowed;
   };
   const Case cases[] = {
-      {S::kDiscovered, S::kEnrolled, true},      {S::kDiscovered, S::kReady, false},
-      {S::kDiscovered, S::kBooting, false},      {S::kEnrolled, S::kBooting, true},
-      {S::kEnrolled, S::kReady, false},          {S::kBooting, S::kBooted, true},
-      {S::kBooting, S::kReady, false},           {S::kBooted, S::kConfiguring, true},
-      {S::kConfiguring, S::kReady, true},        {S::kConfiguring, S::kFailed, true},
-      {S::kReady, S::kConfiguring, true},        {S::kReady, S::kBooting, true},
-      {S::kFailed, S::kEnrolled, true},          {S::kFailed, S::kReady, false},
-      {S::kMaintenance, S::kEnrolled, true},     {S::kMaintenance, S::kReady, false},
-      {S::kRetired, S::kEnrolled, true},         {S::kRetired, S::kBooting, false},
-      {S::kReady, S::kReady, false},             {S::kReady, S::kDiscovered, false},
+      {S::kDiscovered, S::kEnrolled, true},  {S::kDiscovered, S::kReady, false},
+      {S::kDiscovered, S::kBooting, false},  {S::kEnrolled, S::kBooting, true},
+      {S::kEnrolled, S::kReady, false},      {S::kBooting, S::kBooted, true},
+      {S::kBooting, S::kReady, false},       {S::kBooted, S::kConfiguring, true},
+      {S::kConfiguring, S::kReady, true},    {S::kConfiguring, S::kFailed, true},
+      {S::kReady, S::kConfiguring, true},    {S::kReady, S::kBooting, true},
+      {S::kFailed, S::kEnrolled, true},      {S::kFailed, S::kReady, false},
+      {S::kMaintenance, S::kEnrolled, true}, {S::kMaintenance, S::kReady, false},
+      {S::kRetired, S::kEnrolled, true},     {S::kRetired, S::kBooting, false},
+      {S::kReady, S::kReady, false},         {S::kReady, S::kDiscovered, false},
   };
   for (const auto& c : cases) {
     CAPTURE(ToString(c.from));

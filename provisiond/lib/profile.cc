@@ -121,8 +121,8 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
 
   if (top.GetString("version", p.version, true)) {
     if (!std::regex_match(p.version, kVersion))
-      errors.Add(top.Raw("version"), "version '" + p.version +
-                                         "' must be letters, digits, '.', '_' or '-'");
+      errors.Add(top.Raw("version"),
+                 "version '" + p.version + "' must be letters, digits, '.', '_' or '-'");
     else if (!expected_version.empty() && p.version != expected_version)
       errors.Add(top.Raw("version"), "version '" + p.version + "' does not match its directory '" +
                                          expected_version + "'");
@@ -152,8 +152,8 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
     if (pb.GetString("playbook", ref.file, true)) {
       ref.line = pb.Raw("playbook").Mark().line + 1;
       if (ref.file.find("..") != std::string::npos || ref.file.empty() || ref.file[0] == '/') {
-        pb.errors().Add(pb.Raw("playbook"),
-                        "playbook '" + ref.file + "' must be a path inside the playbooks directory");
+        pb.errors().Add(pb.Raw("playbook"), "playbook '" + ref.file +
+                                                "' must be a path inside the playbooks directory");
       } else {
         std::string path = playbooks_dir + "/" + ref.file;
         auto content = ReadFile(path);
@@ -180,7 +180,8 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
     h.GetInt("timeout", c.timeout_s, false, 1, 86400);
     p.health_checks.push_back(std::move(c));
   });
-  top.GetMap("nodes", [&](MapReader& m) { ParseNodes(m, p); }, true);
+  top.GetMap(
+      "nodes", [&](MapReader& m) { ParseNodes(m, p); }, true);
   top.Finish();
 
   if (!errors.empty()) return errors.ToStatus();
@@ -194,8 +195,7 @@ Result<Profile> LoadProfile(const std::string& profiles_dir, const std::string& 
     return Status::Invalid("'" + version + "' is not a profile version");
   std::string path = profiles_dir + "/" + version + "/profile.yaml";
   auto text = ReadFile(path);
-  if (!text.ok())
-    return Status::NotFound("no profile '" + version + "' (looked for " + path + ")");
+  if (!text.ok()) return Status::NotFound("no profile '" + version + "' (looked for " + path + ")");
   return ParseProfile(*text, path, version, playbooks_dir);
 }
 
@@ -226,12 +226,13 @@ std::map<std::string, Profile> LoadAllProfiles(const std::string& profiles_dir,
 nlohmann::json ToJson(const Profile& p) {
   nlohmann::json accel = nlohmann::json::array();
   for (const auto& a : p.accelerators)
-    accel.push_back({{"vendor", a.vendor}, {"model", a.model}, {"pci_ids", a.pci_ids},
-                     {"count", a.count}});
+    accel.push_back(
+        {{"vendor", a.vendor}, {"model", a.model}, {"pci_ids", a.pci_ids}, {"count", a.count}});
   nlohmann::json overlay = nlohmann::json::array();
   for (const auto& o : p.overlay) overlay.push_back({{"path", o.path}, {"mode", o.mode}});
   nlohmann::json playbooks = nlohmann::json::array();
-  for (const auto& pb : p.playbooks) playbooks.push_back({{"playbook", pb.file}, {"vars", pb.vars}});
+  for (const auto& pb : p.playbooks)
+    playbooks.push_back({{"playbook", pb.file}, {"vars", pb.vars}});
   nlohmann::json checks = nlohmann::json::array();
   for (const auto& c : p.health_checks)
     checks.push_back({{"name", c.name}, {"command", c.command}, {"timeout", c.timeout_s}});

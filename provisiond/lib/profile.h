@@ -74,8 +74,7 @@ nlohmann::json ToJson(const Profile& p);
 // name of the directory it sits in (they must agree); playbooks are looked up
 // in `playbooks_dir`. All errors are reported at once, each with file:line:col.
 Result<Profile> ParseProfile(const std::string& text, const std::string& file,
-                             const std::string& expected_version,
-                             const std::string& playbooks_dir);
+                             const std::string& expected_version, const std::string& playbooks_dir);
 
 // Loads <profiles_dir>/<version>/profile.yaml.
 Result<Profile> LoadProfile(const std::string& profiles_dir, const std::string& version,

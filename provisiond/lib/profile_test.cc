@@ -70,8 +70,8 @@ TEST_CASE("profile: a good profile loads with its hash") {
 }
 
 TEST_CASE("profile: pattern selectors") {
-  auto p = ParseProfile("version: lab\nimage: {name: lab}\nnodes: {pattern: 'lab*'}\n", "f",
-                        "lab", PlaybooksDir());
+  auto p = ParseProfile("version: lab\nimage: {name: lab}\nnodes: {pattern: 'lab*'}\n", "f", "lab",
+                        PlaybooksDir());
   REQUIRE(p.ok());
   CHECK(p->Covers("lab0", ""));
   CHECK_FALSE(p->Covers("node0", ""));
@@ -92,8 +92,7 @@ TEST_CASE("profile: every broken file gets its own clear error with file:line:co
        "p.yaml:1:10: version 'v8' does not match its directory 'v9'"},
       {"unknown key", "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nimages: x\n",
        "p.yaml:4:1: unknown key 'images' in profile"},
-      {"unknown nested key",
-       "version: v9\nimage: {name: x, tag: y}\nnodes: {hostlist: n1}\n",
+      {"unknown nested key", "version: v9\nimage: {name: x, tag: y}\nnodes: {hostlist: n1}\n",
        "p.yaml:2:18: unknown key 'tag' in 'image'"},
       {"missing image", "version: v9\nnodes: {hostlist: n1}\n", "missing required key 'image'"},
       {"missing nodes", "version: v9\nimage: {name: x}\n", "missing required key 'nodes'"},
@@ -154,8 +153,8 @@ TEST_CASE("profile: every broken file gets its own clear error with file:line:co
 
 TEST_CASE("profile: every shipped profile loads") {
   std::vector<std::string> errors;
-  auto all = LoadAllProfiles(PROVISION_SOURCE_DIR "/profiles", PROVISION_SOURCE_DIR "/playbooks",
-                             errors);
+  auto all =
+      LoadAllProfiles(PROVISION_SOURCE_DIR "/profiles", PROVISION_SOURCE_DIR "/playbooks", errors);
   for (const auto& e : errors) FAIL_CHECK(e);
   CHECK(all.count("v0.1"));
   CHECK(all.count("v0.2"));

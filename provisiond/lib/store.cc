@@ -136,16 +136,16 @@ Status ApplyMigrations(sqlite3* db, int upto) {
   const auto& all = Migrations();
   if (current > static_cast<int>(all.size()))
     return Status::Internal("database schema version " + std::to_string(current) +
-                            " is newer than this provisiond knows (" +
-                            std::to_string(all.size()) + "); use a newer provisiond");
+                            " is newer than this provisiond knows (" + std::to_string(all.size()) +
+                            "); use a newer provisiond");
   for (int v = current + 1; v <= upto && v <= static_cast<int>(all.size()); ++v) {
     // Each migration and its version bump commit together.
     std::string sql = std::string("BEGIN IMMEDIATE;\n") + all[v - 1].sql +
                       "\nPRAGMA user_version = " + std::to_string(v) + ";\nCOMMIT;";
     char* err = nullptr;
     if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-      std::string msg = std::string("migration ") + all[v - 1].name + " failed: " +
-                        (err ? err : "unknown error");
+      std::string msg =
+          std::string("migration ") + all[v - 1].name + " failed: " + (err ? err : "unknown error");
       sqlite3_free(err);
       sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
       return Status::Internal(msg);
@@ -156,12 +156,12 @@ Status ApplyMigrations(sqlite3* db, int upto) {
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
-    std::string msg = "cannot open database " + path + ": " +
-                      (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    std::string msg =
+        "cannot open database " + path + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     sqlite3_close(db);
     return Status::Internal(msg);
   }
@@ -280,8 +280,8 @@ Status StoreTx::UpdateNode(NodeRecord& node) {
   if (sqlite3_step(s.get()) != SQLITE_DONE) {
     Status e = SqlError(store_.db_, "cannot update node " + node.name());
     if (e.code() == Code::kConflict)
-      return Status::Conflict("another node already has hostname '" + node.hostname +
-                              "' or MAC " + node.mac);
+      return Status::Conflict("another node already has hostname '" + node.hostname + "' or MAC " +
+                              node.mac);
     return e;
   }
   if (sqlite3_changes(store_.db_) != 1) return Status::NotFound("node " + node.name() + " is gone");

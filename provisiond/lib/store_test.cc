@@ -22,8 +22,7 @@ NodeRecord MakeNode(const std::string& host, const std::string& mac) {
 std::string TempDb() {
   static int counter = 0;
   auto dir = std::filesystem::temp_directory_path() /
-             ("provision-store-test-" + std::to_string(getpid()) + "-" +
-              std::to_string(counter++));
+             ("provision-store-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return (dir / "test.db").string();

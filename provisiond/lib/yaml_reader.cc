@@ -58,7 +58,9 @@ MapReader::MapReader(const YAML::Node& node, YamlErrors& errors, std::string wha
   }
 }
 
-bool MapReader::Has(const std::string& key) const { return node_[key].IsDefined(); }
+bool MapReader::Has(const std::string& key) const {
+  return node_[key].IsDefined();
+}
 
 YAML::Node MapReader::Raw(const std::string& key) {
   asked_.insert(key);
@@ -176,7 +178,8 @@ void MapReader::Finish() {
   for (const auto& kv : node_) {
     const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
     if (!asked_.count(key))
-      errors_.Add(kv.first, "unknown key '" + key + "' in " + what_ + " (known keys: " + known + ")");
+      errors_.Add(kv.first,
+                  "unknown key '" + key + "' in " + what_ + " (known keys: " + known + ")");
   }
 }
 

@@ -52,8 +52,7 @@ class MapReader {
   bool GetInt(const std::string& key, long& out, bool required = false, long min = 0,
               long max = 1L << 40);
   bool GetBool(const std::string& key, bool& out, bool required = false);
-  bool GetStringList(const std::string& key, std::vector<std::string>& out,
-                     bool required = false);
+  bool GetStringList(const std::string& key, std::vector<std::string>& out, bool required = false);
   // Calls `each` for every entry of a sequence of mappings.
   bool GetMapList(const std::string& key, const std::function<void(MapReader&)>& each,
                   bool required = false);

@@ -1,0 +1,188 @@
+#include "process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+extern char** environ;
+
+namespace prov {
+namespace {
+
+constexpr size_t kMaxOutput = 64 * 1024;
+
+std::vector<char*> MakeEnv(const std::vector<std::string>& extra, std::vector<std::string>& store) {
+  for (char** e = environ; e && *e; ++e) store.emplace_back(*e);
+  for (const auto& x : extra) store.push_back(x);
+  std::vector<char*> out;
+  for (auto& s : store) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Spawns with stdin from /dev/null and stdout+stderr to `out_fd`.
+Result<pid_t> Spawn(const ProcessSpec& spec, int out_fd) {
+  if (spec.argv.empty() || spec.argv[0].empty() || spec.argv[0][0] != '/')
+    return Status::Invalid("a program must be given by its full path: '" +
+                           (spec.argv.empty() ? "" : spec.argv[0]) + "'");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // The child starts with default signal dispositions and an empty mask,
+  // whatever provisiond blocks for its own signal handling.
+  sigset_t empty, all;
+  sigemptyset(&empty);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &empty);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::vector<std::string> argv_store(spec.argv), env_store;
+  std::vector<char*> argv;
+  for (auto& a : argv_store) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  auto envp = MakeEnv(spec.env, env_store);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0)
+    return Status::Internal("cannot start " + DescribeCommand(spec) + ": " + std::strerror(rc));
+  return pid;
+}
+
+}  // namespace
+
+std::string DescribeCommand(const ProcessSpec& spec) {
+  std::string out;
+  for (size_t i = 0; i < spec.argv.size(); ++i) {
+    bool secret = false;
+    for (size_t s : spec.secret_args) secret |= s == i;
+    if (i) out += ' ';
+    out += secret ? "***" : spec.argv[i];
+  }
+  return out;
+}
+
+Result<ProcessResult> RunProcess(const ProcessSpec& spec, int timeout_ms) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0)
+    return Status::Internal("pipe: " + std::string(strerror(errno)));
+  auto pid = Spawn(spec, pipe_fds[1]);
+  close(pipe_fds[1]);
+  if (!pid.ok()) {
+    close(pipe_fds[0]);
+    return pid.status();
+  }
+  ProcessResult result;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  bool open = true;
+  int killed_stage = 0;
+  while (open) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0) {
+      result.timed_out = true;
+      kill(*pid, killed_stage == 0 ? SIGTERM : SIGKILL);
+      killed_stage++;
+      deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(2000);
+      if (killed_stage > 2) break;
+      continue;
+    }
+    pollfd p{pipe_fds[0], POLLIN, 0};
+    int n = poll(&p, 1, static_cast<int>(std::min<long>(left, 1000)));
+    if (n <= 0) continue;
+    char buf[8192];
+    ssize_t got = read(pipe_fds[0], buf, sizeof buf);
+    if (got <= 0) {
+      open = false;
+      break;
+    }
+    result.output.append(buf, static_cast<size_t>(got));
+    if (result.output.size() > 2 * kMaxOutput)
+      result.output.erase(0, result.output.size() - kMaxOutput);
+  }
+  close(pipe_fds[0]);
+  if (result.output.size() > kMaxOutput) result.output.erase(0, result.output.size() - kMaxOutput);
+  int status = 0;
+  waitpid(*pid, &status, 0);
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  if (result.timed_out) result.exit_code = -1;
+  return result;
+}
+
+Result<ChildProcess> ChildProcess::Start(const ProcessSpec& spec) {
+  int fd = open(spec.output_file.empty() ? "/dev/null" : spec.output_file.c_str(),
+                O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (fd < 0) return Status::Internal("cannot open " + spec.output_file + ": " + strerror(errno));
+  auto pid = Spawn(spec, fd);
+  close(fd);
+  if (!pid.ok()) return pid.status();
+  ChildProcess child;
+  child.pid_ = *pid;
+  return child;
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept : pid_(other.pid_) {
+  other.pid_ = -1;
+}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
+  if (this != &other) {
+    Stop();
+    pid_ = other.pid_;
+    other.pid_ = -1;
+  }
+  return *this;
+}
+
+ChildProcess::~ChildProcess() {
+  Stop();
+}
+
+bool ChildProcess::Reap(int& status) {
+  if (pid_ <= 0) return false;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    pid_ = -1;
+    return true;
+  }
+  return false;
+}
+
+Status ChildProcess::Signal(int sig) const {
+  if (pid_ <= 0) return Status::Error(Code::kUnavailable, "the process is not running");
+  if (kill(pid_, sig) != 0) return Status::Internal("kill: " + std::string(strerror(errno)));
+  return Status::Ok();
+}
+
+void ChildProcess::Stop(int grace_ms) {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+}  // namespace prov

@@ -1,0 +1,59 @@
+#include "process.h"
+
+#include <doctest/doctest.h>
+#include <signal.h>
+
+namespace prov {
+namespace {
+ProcessSpec Cmd(std::vector<std::string> argv) {
+  ProcessSpec spec;
+  spec.argv = std::move(argv);
+  return spec;
+}
+}  // namespace
+
+TEST_CASE("process: exit status, output, no shell") {
+  auto r = RunProcess(Cmd({"/bin/echo", "a b", "$HOME;", "c"}), 5000);
+  REQUIRE(r.ok());
+  CHECK(r->exit_code == 0);
+  CHECK(r->output == "a b $HOME; c\n");  // arguments are not interpreted by a shell
+  auto f = RunProcess(Cmd({"/bin/sh", "-c", "echo oops >&2; exit 3"}), 5000);
+  REQUIRE(f.ok());
+  CHECK(f->exit_code == 3);
+  CHECK(f->output == "oops\n");
+}
+
+TEST_CASE("process: relative programs are refused, missing ones fail clearly") {
+  CHECK(RunProcess(Cmd({"echo", "x"}), 1000).status().message().find("full path") !=
+        std::string::npos);
+  auto r = RunProcess(Cmd({"/nonexistent/prog"}), 1000);
+  CHECK_FALSE(r.ok());
+  CHECK(r.status().message().find("cannot start /nonexistent/prog") != std::string::npos);
+}
+
+TEST_CASE("process: a timeout stops the program") {
+  auto r = RunProcess(Cmd({"/bin/sleep", "30"}), 200);
+  REQUIRE(r.ok());
+  CHECK(r->timed_out);
+  CHECK(r->exit_code == -1);
+}
+
+TEST_CASE("process: secrets are redacted in the command line") {
+  ProcessSpec spec = Cmd({"/usr/bin/ipmitool", "-U", "admin", "-P", "hunter2"});
+  spec.secret_args = {4};
+  CHECK(DescribeCommand(spec) == "/usr/bin/ipmitool -U admin -P ***");
+}
+
+TEST_CASE("process: a child is stopped by its owner") {
+  auto c = ChildProcess::Start(Cmd({"/bin/sleep", "30"}));
+  REQUIRE(c.ok());
+  pid_t pid = c->pid();
+  CHECK(kill(pid, 0) == 0);
+  int status = 0;
+  CHECK_FALSE(c->Reap(status));
+  c->Stop(1000);
+  CHECK_FALSE(c->running());
+  CHECK(kill(pid, 0) != 0);
+}
+
+}  // namespace prov
