@@ -90,7 +90,8 @@ HttpResponse AddNode(Inventory& inv, const HttpRequest& r) {
 }
 
 HttpResponse ChangeNode(Inventory& inv, const HttpRequest& r) {
-  auto body = ParseJsonObject(r.body, {"hostname", "ip", "profile", "state", "reason", "host_key"});
+  auto body = ParseJsonObject(
+      r.body, {"hostname", "ip", "profile", "state", "reason", "host_key", "power"});
   if (!body.ok()) return HttpResponse::FromStatus(body.status());
   NodeChange change;
   std::optional<std::string> state;
@@ -100,6 +101,7 @@ HttpResponse ChangeNode(Inventory& inv, const HttpRequest& r) {
         OptionalString(*body, "reason", change.reason),
         OptionalString(*body, "host_key", change.host_key)})
     if (!s.ok()) return HttpResponse::FromStatus(s);
+  if (body->contains("power")) change.power = (*body)["power"];
   if (state) {
     auto st = ParseNodeState(*state);
     if (!st) return HttpResponse::Error(400, "unknown state '" + *state + "'");

@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include <arpa/inet.h>
+
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -99,6 +101,77 @@ const std::vector<Setting>& Table() {
         "Largest request body the API accepts; larger ones get 413."},
        [](const std::string& v, const std::string&, Config& c) {
          return ParseUint(v, 1024, 1ULL << 30, c.max_body_bytes);
+       }},
+      {{"interface", "interface name", "",
+        "The cluster interface: dnsmasq and the boot services serve only on it. Empty: no "
+        "netboot, provisiond serves its API only."},
+       [](const std::string& v, const std::string&, Config& c) {
+         if (v.size() > 15 || v.find_first_of("/ \t") != std::string::npos)
+           return Status::Invalid("'" + v + "' is not an interface name");
+         c.interface = v;
+         return Status::Ok();
+       }},
+      {{"dhcp.mode", "full|proxy", "full",
+        "full: provisiond's dnsmasq hands out addresses on a dedicated cluster network. proxy: "
+        "another DHCP server gives addresses; dnsmasq only adds the boot information."},
+       [](const std::string& v, const std::string&, Config& c) {
+         if (v != "full" && v != "proxy")
+           return Status::Invalid("expected full or proxy, found '" + v + "'");
+         c.dhcp_mode = v;
+         return Status::Ok();
+       }},
+      {{"dhcp.range", "FIRST-LAST", "",
+        "Addresses dnsmasq may lease in full mode, e.g. 10.99.0.100-10.99.0.200. Enrolled nodes "
+        "get a reservation by MAC. Empty: the upper half of the interface's subnet."},
+       [](const std::string& v, const std::string&, Config& c) {
+         if (v.empty()) {
+           c.dhcp_range_first = c.dhcp_range_last = "";
+           return Status::Ok();
+         }
+         size_t dash = v.find('-');
+         in_addr a{}, b{};
+         if (dash == std::string::npos || inet_pton(AF_INET, v.substr(0, dash).c_str(), &a) != 1 ||
+             inet_pton(AF_INET, v.substr(dash + 1).c_str(), &b) != 1)
+           return Status::Invalid("expected FIRST-LAST IPv4 addresses, found '" + v + "'");
+         if (ntohl(a.s_addr) > ntohl(b.s_addr))
+           return Status::Invalid("range '" + v + "' ends before it starts");
+         c.dhcp_range_first = v.substr(0, dash);
+         c.dhcp_range_last = v.substr(dash + 1);
+         return Status::Ok();
+       }},
+      {{"boot_url", "URL", "",
+        "The URL nodes use to reach provisiond (plain http: iPXE has no HTTPS here). Empty: "
+        "http://<interface address>:<listen port>."},
+       [](const std::string& v, const std::string&, Config& c) {
+         if (!v.empty() && v.rfind("http://", 0) != 0)
+           return Status::Invalid("expected an http:// URL, found '" + v + "'");
+         c.boot_url = v.empty() || v.back() != '/' ? v : v.substr(0, v.size() - 1);
+         return Status::Ok();
+       }},
+      {{"dnsmasq", "path", "/usr/sbin/dnsmasq", "The dnsmasq program provisiond runs."},
+       PathSetting(&Config::dnsmasq_path)},
+      {{"ipxe_dir", "path", "/usr/lib/ipxe",
+        "Where the iPXE binaries are (undionly.kpxe, ipxe.efi, snponly.efi; Debian's ipxe)."},
+       PathSetting(&Config::ipxe_dir)},
+      {{"pxe_dir", "path", PROVISION_DATADIR "/pxe",
+        "Templates for the dnsmasq config and the iPXE scripts."},
+       PathSetting(&Config::pxe_dir)},
+      {{"image_store", "path", "",
+        "Built images (kernel, initrd, root) by name and version. Empty: <data_dir>/images."},
+       [](const std::string& v, const std::string& base, Config& c) {
+         c.image_store = ResolvePath(v, base);
+         return Status::Ok();
+       }},
+      {{"ipmi_credentials_file", "path", "/etc/provisiond/ipmi",
+        "IPMI credentials, one '<bmc address> <user> <password>' per line. Must be readable by "
+        "its owner only; passwords are never logged."},
+       PathSetting(&Config::ipmi_credentials_file)},
+      {{"power.command", "path", "",
+        "Program for the 'command' power driver, called as: PROGRAM on|off|cycle HOSTNAME MAC "
+        "(the lab uses it to start and stop virtual machines)."},
+       [](const std::string& v, const std::string& base, Config& c) {
+         c.power_command = ResolvePath(v, base);
+         return Status::Ok();
        }},
   };
   return table;

@@ -29,9 +29,25 @@ struct Config {
   std::string log_level;
   uint64_t max_body_bytes = 0;
 
+  // Netboot (empty interface: API only, no dnsmasq).
+  std::string interface;
+  std::string dhcp_mode;         // "full" or "proxy"
+  std::string dhcp_range_first;  // full mode; empty: derived from the interface's subnet
+  std::string dhcp_range_last;
+  std::string boot_url;  // empty: http://<interface address>:<listen port>
+  std::string dnsmasq_path;
+  std::string ipxe_dir;
+  std::string pxe_dir;      // templates
+  std::string image_store;  // empty: <data_dir>/images
+  std::string ipmi_credentials_file;
+  std::string power_command;  // program for the "command" power driver
+
   std::string database_path() const { return data_dir + "/provisiond.db"; }
   std::string effective_tokens_file() const {
     return tokens_file.empty() ? data_dir + "/tokens" : tokens_file;
+  }
+  std::string effective_image_store() const {
+    return image_store.empty() ? data_dir + "/images" : image_store;
   }
 };
 

@@ -4,11 +4,20 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
 
 #include "api.h"
+#include "boot.h"
+#include "dnsmasq.h"
 #include "file_util.h"
 #include "http_server.h"
+#include "image_catalog.h"
 #include "inventory.h"
+#include "netboot_api.h"
+#include "netinfo.h"
+#include "preflight.h"
 #include "profile.h"
 #include "store.h"
 
@@ -26,18 +35,52 @@ std::vector<std::string> CheckAll(const Config& config) {
   return errors;
 }
 
+// The kernel arguments of each profile version, re-read when its file changes
+// (boot scripts are on the hot path; parsing YAML for each would not be).
+class KernelArgsCache {
+ public:
+  KernelArgsCache(std::string profiles_dir, std::string playbooks_dir)
+      : profiles_dir_(std::move(profiles_dir)), playbooks_dir_(std::move(playbooks_dir)) {}
+  std::vector<std::string> Get(const std::string& version) {
+    std::error_code ec;
+    auto mtime =
+        std::filesystem::last_write_time(profiles_dir_ + "/" + version + "/profile.yaml", ec);
+    if (ec) return {};
+    std::lock_guard lock(mu_);
+    auto it = cache_.find(version);
+    if (it != cache_.end() && it->second.first == mtime) return it->second.second;
+    auto p = LoadProfile(profiles_dir_, version, playbooks_dir_);
+    std::vector<std::string> args = p.ok() ? p->kernel_args : std::vector<std::string>{};
+    cache_[version] = {mtime, args};
+    return args;
+  }
+
+ private:
+  std::string profiles_dir_, playbooks_dir_;
+  std::mutex mu_;
+  std::map<std::string, std::pair<std::filesystem::file_time_type, std::vector<std::string>>>
+      cache_;
+};
+
 struct Daemon::Impl {
   Config config;
   std::unique_ptr<Store> store;
   std::unique_ptr<Inventory> inventory;
+  std::unique_ptr<ImageCatalog> images;
+  std::unique_ptr<KernelArgsCache> kernel_args;
+  std::unique_ptr<BootService> boot;
+  std::unique_ptr<NetbootContext> netboot;
   std::unique_ptr<Router> router;
   std::unique_ptr<HttpServer> server;
+  std::unique_ptr<DnsmasqService> dnsmasq;
+  std::optional<InterfaceAddress> iface;
   std::string url;
 };
 
 Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Daemon::~Daemon() {
-  // Stop serving before the objects handlers use go away.
+  // Stop dnsmasq and the server before the objects their threads use go away.
+  impl_->dnsmasq.reset();
   impl_->server.reset();
   spdlog::info("provisiond stopped");
 }
@@ -89,6 +132,46 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
       std::make_unique<Inventory>(*impl->store, config.profiles_dir, config.playbooks_dir);
   impl->router = std::make_unique<Router>(nullptr);
   AddApiRoutes(*impl->router, *impl->inventory);
+
+  // Netboot: boot scripts and files are served always (a site's own DHCP
+  // server may point at them); dnsmasq runs only with an interface.
+  impl->images = std::make_unique<ImageCatalog>(config.effective_image_store());
+  impl->kernel_args = std::make_unique<KernelArgsCache>(config.profiles_dir, config.playbooks_dir);
+  BootSettings boot;
+  boot.pxe_dir = config.pxe_dir;
+  boot.profile_kernel_args = [cache = impl->kernel_args.get()](const std::string& v) {
+    return cache->Get(v);
+  };
+  auto boot_service = BootService::Create(boot, *impl->store, *impl->images);
+  if (!boot_service.ok()) return boot_service.status();
+  impl->boot = std::move(*boot_service);
+  AddBootRoutes(*impl->router, *impl->boot);
+  if (!config.interface.empty()) {
+    PreflightOptions opt;
+    for (const auto& [state, n] : impl->store->CountByState())
+      if (state != NodeState::kDiscovered && state != NodeState::kRetired)
+        opt.enrolled_nodes += static_cast<int>(n);
+    std::string fatal;
+    for (const auto& c : RunPreflight(config, opt)) {
+      if (c.ok)
+        spdlog::info("preflight {}: {}", c.name, c.detail);
+      else if (c.fatal)
+        fatal += "\n  " + c.name + ": " + c.detail;
+      else
+        spdlog::warn("preflight {}: {}", c.name, c.detail);
+    }
+    if (!fatal.empty()) return Status::Error(Code::kUnavailable, "preflight failed:" + fatal);
+    auto iface = LookupInterface(config.interface);
+    if (!iface.ok()) return iface.status();
+    impl->iface = *iface;
+  }
+  PowerSettings power;
+  power.interface = config.interface;
+  power.ipmi_credentials_file = config.ipmi_credentials_file;
+  power.command = config.power_command;
+  impl->netboot.reset(new NetbootContext{*impl->inventory, *impl->images, *impl->boot, power,
+                                         config, impl->iface ? impl->iface->address : ""});
+  AddNetbootApiRoutes(*impl->router, *impl->netboot);
 
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(impl)));
   s = daemon->ReloadTokens();

@@ -70,6 +70,63 @@ HttpResponse HttpResponse::Text(int status, std::string body, std::string type) 
   return r;
 }
 
+HttpResponse ServeFile(const HttpRequest& request, const std::string& path, uint64_t size,
+                       const std::string& etag, const std::string& content_type) {
+  HttpResponse r;
+  r.content_type = content_type;
+  r.headers = {{"ETag", etag}, {"Accept-Ranges", "bytes"}, {"Cache-Control", "no-cache"}};
+  if (request.Header("if-none-match") == etag) {
+    r.status = 304;
+    return r;
+  }
+  uint64_t first = 0, last = size ? size - 1 : 0;
+  std::string range = request.Header("range");
+  bool partial = false;
+  // A Range with a different If-Range validator gets the whole file.
+  std::string if_range = request.Header("if-range");
+  if (!range.empty() && (if_range.empty() || if_range == etag)) {
+    // Only "bytes=A-B", "bytes=A-" and "bytes=-N"; several ranges get 200.
+    bool ok = range.rfind("bytes=", 0) == 0 && range.find(',') == std::string::npos;
+    std::string spec = ok ? range.substr(6) : "";
+    size_t dash = spec.find('-');
+    ok = ok && dash != std::string::npos;
+    std::string a = ok ? spec.substr(0, dash) : "", b = ok ? spec.substr(dash + 1) : "";
+    auto digits = [](const std::string& x) {
+      return !x.empty() && x.size() < 19 && x.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if (ok && digits(a) && (b.empty() || digits(b))) {
+      first = std::stoull(a);
+      if (!b.empty()) last = std::min<uint64_t>(std::stoull(b), size ? size - 1 : 0);
+      partial = true;
+      if (first >= size || (!b.empty() && std::stoull(b) < first)) {
+        HttpResponse bad = HttpResponse::Error(416, "range " + range + " is outside the file");
+        bad.headers.emplace_back("Content-Range", "bytes */" + std::to_string(size));
+        return bad;
+      }
+    } else if (ok && a.empty() && digits(b)) {
+      uint64_t n = std::min<uint64_t>(std::stoull(b), size);
+      if (n == 0) {
+        HttpResponse bad = HttpResponse::Error(416, "range " + range + " is empty");
+        bad.headers.emplace_back("Content-Range", "bytes */" + std::to_string(size));
+        return bad;
+      }
+      first = size - n;
+      partial = true;
+    } else if (!ok) {
+      // Not a form we serve partially: the whole file, as RFC 9110 allows.
+    }
+  }
+  r.file_path = path;
+  r.file_offset = first;
+  r.file_length = size ? last - first + 1 : 0;
+  if (partial) {
+    r.status = 206;
+    r.headers.emplace_back("Content-Range", "bytes " + std::to_string(first) + "-" +
+                                                std::to_string(last) + "/" + std::to_string(size));
+  }
+  return r;
+}
+
 int HttpStatusFor(Code code) {
   switch (code) {
     case Code::kOk:

@@ -52,6 +52,13 @@ struct HttpResponse {
   static HttpResponse Text(int status, std::string body, std::string type = "text/plain");
 };
 
+// Serves [part of] a file by reference (zero-copy in the server): honours
+// Range (one range: 206 with Content-Range, 416 when unsatisfiable) and
+// If-None-Match against `etag` (304). `path` must come from a catalog, never
+// from the request.
+HttpResponse ServeFile(const HttpRequest& request, const std::string& path, uint64_t size,
+                       const std::string& etag, const std::string& content_type);
+
 // The HTTP status that matches a Status code.
 int HttpStatusFor(Code code);
 

@@ -45,7 +45,8 @@ std::string PeerAddress(MHD_Connection* c) {
   return buf;
 }
 
-MHD_Result Queue(MHD_Connection* c, const HttpResponse& r, bool head) {
+// MHD leaves out the body of a HEAD response itself, keeping Content-Length.
+MHD_Result Queue(MHD_Connection* c, const HttpResponse& r) {
   MHD_Response* response = nullptr;
   if (!r.file_path.empty()) {
     // Zero-copy: MHD sends straight from the descriptor (sendfile) and
@@ -53,11 +54,9 @@ MHD_Result Queue(MHD_Connection* c, const HttpResponse& r, bool head) {
     int fd = ::open(r.file_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
       HttpResponse err = HttpResponse::Error(500, "cannot open the file to send");
-      return Queue(c, err, head);
+      return Queue(c, err);
     }
     response = MHD_create_response_from_fd_at_offset64(r.file_length, fd, r.file_offset);
-  } else if (head) {
-    response = MHD_create_response_from_buffer(0, nullptr, MHD_RESPMEM_PERSISTENT);
   } else {
     response = MHD_create_response_from_buffer(r.body.size(), const_cast<char*>(r.body.data()),
                                                MHD_RESPMEM_MUST_COPY);
@@ -119,7 +118,7 @@ MHD_Result HttpServerCallbacks::OnRequest(void* cls, MHD_Connection* c, const ch
         413, "request body is larger than " + std::to_string(self->max_body_) + " bytes");
   else
     response = self->router_.Handle(conn->request);
-  return Queue(c, response, conn->request.method == "HEAD");
+  return Queue(c, response);
 }
 
 void HttpServerCallbacks::OnCompleted(void*, MHD_Connection*, void** con_cls,

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "power.h"
+
 namespace prov {
 
 std::string ImageRef(const Profile& p) {
@@ -20,6 +22,11 @@ nlohmann::json ToJson(const NodeRecord& n) {
           {"profile", n.profile_version},
           {"image", n.image_version},
           {"stage", n.stage},
+          {"power",
+           [&] {
+             auto p = nlohmann::json::parse(n.power, nullptr, false);
+             return p.is_discarded() ? nlohmann::json::object() : p;
+           }()},
           {"facts", facts},
           {"host_key", n.host_key},
           {"last_seen", n.last_seen_ms},
@@ -144,6 +151,10 @@ Result<NodeRecord> Inventory::Change(const std::string& name, const NodeChange& 
     Status s = ValidateHostname(*change.hostname);
     if (!s.ok()) return s;
   }
+  if (change.power) {
+    Status s = ValidatePowerConfig(*change.power);
+    if (!s.ok()) return s;
+  }
   if (change.state && !IsOperatorState(*change.state))
     return Status::Conflict("state '" + std::string(ToString(*change.state)) +
                             "' is set by provisiond from what it observes; an operator may set "
@@ -172,6 +183,13 @@ Result<NodeRecord> Inventory::Change(const std::string& name, const NodeChange& 
     if (change.host_key && *change.host_key != node.host_key) {
       what.push_back("host key replaced");
       node.host_key = *change.host_key;
+    }
+    if (change.power) {
+      std::string power = change.power->is_null() ? "{}" : change.power->dump();
+      if (power != node.power) {
+        what.push_back("power driver " + (power == "{}" ? std::string("removed") : power));
+        node.power = power;
+      }
     }
     if (change.profile) {
       std::string to = profile ? profile->version : "";

@@ -29,6 +29,7 @@ struct NodeChange {
   std::optional<NodeState> state;      // operator states only
   std::optional<std::string> reason;
   std::optional<std::string> host_key;
+  std::optional<nlohmann::json> power;  // {} removes the driver
 };
 
 // What applying a profile does to one node.

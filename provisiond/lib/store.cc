@@ -19,7 +19,7 @@ namespace {
 
 constexpr const char* kNodeColumns =
     "id, mac, hostname, ip, state, reason, profile_version, image_version, facts, host_key, "
-    "token, stage, last_seen, created, updated";
+    "token, stage, last_seen, created, updated, power";
 
 // SQL texts, each prepared once (the cache is keyed by these pointers).
 const std::string kSelectNodeByName =
@@ -32,12 +32,12 @@ const std::string kSelectNodes = std::string("SELECT ") + kNodeColumns +
                                  "ORDER BY hostname IS NULL, hostname, mac";
 constexpr const char* kInsertNode =
     "INSERT INTO nodes (mac, hostname, ip, state, reason, profile_version, image_version, facts, "
-    "host_key, token, stage, last_seen, created, updated) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+    "host_key, token, stage, last_seen, created, updated, power) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16)";
 constexpr const char* kUpdateNode =
     "UPDATE nodes SET mac = ?1, hostname = ?2, ip = ?3, state = ?4, reason = ?5, "
     "profile_version = ?6, image_version = ?7, facts = ?8, host_key = ?9, token = ?10, "
-    "stage = ?11, last_seen = ?12, updated = ?14 WHERE id = ?15";
+    "stage = ?11, last_seen = ?12, updated = ?14, power = ?16 WHERE id = ?15";
 constexpr const char* kDeleteNode = "DELETE FROM nodes WHERE id = ?1";
 constexpr const char* kInsertEvent =
     "INSERT INTO events (time, node_id, node, kind, detail, who) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
@@ -80,6 +80,7 @@ NodeRecord ReadNode(sqlite3_stmt* s) {
   n.last_seen_ms = sqlite3_column_int64(s, 12);
   n.created_ms = sqlite3_column_int64(s, 13);
   n.updated_ms = sqlite3_column_int64(s, 14);
+  n.power = ColumnText(s, 15);
   return n;
 }
 
@@ -101,6 +102,7 @@ void BindNode(sqlite3_stmt* s, const NodeRecord& n) {
     sqlite3_bind_null(s, 12);
   sqlite3_bind_int64(s, 13, n.created_ms);
   sqlite3_bind_int64(s, 14, n.updated_ms);
+  BindText(s, 16, n.power.empty() ? "{}" : n.power);
 }
 
 Status SqlError(sqlite3* db, const std::string& what) {

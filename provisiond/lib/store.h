@@ -35,6 +35,7 @@ struct NodeRecord {
   std::string host_key;
   std::string token;
   std::string stage;
+  std::string power = "{}";  // JSON: {"driver": ...}
   int64_t last_seen_ms = 0;
   int64_t created_ms = 0;
   int64_t updated_ms = 0;

@@ -1,0 +1,205 @@
+#include "boot.h"
+
+#include <random>
+
+#include "file_util.h"
+#include "node_state.h"
+
+namespace prov {
+namespace {
+
+const char* kTemplates[] = {"start", "node", "discovered", "local", "unavailable"};
+
+std::string Hyphen(std::string mac) {
+  for (char& c : mac)
+    if (c == ':') c = '-';
+  return mac;
+}
+
+HttpResponse Script(std::string text) {
+  HttpResponse r = HttpResponse::Text(200, std::move(text), "text/plain; charset=utf-8");
+  r.headers.emplace_back("Cache-Control", "no-store");
+  return r;
+}
+
+// States in which a boot request means the node is (re)booting now.
+bool BootMovesToBooting(NodeState s) {
+  return s == NodeState::kEnrolled || s == NodeState::kBooted || s == NodeState::kConfiguring ||
+         s == NodeState::kReady || s == NodeState::kFailed;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<BootService>> BootService::Create(const BootSettings& settings, Store& store,
+                                                         ImageCatalog& images) {
+  std::unique_ptr<BootService> boot(new BootService(settings, store, images));
+  for (const char* name : kTemplates) {
+    auto text = ReadFile(settings.pxe_dir + "/" + name + ".ipxe.in");
+    if (!text.ok())
+      return Status::NotFound("boot script template missing: " + text.status().message());
+    boot->templates_[name] = *text;
+  }
+  return boot;
+}
+
+Result<std::string> BootService::Render(const std::string& name, TemplateValues values) const {
+  values["boot_url"] = boot_url();
+  values["delay"] = std::to_string(settings_.retry_delay_s);
+  return RenderTemplate(templates_.at(name), values, settings_.pxe_dir + "/" + name + ".ipxe.in");
+}
+
+void BootService::RecordStage(const std::string& mac, const std::string& stage,
+                              const std::string& detail, const std::string& ip) {
+  const std::string text = stage + (detail.empty() ? "" : ": " + detail);
+  Status s = store_.Transact([&](StoreTx& tx) -> Status {
+    auto found = tx.FindNode(mac);
+    if (!found.ok()) {
+      NodeRecord n;
+      n.mac = mac;
+      n.ip = ip;
+      n.state = NodeState::kDiscovered;
+      n.stage = stage;
+      n.last_seen_ms = NowMs();
+      auto inserted = tx.InsertNode(n);
+      if (!inserted.ok()) return inserted.status();
+      EventRecord e{0, 0, inserted->id, mac, "discovered", "unknown MAC seen at " + text, "boot"};
+      return tx.AppendEvent(e);
+    }
+    NodeRecord node = *found;
+    // A DHCP renewal from a running node is not a boot.
+    if (stage == "dhcp" && !BootMovesToBooting(node.state) && node.state != NodeState::kBooting) {
+      node.last_seen_ms = NowMs();
+      return tx.UpdateNode(node);
+    }
+    node.stage = stage;
+    node.last_seen_ms = NowMs();
+    if (node.ip.empty() && !ip.empty()) node.ip = ip;
+    if (BootMovesToBooting(node.state) && node.state != NodeState::kBooting &&
+        !(stage == "dhcp" && node.state != NodeState::kEnrolled &&
+          node.state != NodeState::kFailed)) {
+      Status t = tx.Transition(node, NodeState::kBooting, text, "boot");
+      if (!t.ok()) return t;
+    } else {
+      Status u = tx.UpdateNode(node);
+      if (!u.ok()) return u;
+    }
+    EventRecord e{0, 0, node.id, node.name(), "boot", text, "boot"};
+    return tx.AppendEvent(e);
+  });
+  (void)s;  // a lost stage event must not fail the boot itself
+}
+
+void BootService::set_boot_url(const std::string& url) {
+  std::lock_guard lock(url_mu_);
+  settings_.boot_url = url;
+}
+
+std::string BootService::boot_url() const {
+  std::lock_guard lock(url_mu_);
+  return settings_.boot_url;
+}
+
+HttpResponse BootService::StartScript() const {
+  auto text = Render("start", {});
+  if (!text.ok()) return HttpResponse::FromStatus(text.status());
+  return Script(std::move(*text));
+}
+
+std::string BootService::KernelCommandLine(const NodeRecord& node,
+                                           const ImageVersion& image) const {
+  std::string cmd = "initrd=initrd.img provision.url=" + boot_url() + " provision.mac=" + node.mac +
+                    " provision.node=" + node.hostname + " provision.token=" + node.token +
+                    " provision.image=" + image.ref();
+  if (settings_.root_args) {
+    std::string root = settings_.root_args(image);
+    if (!root.empty()) cmd += " " + root;
+  }
+  if (settings_.profile_kernel_args && !node.profile_version.empty())
+    for (const auto& a : settings_.profile_kernel_args(node.profile_version)) cmd += " " + a;
+  return cmd;
+}
+
+HttpResponse BootService::NodeScript(const std::string& mac_text, const std::string& remote) {
+  auto mac = NormalizeMac(mac_text);
+  if (!mac.ok()) return HttpResponse::FromStatus(mac.status());
+  RecordStage(*mac, "script", "from " + remote, remote);
+  auto node = store_.FindNode(*mac);
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  TemplateValues v = {{"mac", *mac},
+                      {"mac_hyphen", Hyphen(*mac)},
+                      {"hostname", node->hostname},
+                      {"name", node->name()},
+                      {"state", std::string(ToString(node->state))}};
+  Result<std::string> text = Status::Internal("unrendered");
+  switch (node->state) {
+    case NodeState::kDiscovered:
+      text = Render("discovered", v);
+      break;
+    case NodeState::kRetired:
+    case NodeState::kMaintenance:
+      text = Render("local", v);
+      break;
+    default: {
+      auto image =
+          node->image_version.empty()
+              ? Result<ImageVersion>(Status::NotFound("it has no profile (and so no image)"))
+              : images_.Resolve(node->image_version);
+      if (!image.ok()) {
+        v["reason"] = image.status().message();
+        EventRecord e{
+            0,     0, node->id, node->name(), "boot-error", "script: " + image.status().message(),
+            "boot"};
+        store_.AppendEvent(e);
+        text = Render("unavailable", v);
+        break;
+      }
+      std::random_device rd;
+      v["profile"] = node->profile_version;
+      v["image"] = image->ref();
+      v["cmdline"] = KernelCommandLine(*node, *image);
+      v["max_tries"] = std::to_string(settings_.max_tries);
+      v["jitter"] = std::to_string(1 + rd() % 5);
+      text = Render("node", v);
+    }
+  }
+  if (!text.ok()) return HttpResponse::FromStatus(text.status());
+  return Script(std::move(*text));
+}
+
+HttpResponse BootService::NodeFile(const HttpRequest& request, const std::string& mac_text,
+                                   const std::string& file) {
+  auto mac = NormalizeMac(mac_text);
+  if (!mac.ok()) return HttpResponse::FromStatus(mac.status());
+  if (file != "vmlinuz" && file != "initrd.img")
+    return HttpResponse::Error(404, "no boot file '" + file + "' (vmlinuz or initrd.img)");
+  auto node = store_.FindNode(*mac);
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  if (node->image_version.empty())
+    return HttpResponse::Error(404, node->name() + " has no image (no profile)");
+  auto image = images_.Resolve(node->image_version);
+  if (!image.ok()) return HttpResponse::FromStatus(image.status());
+  const bool kernel = file == "vmlinuz";
+  // A Range request for a later part is the same download continuing.
+  if (request.Header("range").empty() || request.Header("range").rfind("bytes=0-", 0) == 0)
+    RecordStage(*mac, kernel ? "kernel" : "initrd", image->ref(), request.remote);
+  return ServeFile(request, kernel ? image->kernel : image->initrd,
+                   kernel ? image->kernel_size : image->initrd_size,
+                   "\"" + image->version + "-" + file + "\"", "application/octet-stream");
+}
+
+void AddBootRoutes(Router& router, BootService& boot) {
+  router.Add("GET", "/boot/{script}", Router::Access::kRead, [&boot](const HttpRequest& r) {
+    const std::string& script = r.Param("script");
+    if (script == "start.ipxe") return boot.StartScript();
+    const std::string suffix = ".ipxe";
+    if (script.size() <= suffix.size() ||
+        script.compare(script.size() - suffix.size(), suffix.size(), suffix) != 0)
+      return HttpResponse::Error(404, "no boot script '" + script + "'");
+    return boot.NodeScript(script.substr(0, script.size() - suffix.size()), r.remote);
+  });
+  router.Add("GET", "/boot/{mac}/{file}", Router::Access::kRead, [&boot](const HttpRequest& r) {
+    return boot.NodeFile(r, r.Param("mac"), r.Param("file"));
+  });
+}
+
+}  // namespace prov

@@ -1,0 +1,310 @@
+#include "dnsmasq.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "file_util.h"
+#include "node_state.h"
+#include "template.h"
+
+namespace prov {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The iPXE binaries TFTP may serve, and the names clients ask for them by
+// ("undionly.0"/"ipxe.0" are what pxe-service basenames become in proxy mode).
+const std::pair<const char*, const char*> kTftpFiles[] = {
+    {"undionly.kpxe", "undionly.kpxe"}, {"ipxe.efi", "ipxe.efi"}, {"snponly.efi", "snponly.efi"},
+    {"undionly.kpxe", "undionly.0"},    {"ipxe.efi", "ipxe.0"},
+};
+
+void AppendEvent(Store& store, const std::string& kind, const std::string& detail) {
+  EventRecord e{0, 0, 0, "", kind, detail, "dnsmasq"};
+  Status s = store.AppendEvent(e);
+  if (!s.ok()) spdlog::warn("event not recorded: {}", s.message());
+}
+
+std::string_view Word(std::string_view s, size_t& pos) {
+  while (pos < s.size() && s[pos] == ' ') ++pos;
+  size_t start = pos;
+  while (pos < s.size() && s[pos] != ' ') ++pos;
+  return s.substr(start, pos - start);
+}
+
+}  // namespace
+
+std::optional<DhcpObservation> ParseDnsmasqLogLine(std::string_view line) {
+  // "... dnsmasq-dhcp[12]: 3411 DHCPACK(br0) 10.99.0.100 52:54:00:12:34:56 host"
+  size_t ack = line.find("DHCPACK(");
+  if (ack != std::string_view::npos) {
+    size_t pos = line.find(')', ack);
+    if (pos == std::string_view::npos) return std::nullopt;
+    ++pos;
+    std::string_view ip = Word(line, pos);
+    std::string_view mac = Word(line, pos);
+    if (ip.empty() || ip.size() > 15 || mac.size() != 17) return std::nullopt;
+    auto norm = NormalizeMac(mac);
+    if (!norm.ok()) return std::nullopt;
+    DhcpObservation o;
+    o.kind = DhcpObservation::Kind::kAck;
+    o.ip = std::string(ip);
+    o.mac = *norm;
+    return o;
+  }
+  // "... dnsmasq-tftp[12]: sent /var/lib/provisiond/netboot/tftp/ipxe.efi to 10.99.0.100"
+  size_t sent = line.find("dnsmasq-tftp[");
+  if (sent != std::string_view::npos) {
+    size_t at = line.find("]: sent ", sent);
+    if (at == std::string_view::npos) return std::nullopt;
+    size_t pos = at + 8;
+    std::string_view file = Word(line, pos);
+    std::string_view to = Word(line, pos);
+    std::string_view ip = Word(line, pos);
+    if (to != "to" || ip.empty() || ip.size() > 15 || file.empty()) return std::nullopt;
+    DhcpObservation o;
+    o.kind = DhcpObservation::Kind::kTftpSent;
+    o.ip = std::string(ip);
+    size_t slash = file.rfind('/');
+    o.file = std::string(slash == std::string_view::npos ? file : file.substr(slash + 1));
+    return o;
+  }
+  return std::nullopt;
+}
+
+std::string RenderHostsFile(const std::vector<NodeRecord>& nodes) {
+  std::string out;
+  for (const auto& n : nodes) {
+    if (n.ip.empty() || n.state == NodeState::kDiscovered || n.state == NodeState::kRetired)
+      continue;
+    out += n.mac + ",set:known," + n.ip + (n.hostname.empty() ? "" : "," + n.hostname) + "\n";
+  }
+  return out;
+}
+
+Result<std::string> RenderDnsmasqConfig(const DnsmasqSettings& s, const std::string& text) {
+  TemplateValues v;
+  v["interface"] = s.iface.name;
+  v["log_file"] = s.run_dir + "/dnsmasq.log";
+  v["lease_file"] = s.run_dir + "/dnsmasq.leases";
+  v["hosts_file"] = s.run_dir + "/hosts";
+  v["tftp_root"] = s.run_dir + "/tftp";
+  const std::string script = s.boot_url + "/boot/start.ipxe";
+  if (s.mode == "proxy") {
+    v["dhcp_range"] =
+        "# proxy-DHCP: another server hands out addresses on this network.\n"
+        "dhcp-range=" +
+        s.iface.network() + ",proxy," + s.iface.netmask();
+    v["boot_options"] =
+        "# PXE ROMs are offered iPXE by TFTP; iPXE is sent to provisiond's script.\n"
+        "pxe-service=tag:!ipxe,x86PC,\"provisiond (BIOS)\",undionly\n"
+        "pxe-service=tag:!ipxe,X86-64_EFI,\"provisiond (UEFI)\",ipxe\n"
+        "pxe-service=tag:!ipxe,BC_EFI,\"provisiond (UEFI)\",ipxe\n"
+        "pxe-service=tag:ipxe,x86PC,\"provisiond\"," +
+        script +
+        "\n"
+        "pxe-service=tag:ipxe,X86-64_EFI,\"provisiond\"," +
+        script +
+        "\n"
+        "dhcp-boot=tag:ipxe," +
+        script;
+  } else {
+    v["dhcp_range"] = "dhcp-range=" + s.range_first + "," + s.range_last + "," + s.iface.netmask() +
+                      ",12h\ndhcp-authoritative";
+    v["boot_options"] =
+        "dhcp-boot=tag:!ipxe,tag:!efi64,undionly.kpxe\n"
+        "dhcp-boot=tag:!ipxe,tag:efi64,ipxe.efi\n"
+        "dhcp-boot=tag:ipxe," +
+        script +
+        "\n"
+        "# iPXE waits for a proxy-DHCP offer unless the answer says PXEClient.\n"
+        "dhcp-option-force=tag:ipxe,60,PXEClient";
+  }
+  return RenderTemplate(text, v, s.pxe_dir + "/dnsmasq.conf.in");
+}
+
+Result<std::unique_ptr<DnsmasqService>> DnsmasqService::Start(const DnsmasqSettings& settings,
+                                                              Store& store, Observer observer) {
+  std::unique_ptr<DnsmasqService> svc(new DnsmasqService(settings, store, std::move(observer)));
+  const std::string& dir = settings.run_dir;
+  svc->config_path_ = dir + "/dnsmasq.conf";
+  svc->hosts_path_ = dir + "/hosts";
+  svc->lease_path_ = dir + "/dnsmasq.leases";
+  svc->log_path_ = dir + "/dnsmasq.log";
+  svc->tftp_root_ = dir + "/tftp";
+  Status s = MakeDirs(svc->tftp_root_);
+  if (!s.ok()) return s;
+  // dnsmasq drops to `nobody`; it must reach the hosts file and TFTP root.
+  chmod(dir.c_str(), 0755);
+  chmod(svc->tftp_root_.c_str(), 0755);
+  for (const auto& [source, name] : kTftpFiles) {
+    std::error_code ec;
+    const std::string from = settings.ipxe_dir + "/" + source;
+    const std::string tmp = svc->tftp_root_ + "/." + name + ".tmp";
+    fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
+    if (ec) return Status::NotFound("iPXE binary " + from + " is missing (Debian package ipxe)");
+    chmod(tmp.c_str(), 0644);
+    fs::rename(tmp, svc->tftp_root_ + "/" + name, ec);
+    if (ec) return Status::Internal(std::string("cannot install ") + name + ": " + ec.message());
+  }
+  auto text = ReadFile(settings.pxe_dir + "/dnsmasq.conf.in");
+  if (!text.ok()) return text.status();
+  auto config = RenderDnsmasqConfig(settings, *text);
+  if (!config.ok()) return config.status();
+  s = WriteFileAtomic(svc->config_path_, *config);
+  if (!s.ok()) return s;
+  s = svc->SyncReservations();
+  if (!s.ok()) return s;
+  // Only what dnsmasq logs from now on is news.
+  struct stat st {};
+  if (stat(svc->log_path_.c_str(), &st) == 0) svc->log_offset_ = static_cast<uint64_t>(st.st_size);
+  {
+    std::lock_guard lock(svc->mu_);
+    s = svc->Launch();
+  }
+  if (!s.ok()) return s;
+  svc->thread_ = std::thread([p = svc.get()] { p->Supervise(); });
+  return svc;
+}
+
+DnsmasqService::~DnsmasqService() {
+  stop_ = true;
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard lock(mu_);
+  if (child_.running()) {
+    child_.Stop(5000);
+    AppendEvent(store_, "dnsmasq", "stopped with provisiond");
+  }
+}
+
+pid_t DnsmasqService::pid() const {
+  std::lock_guard lock(mu_);
+  return child_.pid();
+}
+
+Status DnsmasqService::Launch() {
+  ProcessSpec spec;
+  spec.argv = {settings_.program, "--keep-in-foreground", "--conf-file=" + config_path_};
+  spec.output_file = settings_.run_dir + "/dnsmasq.stderr";
+  auto child = ChildProcess::Start(spec);
+  if (!child.ok()) return child.status();
+  child_ = std::move(*child);
+  spdlog::info("dnsmasq started (pid {}) on {} in {} mode", child_.pid(), settings_.iface.name,
+               settings_.mode);
+  AppendEvent(store_, "dnsmasq",
+              "started (pid " + std::to_string(child_.pid()) + ") on " + settings_.iface.name +
+                  ", " + settings_.mode + " DHCP");
+  return Status::Ok();
+}
+
+Status DnsmasqService::AssignAddresses() {
+  if (settings_.mode != "full") return Status::Ok();
+  auto first = ParseIpv4(settings_.range_first);
+  auto last = ParseIpv4(settings_.range_last);
+  if (!first.ok() || !last.ok()) return Status::Invalid("bad DHCP range");
+  return store_.Transact([&](StoreTx& tx) -> Status {
+    auto nodes = tx.ListNodes();
+    std::set<uint32_t> used;
+    for (const auto& n : nodes)
+      if (auto a = ParseIpv4(n.ip); a.ok()) used.insert(*a);
+    uint32_t next = *first;
+    for (auto& n : nodes) {
+      if (!n.ip.empty() || n.state == NodeState::kDiscovered || n.state == NodeState::kRetired)
+        continue;
+      while (next <= *last && used.count(next)) ++next;
+      if (next > *last)
+        return Status::Conflict("the DHCP range " + settings_.range_first + "-" +
+                                settings_.range_last + " has no free address for " + n.name());
+      n.ip = FormatIpv4(next);
+      used.insert(next);
+      Status s = tx.UpdateNode(n);
+      if (!s.ok()) return s;
+      EventRecord e{0, 0, n.id, n.name(), "changed", "reserved address " + n.ip, "dnsmasq"};
+      s = tx.AppendEvent(e);
+      if (!s.ok()) return s;
+    }
+    return Status::Ok();
+  });
+}
+
+Status DnsmasqService::SyncReservations() {
+  int64_t last = store_.LastEventId();
+  if (last == synced_event_) return Status::Ok();
+  Status s = AssignAddresses();
+  if (!s.ok()) spdlog::warn("{}", s.message());
+  synced_event_ = store_.LastEventId();
+  std::string hosts = RenderHostsFile(store_.ListNodes());
+  if (hosts == hosts_content_ && fs::exists(hosts_path_)) return Status::Ok();
+  s = WriteFileAtomic(hosts_path_, hosts, 0644);
+  if (!s.ok()) return s;
+  hosts_content_ = hosts;
+  std::lock_guard lock(mu_);
+  if (child_.running()) child_.Signal(SIGHUP);  // dnsmasq re-reads dhcp-hostsfile
+  return Status::Ok();
+}
+
+void DnsmasqService::ReadLog() {
+  std::ifstream in(log_path_, std::ios::binary);
+  if (!in) return;
+  in.seekg(0, std::ios::end);
+  uint64_t size = static_cast<uint64_t>(in.tellg());
+  if (size < log_offset_) log_offset_ = 0;  // truncated or replaced
+  if (size == log_offset_) return;
+  in.seekg(static_cast<std::streamoff>(log_offset_));
+  std::string chunk(size - log_offset_, '\0');
+  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  chunk.resize(static_cast<size_t>(in.gcount()));
+  log_offset_ += chunk.size();
+  log_partial_ += chunk;
+  size_t start = 0, nl;
+  while ((nl = log_partial_.find('\n', start)) != std::string::npos) {
+    auto obs = ParseDnsmasqLogLine(std::string_view(log_partial_).substr(start, nl - start));
+    if (obs && observer_) observer_(*obs);
+    start = nl + 1;
+  }
+  log_partial_.erase(0, start);
+  if (log_partial_.size() > 65536) log_partial_.clear();  // a runaway line
+}
+
+void DnsmasqService::Supervise() {
+  int backoff_ms = 500;
+  auto next_start = std::chrono::steady_clock::now();
+  while (!stop_) {
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stop_.load(); });
+      if (stop_) break;
+      int status = 0;
+      if (child_.Reap(status)) {
+        std::string how = WIFEXITED(status)
+                              ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                              : "was killed by signal " + std::to_string(WTERMSIG(status));
+        spdlog::warn("dnsmasq {}; restarting in {} ms", how, backoff_ms);
+        AppendEvent(store_, "dnsmasq", how + "; restarting");
+        next_start = std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms);
+        backoff_ms = std::min(backoff_ms * 2, 30000);
+      }
+      if (!child_.running() && std::chrono::steady_clock::now() >= next_start) {
+        Status s = Launch();
+        if (s.ok()) {
+          restarts_++;
+        } else {
+          spdlog::error("cannot restart dnsmasq: {}", s.message());
+          next_start = std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms);
+        }
+      }
+    }
+    ReadLog();
+    Status s = SyncReservations();
+    if (!s.ok()) spdlog::warn("reservations not written: {}", s.message());
+  }
+}
+
+}  // namespace prov

@@ -1,0 +1,98 @@
+// dnsmasq as provisiond's child: the config rendered from pxe/dnsmasq.conf.in
+// (written to a temporary file and renamed), reservations by MAC in a hosts
+// file that is rewritten and reloaded (SIGHUP) when the inventory changes,
+// restarted with an event if it dies, stopped with provisiond. Its log tells
+// provisiond which node got an address (DHCP) and which fetched an iPXE
+// binary (TFTP).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "netinfo.h"
+#include "process.h"
+#include "store.h"
+
+namespace prov {
+
+struct DnsmasqSettings {
+  std::string program = "/usr/sbin/dnsmasq";
+  std::string mode = "full";  // full | proxy
+  InterfaceAddress iface;
+  std::string range_first, range_last;  // full mode
+  std::string boot_url;
+  std::string ipxe_dir;
+  std::string pxe_dir;
+  std::string run_dir;  // config, hosts, leases, log, tftp root
+};
+
+// One thing dnsmasq saw, from its log.
+struct DhcpObservation {
+  enum class Kind { kAck, kTftpSent };
+  Kind kind = Kind::kAck;
+  std::string mac;   // kAck
+  std::string ip;    // both
+  std::string file;  // kTftpSent: the file's name
+};
+
+// Parses one line of dnsmasq's log; nullopt for lines about anything else.
+// Untrusted input (a client chooses its hostname): never throws.
+std::optional<DhcpObservation> ParseDnsmasqLogLine(std::string_view line);
+
+// dhcp-hostsfile lines: "<mac>,set:known,<ip>,<hostname>" for every node
+// that has an address and is not discovered or retired.
+std::string RenderHostsFile(const std::vector<NodeRecord>& nodes);
+
+// The dnsmasq config for `settings`, from the template text.
+Result<std::string> RenderDnsmasqConfig(const DnsmasqSettings& settings,
+                                        const std::string& template_text);
+
+class DnsmasqService {
+ public:
+  using Observer = std::function<void(const DhcpObservation&)>;
+  // Prepares run_dir (tftp root with the iPXE binaries, config, hosts file),
+  // starts dnsmasq and the thread that supervises it.
+  static Result<std::unique_ptr<DnsmasqService>> Start(const DnsmasqSettings& settings,
+                                                       Store& store, Observer observer);
+  ~DnsmasqService();
+
+  pid_t pid() const;
+  int restarts() const { return restarts_; }
+  // Rewrites the hosts file now if the inventory changed (also done by the
+  // supervising thread within a second of any change).
+  Status SyncReservations();
+
+ private:
+  DnsmasqService(const DnsmasqSettings& s, Store& store, Observer o)
+      : settings_(s), store_(store), observer_(std::move(o)) {}
+  Status Launch();
+  void Supervise();
+  void ReadLog();
+  Status AssignAddresses();
+
+  DnsmasqSettings settings_;
+  Store& store_;
+  Observer observer_;
+  std::string config_path_, hosts_path_, lease_path_, log_path_, tftp_root_;
+
+  mutable std::mutex mu_;
+  ChildProcess child_;  // guarded by mu_
+  std::string hosts_content_;
+  int64_t synced_event_ = -1;
+  uint64_t log_offset_ = 0;
+  std::string log_partial_;
+  std::atomic<int> restarts_{0};
+  std::atomic<bool> stop_{false};
+  std::condition_variable wake_;
+  std::thread thread_;
+};
+
+}  // namespace prov

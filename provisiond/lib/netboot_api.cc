@@ -1,0 +1,128 @@
+#include "netboot_api.h"
+
+#include "preflight.h"
+#include "timeline.h"
+
+namespace prov {
+namespace {
+
+using json = nlohmann::json;
+using Access = Router::Access;
+
+json ImageJson(const ImageVersion& v) {
+  return {{"name", v.name},
+          {"version", v.version},
+          {"ref", v.ref()},
+          {"kernel_size", v.kernel_size},
+          {"initrd_size", v.initrd_size},
+          {"root", !v.root.empty()},
+          {"created", v.created_ms}};
+}
+
+HttpResponse Why(NetbootContext& ctx, const HttpRequest& r) {
+  auto node = ctx.inventory.store().FindNode(r.Param("node"));
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  auto events = ctx.inventory.store().ListEvents(0, node->id, 100000);
+  BootTimeline t = ComputeBootTimeline(*node, events);
+  json steps = json::array();
+  int64_t start = t.steps.empty() ? 0 : t.steps.front().time_ms;
+  for (const auto& s : t.steps)
+    steps.push_back({{"stage", s.stage},
+                     {"time", s.time_ms},
+                     {"after_ms", s.time_ms - start},
+                     {"detail", s.detail}});
+  json out = {{"node", node->name()},
+              {"mac", node->mac},
+              {"state", std::string(ToString(node->state))},
+              {"steps", steps},
+              {"errors", t.errors},
+              {"last_stage", t.last_stage},
+              {"next_stage", t.next_stage},
+              {"summary", t.summary}};
+  if (!node->image_version.empty()) {
+    auto image = ctx.images.Resolve(node->image_version);
+    out["image"] =
+        image.ok() ? image->ref() : node->image_version + " (" + image.status().message() + ")";
+    if (image.ok()) {
+      std::string cmd = ctx.boot.KernelCommandLine(*node, *image);
+      size_t tok = cmd.find("provision.token=");
+      if (tok != std::string::npos) cmd.replace(tok + 16, node->token.size(), "***");
+      out["kernel_cmdline"] = cmd;
+    }
+  }
+  return HttpResponse::Json(200, out);
+}
+
+HttpResponse Power(NetbootContext& ctx, const HttpRequest& r) {
+  auto body = ParseJsonObject(r.body, {"action"});
+  if (!body.ok()) return HttpResponse::FromStatus(body.status());
+  if (!body->contains("action") || !(*body)["action"].is_string())
+    return HttpResponse::Error(400, "field 'action' is required: on, off or cycle");
+  const std::string action = (*body)["action"];
+  auto node = ctx.inventory.store().FindNode(r.Param("node"));
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  auto power = json::parse(node->power, nullptr, false);
+  auto result = PowerAction(ctx.power, power, action, node->hostname, node->mac);
+  EventRecord e{
+      0,        0,
+      node->id, node->name(),
+      "power",  action + ": " + (result.ok() ? *result : "failed: " + result.status().message()),
+      r.who};
+  ctx.inventory.store().AppendEvent(e);
+  if (!result.ok()) return HttpResponse::FromStatus(result.status());
+  return HttpResponse::Json(200, {{"node", node->name()}, {"action", action}, {"result", *result}});
+}
+
+HttpResponse Import(NetbootContext& ctx, const HttpRequest& r) {
+  auto body = ParseJsonObject(r.body, {"kernel", "initrd"});
+  if (!body.ok()) return HttpResponse::FromStatus(body.status());
+  for (const char* f : {"kernel", "initrd"})
+    if (!body->contains(f) || !(*body)[f].is_string())
+      return HttpResponse::Error(
+          400, std::string("field '") + f + "' is required: a path on the control node");
+  auto v = ctx.images.Import(r.Param("name"), (*body)["kernel"], (*body)["initrd"]);
+  if (!v.ok()) return HttpResponse::FromStatus(v.status());
+  EventRecord e{0, 0, 0, "", "image", "imported " + v->ref(), r.who};
+  ctx.inventory.store().AppendEvent(e);
+  return HttpResponse::Json(201, ImageJson(*v));
+}
+
+HttpResponse Preflight(NetbootContext& ctx) {
+  if (ctx.config.interface.empty())
+    return HttpResponse::Error(409,
+                               "no 'interface' is configured: provisiond serves no boot network");
+  PreflightOptions opt;
+  for (const auto& [state, n] : ctx.inventory.store().CountByState())
+    if (state != NodeState::kDiscovered && state != NodeState::kRetired)
+      opt.enrolled_nodes += static_cast<int>(n);
+  opt.own_address = ctx.own_address;
+  json checks = json::array();
+  bool ok = true;
+  for (const auto& c : RunPreflight(ctx.config, opt)) {
+    // dnsmasq is ours and running, so the dhcp ports being taken is expected.
+    checks.push_back({{"name", c.name}, {"ok", c.ok}, {"fatal", c.fatal}, {"detail", c.detail}});
+    ok &= c.ok;
+  }
+  return HttpResponse::Json(200, {{"ok", ok}, {"checks", checks}});
+}
+
+}  // namespace
+
+void AddNetbootApiRoutes(Router& router, NetbootContext& ctx) {
+  const std::string v1 = "/api/v1";
+  router.Add("GET", v1 + "/nodes/{node}/why", Access::kRead,
+             [&ctx](const HttpRequest& r) { return Why(ctx, r); });
+  router.Add("POST", v1 + "/nodes/{node}/power", Access::kWrite,
+             [&ctx](const HttpRequest& r) { return Power(ctx, r); });
+  router.Add("GET", v1 + "/images", Access::kRead, [&ctx](const HttpRequest&) {
+    json list = json::array();
+    for (const auto& v : ctx.images.List()) list.push_back(ImageJson(v));
+    return HttpResponse::Json(200, {{"images", list}});
+  });
+  router.Add("POST", v1 + "/images/{name}/import", Access::kWrite,
+             [&ctx](const HttpRequest& r) { return Import(ctx, r); });
+  router.Add("GET", v1 + "/preflight", Access::kRead,
+             [&ctx](const HttpRequest&) { return Preflight(ctx); });
+}
+
+}  // namespace prov

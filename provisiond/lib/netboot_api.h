@@ -1,0 +1,24 @@
+// API routes of the boot network: node why, power, images, preflight.
+#pragma once
+
+#include "boot.h"
+#include "config.h"
+#include "http.h"
+#include "image_catalog.h"
+#include "inventory.h"
+#include "power.h"
+
+namespace prov {
+
+struct NetbootContext {
+  Inventory& inventory;
+  ImageCatalog& images;
+  BootService& boot;
+  PowerSettings power;
+  Config config;
+  std::string own_address;  // our address on the cluster interface
+};
+
+void AddNetbootApiRoutes(Router& router, NetbootContext& context);
+
+}  // namespace prov

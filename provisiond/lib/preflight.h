@@ -1,0 +1,41 @@
+// `provisionctl preflight` (also run when provisiond starts with an
+// interface): is this machine ready to serve a boot network?
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "netinfo.h"
+
+namespace prov {
+
+struct PreflightCheck {
+  std::string name;
+  bool ok = true;
+  bool fatal = false;  // provisiond does not start when a fatal check fails
+  std::string detail;
+};
+
+struct PreflightOptions {
+  int enrolled_nodes = 0;
+  // Probe for other DHCP servers (sends one DHCPDISCOVER on the interface).
+  bool probe_dhcp = true;
+  int probe_ms = 1500;
+  // Our own dnsmasq's address: its answers are not "another server".
+  std::string own_address;
+};
+
+std::vector<PreflightCheck> RunPreflight(const Config& config, const PreflightOptions& options);
+
+// The range to lease in full mode: dhcp.range, or the upper half of the
+// interface's subnet without the interface's own address.
+Status EffectiveRange(const Config& config, const InterfaceAddress& iface, std::string& first,
+                      std::string& last);
+
+// Sends a DHCPDISCOVER on `interface` and returns the addresses of the
+// servers that offered within `wait_ms` (other than `ignore`).
+Result<std::vector<std::string>> ProbeDhcpServers(const std::string& interface, int wait_ms,
+                                                  const std::string& ignore);
+
+}  // namespace prov
