@@ -124,21 +124,30 @@ HttpResponse ListEvents(Inventory& inv, const ApiOptions& opt, const HttpRequest
     if (!n.ok()) return HttpResponse::FromStatus(n.status());
     node_id = n->id;
   }
-  auto events = inv.store().ListEvents(*after, node_id, *limit);
-  if (events.empty() && *wait > 0) {
+  // last=N: the newest N events (oldest first), for "show me what happened".
+  auto last = IntQuery(r, "last", 0, 0, 100000);
+  if (!last.ok()) return HttpResponse::FromStatus(last.status());
+  // The cursor up to which events have been scanned: with a node filter, the
+  // events of other nodes are skipped by advancing it, so a long-poll never
+  // spins on them.
+  int64_t scanned = inv.store().LastEventId();
+  auto events = *last > 0 ? inv.store().LastEvents(node_id, *last)
+                          : inv.store().ListEvents(*after, node_id, *limit);
+  if (events.empty() && *wait > 0 && *last == 0) {
     auto deadline = std::chrono::steady_clock::now() +
                     std::chrono::milliseconds(std::min(*wait * 1000, opt.max_event_wait_ms));
     while (events.empty() && std::chrono::steady_clock::now() < deadline) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
-      inv.store().WaitForEvents(*after, left.count());
-      events = inv.store().ListEvents(*after, node_id, *limit);
-      if (node_id == 0) break;  // any event wakes us; with a node filter keep waiting
+      inv.store().WaitForEvents(std::max(*after, scanned), left.count());
+      int64_t now_last = inv.store().LastEventId();
+      events = inv.store().ListEvents(std::max(*after, scanned), node_id, *limit);
+      scanned = now_last;
     }
   }
   json list = json::array();
   for (const auto& e : events) list.push_back(ToJson(e));
-  int64_t next = events.empty() ? *after : events.back().id;
+  int64_t next = events.empty() ? std::max(*after, node_id ? scanned : *after) : events.back().id;
   return HttpResponse::Json(200, {{"events", list}, {"next", next}});
 }
 

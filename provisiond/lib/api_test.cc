@@ -194,6 +194,17 @@ TEST_CASE("api: the events cursor and metrics") {
   REQUIRE(later["events"].size() == 1);
   CHECK(later["events"][0]["node"] == "node1");
 
+  // last=N gives the newest events; a node filter skips other nodes' events
+  // and moves the cursor past them.
+  auto last = f.CallJson("GET", "/api/v1/events?last=1");
+  REQUIRE(last["events"].size() == 1);
+  CHECK(last["events"][0]["node"] == "node1");
+  auto only0 = f.CallJson("GET", "/api/v1/events?node=node0&after=" + std::to_string(next));
+  CHECK(only0["events"].empty());
+  auto waited = f.CallJson("GET", "/api/v1/events?node=node0&wait=1&after=" + std::to_string(next));
+  CHECK(waited["events"].empty());
+  CHECK(waited["next"] == later["next"]);
+
   HttpResponse m = f.Call("GET", "/metrics");
   CHECK(m.status == 200);
   CHECK(m.body.find("provisiond_nodes{state=\"enrolled\"} 2") != std::string::npos);

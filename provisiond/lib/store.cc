@@ -44,6 +44,9 @@ constexpr const char* kInsertEvent =
 constexpr const char* kSelectEvents =
     "SELECT id, time, node_id, node, kind, detail, who FROM events "
     "WHERE id > ?1 AND (?2 = 0 OR node_id = ?2) ORDER BY id LIMIT ?3";
+constexpr const char* kSelectLastEvents =
+    "SELECT * FROM (SELECT id, time, node_id, node, kind, detail, who FROM events "
+    "WHERE (?1 = 0 OR node_id = ?1) ORDER BY id DESC LIMIT ?2) ORDER BY id";
 constexpr const char* kCountByState = "SELECT state, count(*) FROM nodes GROUP BY state";
 constexpr const char* kInsertApplied =
     "INSERT INTO applied_profiles (version, sha256, time, who) VALUES (?1, ?2, ?3, ?4)";
@@ -389,25 +392,39 @@ Status Store::AppendEvent(EventRecord& event) {
   return Transact([&](StoreTx& tx) { return tx.AppendEvent(event); });
 }
 
+namespace {
+std::vector<EventRecord> ReadEvents(sqlite3_stmt* s) {
+  std::vector<EventRecord> out;
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    EventRecord e;
+    e.id = sqlite3_column_int64(s, 0);
+    e.time_ms = sqlite3_column_int64(s, 1);
+    e.node_id = sqlite3_column_int64(s, 2);
+    e.node = ColumnText(s, 3);
+    e.kind = ColumnText(s, 4);
+    e.detail = ColumnText(s, 5);
+    e.who = ColumnText(s, 6);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+}  // namespace
+
 std::vector<EventRecord> Store::ListEvents(int64_t after, int64_t node_id, int64_t limit) {
   std::lock_guard lock(mu_);
   Stmt s(*this, kSelectEvents);
   sqlite3_bind_int64(s.get(), 1, after);
   sqlite3_bind_int64(s.get(), 2, node_id);
   sqlite3_bind_int64(s.get(), 3, limit);
-  std::vector<EventRecord> out;
-  while (sqlite3_step(s.get()) == SQLITE_ROW) {
-    EventRecord e;
-    e.id = sqlite3_column_int64(s.get(), 0);
-    e.time_ms = sqlite3_column_int64(s.get(), 1);
-    e.node_id = sqlite3_column_int64(s.get(), 2);
-    e.node = ColumnText(s.get(), 3);
-    e.kind = ColumnText(s.get(), 4);
-    e.detail = ColumnText(s.get(), 5);
-    e.who = ColumnText(s.get(), 6);
-    out.push_back(std::move(e));
-  }
-  return out;
+  return ReadEvents(s.get());
+}
+
+std::vector<EventRecord> Store::LastEvents(int64_t node_id, int64_t count) {
+  std::lock_guard lock(mu_);
+  Stmt s(*this, kSelectLastEvents);
+  sqlite3_bind_int64(s.get(), 1, node_id);
+  sqlite3_bind_int64(s.get(), 2, count);
+  return ReadEvents(s.get());
 }
 
 void Store::WaitForEvents(int64_t after, int64_t timeout_ms) {

@@ -121,6 +121,8 @@ class Store {
   Status AppendEvent(EventRecord& event);
   // Events with id > `after`, oldest first; node_id 0 means all nodes.
   std::vector<EventRecord> ListEvents(int64_t after, int64_t node_id, int64_t limit);
+  // The newest `count` events (of one node when node_id != 0), oldest first.
+  std::vector<EventRecord> LastEvents(int64_t node_id, int64_t count);
   // Blocks until an event with id > `after` exists or `timeout_ms` passes.
   void WaitForEvents(int64_t after, int64_t timeout_ms);
   int64_t LastEventId();

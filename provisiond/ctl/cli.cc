@@ -1,0 +1,213 @@
+#include "cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <istream>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <sstream>
+
+#include "commands.h"
+#include "file_util.h"
+
+namespace prov::ctl {
+namespace {
+
+constexpr const char* kAbout =
+    "provisionctl: the command line of provisiond (nodes, profiles, events)";
+
+constexpr const char* kEnvironment =
+    R"(provisionctl talks to provisiond over its REST API (HTTP) and never opens the
+database. Reads are open; commands that change something send a bearer token.
+
+Environment:
+  PROVISIOND_URL    provisiond's base URL (default http://127.0.0.1:8080); --url wins
+  PROVISIOND_TOKEN  API token for changes; --token-file wins
+
+Exit status: 0 done, 1 failed (provisiond said no, or cannot be reached), 2 usage error.)";
+
+// The words of a verb's path: "node list" -> {"node", "list"}.
+std::vector<std::string> Words(const char* path) {
+  std::istringstream in(path);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+// The subcommand a verb's path leads to, or null.
+const CLI::App* Find(const CLI::App& app, const Verb& verb) {
+  const CLI::App* at = &app;
+  for (const auto& w : Words(verb.path)) {
+    auto subs = at->get_subcommands([&](const CLI::App* s) { return s->get_name() == w; });
+    if (subs.empty()) return nullptr;
+    at = subs.front();
+  }
+  return at;
+}
+
+std::string Indent(const std::string& text, const std::string& by) {
+  std::string out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out += line.empty() ? "\n" : by + line + "\n";
+  return out;
+}
+
+// "  synopsis\n      summary" for every verb.
+std::string CommandList() {
+  std::string out = "Commands:\n";
+  for (const auto& v : Verbs())
+    out += "  provisionctl " + std::string(v.synopsis) + "\n      " + v.summary + "\n";
+  return out;
+}
+
+// CLI11's help, with the table's synopsis as the usage line of each verb.
+class Formatter : public CLI::Formatter {
+ public:
+  explicit Formatter(std::shared_ptr<std::map<const CLI::App*, const Verb*>> verbs)
+      : verbs_(std::move(verbs)) {}
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    auto it = verbs_->find(app);
+    if (it == verbs_->end()) return CLI::Formatter::make_usage(app, std::move(name));
+    return "Usage: provisionctl " + std::string(it->second->synopsis) + "\n";
+  }
+
+ private:
+  std::shared_ptr<std::map<const CLI::App*, const Verb*>> verbs_;
+};
+
+// One subcommand per verb, nested under its noun ("node", "profile"); the
+// table's options bound to `args`. Returns each verb's subcommand.
+std::map<const CLI::App*, const Verb*> BuildCli(CLI::App& app, GlobalArgs& global, Args& args) {
+  auto verbs = std::make_shared<std::map<const CLI::App*, const Verb*>>();
+  // Subcommands copy their parent's formatter and footer when created: the
+  // formatter goes first, the root's footer last.
+  app.formatter(std::make_shared<Formatter>(verbs));
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "provisionctl " PROVISION_VERSION);
+  app.add_option("--url", global.url, "provisiond's base URL")
+      ->type_name("URL")
+      ->envname("PROVISIOND_URL")
+      ->capture_default_str();
+  app.add_option("--token-file", global.token_file,
+                 "File with the API token (its first non-comment word), for changes")
+      ->type_name("FILE");
+  app.fallthrough();  // global options may follow the verb
+
+  std::map<std::string, std::vector<std::string>> nouns;  // noun -> its verbs
+  for (const auto& verb : Verbs()) {
+    std::vector<std::string> words = Words(verb.path);
+    CLI::App* parent = &app;
+    for (size_t i = 0; i + 1 < words.size(); ++i) {
+      auto found = parent->get_subcommands([&](CLI::App* s) { return s->get_name() == words[i]; });
+      if (found.empty()) {
+        parent = parent->add_subcommand(words[i]);
+        parent->require_subcommand(1);
+        parent->fallthrough();
+      } else {
+        parent = found.front();
+      }
+    }
+    if (words.size() > 1) nouns[words.front()].push_back(words.back());
+    CLI::App* command = parent->add_subcommand(words.back(), verb.summary);
+    command->footer(verb.description);
+    command->fallthrough();
+    verb.bind(*command, args);
+    (*verbs)[command] = &verb;
+  }
+  for (const auto& [noun, subs] : nouns) {
+    std::string list;
+    for (const auto& s : subs) list += (list.empty() ? "" : ", ") + s;
+    app.get_subcommand(noun)->description(noun + " commands: " + list);
+  }
+  app.footer(CommandList() + "\n" + kEnvironment +
+             "\n\n'provisionctl doc' describes every command at length.");
+  return *verbs;
+}
+
+// The options of `command` as help lines, without --help.
+std::string OptionLines(const CLI::App& command) {
+  CLI::Formatter f;
+  f.column_width(28);
+  std::string out;
+  for (const CLI::Option* opt : command.get_options()) {
+    if (opt == command.get_help_ptr()) continue;
+    out += f.make_option(opt, opt->get_positional() && !opt->nonpositional());
+  }
+  return out;
+}
+
+Result<std::string> ReadToken(const GlobalArgs& global, std::string& source) {
+  if (!global.token_file.empty()) {
+    auto text = ReadFile(global.token_file);
+    if (!text.ok()) return text.status();
+    source = "--token-file " + global.token_file;
+    return ParseTokenFile(*text, global.token_file);
+  }
+  const char* env = getenv("PROVISIOND_TOKEN");
+  std::istringstream words(env ? env : "");
+  std::string token;
+  if (words >> token) source = "PROVISIOND_TOKEN";
+  return token;
+}
+
+}  // namespace
+
+std::string RenderDoc(const CLI::App& app) {
+  std::string out = std::string(kAbout) + "\n\n" + kEnvironment + "\n\nGlobal options:\n";
+  CLI::Formatter f;
+  f.column_width(28);
+  for (const CLI::Option* opt : app.get_options())
+    if (opt != app.get_help_ptr()) out += f.make_option(opt, false);
+  for (const auto& verb : Verbs()) {
+    out += "\n\nprovisionctl " + std::string(verb.synopsis) + "\n";
+    out += "    " + std::string(verb.summary) + ".\n\n";
+    out += Indent(verb.description, "    ");
+    if (const CLI::App* command = Find(app, verb)) {
+      std::string options = OptionLines(*command);
+      if (!options.empty()) out += "\n    Options:\n" + Indent(options, "    ");
+    }
+  }
+  return out;
+}
+
+int RunCli(int argc, const char* const* argv, const Io& io) {
+  CLI::App app{kAbout, "provisionctl"};
+  GlobalArgs global;
+  Args args;
+  std::map<const CLI::App*, const Verb*> verbs;
+  try {
+    verbs = BuildCli(app, global, args);
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e, io.out, io.err) == 0 ? kExitOk : kExitUsage;
+  }
+  const Verb* verb = nullptr;
+  for (const auto& [command, v] : verbs)
+    if (command->parsed()) verb = v;
+  if (!verb) {  // require_subcommand makes this unreachable; say so rather than crash
+    io.err << "provisionctl: no command given\n" << app.help();
+    return kExitUsage;
+  }
+
+  std::string token_source;
+  auto token = ReadToken(global, token_source);
+  if (!token.ok()) {
+    io.err << "provisionctl: " << token.status().message() << "\n";
+    return kExitFailed;
+  }
+  try {
+    ClientOptions options;
+    options.url = global.url;
+    options.token = *token;
+    Client client(options);
+    Context ctx{client, io.in, io.out, io.err, io.interactive, token_source, app};
+    return verb->run(ctx, args);
+  } catch (const std::exception& e) {
+    // Broken invariants only: expected failures come back as Status.
+    io.err << "provisionctl: internal error: " << e.what() << "\n";
+    return kExitFailed;
+  }
+}
+
+}  // namespace prov::ctl

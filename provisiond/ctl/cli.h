@@ -1,0 +1,32 @@
+// provisionctl's command line, generated from the verb table (commands.h):
+// CLI11 subcommands with the table's synopsis, summary and description as
+// their help, the long-form `provisionctl doc`, and the run itself.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace prov::ctl {
+
+// Where a run reads and writes; main() passes the process's own.
+struct Io {
+  std::istream& in;
+  std::ostream& out;
+  std::ostream& err;
+  bool interactive;  // `in` is a terminal, so a verb may ask a question
+};
+
+// Parses argv, runs the verb and returns the exit status: 0 done, 1 failed,
+// 2 usage (including every CLI11 parse error). Never throws.
+int RunCli(int argc, const char* const* argv, const Io& io);
+
+// Every command at length: synopsis, summary, description with examples and
+// options, after the global options, environment and exit status. `app` is
+// the command line RunCli built.
+std::string RenderDoc(const CLI::App& app);
+
+}  // namespace prov::ctl

@@ -1,0 +1,96 @@
+// provisionctl's only way to the inventory: provisiond's REST API over HTTP
+// (libcurl). The CLI never opens the database. Every request goes through
+// Client::Call, which turns transport failures and API errors ({"error": ...})
+// into a Status a verb can print as it is.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "result.h"
+
+namespace prov::ctl {
+
+inline constexpr const char* kDefaultUrl = "http://127.0.0.1:8080";
+
+// Percent-encodes everything but RFC 3986 unreserved characters, for a path
+// segment or a query value.
+std::string UrlEncode(std::string_view text);
+
+// "?a=1&b=x%20y" from the pairs whose value is not empty; "" when none is.
+std::string QueryString(std::initializer_list<std::pair<const char*, std::string>> params);
+
+// The token in a tokens file's text: the first word of the first line that is
+// not blank or a '#' comment (provisiond's tokens file has "<token> [name]").
+// `file` names the file in the error.
+Result<std::string> ParseTokenFile(const std::string& text, const std::string& file);
+
+// libcurl's process-wide state; one instance lives in main() while requests
+// are made.
+class CurlGlobal {
+ public:
+  CurlGlobal();
+  ~CurlGlobal();
+  CurlGlobal(const CurlGlobal&) = delete;
+  CurlGlobal& operator=(const CurlGlobal&) = delete;
+};
+
+struct ClientOptions {
+  std::string url = kDefaultUrl;  // base URL, without /api/v1
+  std::string token;              // sent as a bearer token on writes; may be empty
+  long connect_timeout_s = 5;
+  long timeout_s = 60;  // per request, unless a call asks for more
+};
+
+// One connection to provisiond, reused across requests (keep-alive). Not
+// thread-safe: one Client per thread.
+class Client {
+ public:
+  explicit Client(ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Sends `method` to base URL + `path` (already encoded, starting with '/')
+  // with `body` as JSON when given, and returns the reply's parsed JSON.
+  // Failures come back as a Status whose message a user can act on:
+  //  - kUnavailable: provisiond could not be reached (names the URL);
+  //  - the code matching the HTTP status, with the API's "error" text;
+  //  - kInternal: a reply that is not JSON.
+  // `timeout_s` 0 uses the options' timeout.
+  Result<nlohmann::json> Call(std::string_view method, const std::string& path,
+                              const nlohmann::json* body = nullptr, long timeout_s = 0);
+
+  Result<nlohmann::json> Get(const std::string& path, long timeout_s = 0) {
+    return Call("GET", path, nullptr, timeout_s);
+  }
+  Result<nlohmann::json> Post(const std::string& path, const nlohmann::json* body = nullptr) {
+    return Call("POST", path, body);
+  }
+  Result<nlohmann::json> Patch(const std::string& path, const nlohmann::json& body) {
+    return Call("PATCH", path, &body);
+  }
+  Result<nlohmann::json> Delete(const std::string& path) { return Call("DELETE", path); }
+
+  // While `*flag` is true, a request in flight is abandoned within about a
+  // second and Call returns kUnavailable; the caller checks the flag to tell
+  // an interruption from a failure. `flag` must outlive the client.
+  void set_cancel_flag(const std::atomic<bool>* flag) { cancel_ = flag; }
+
+  const std::string& url() const { return options_.url; }
+
+ private:
+  struct CurlDeleter {
+    void operator()(void* curl) const;
+  };
+  ClientOptions options_;
+  std::unique_ptr<void, CurlDeleter> curl_;  // CURL*
+  const std::atomic<bool>* cancel_ = nullptr;
+};
+
+}  // namespace prov::ctl

@@ -1,0 +1,625 @@
+#include "commands.h"
+
+#include <signal.h>
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <istream>
+#include <ostream>
+#include <set>
+
+#include "cli.h"
+#include "hostlist.h"
+#include "node_state.h"
+#include "output.h"
+
+namespace prov::ctl {
+namespace {
+
+using json = nlohmann::json;
+
+const std::string kApi = "/api/v1";
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Prints a failed request's message, with a hint where the fix is on our side
+// of the wire, and returns kExitFailed.
+int Fail(Context& ctx, const Status& s, const std::string& prefix = "") {
+  ctx.err << "provisionctl: " << prefix << s.message() << "\n";
+  if (s.code() == Code::kUnauthorized)
+    ctx.err << (ctx.token_source.empty()
+                    ? "provisionctl: give a token with --token-file FILE or PROVISIOND_TOKEN "
+                      "(provisiond writes one to <data_dir>/tokens on first start)\n"
+                    : "provisionctl: the token from " + ctx.token_source +
+                          " is not in provisiond's tokens file\n");
+  return kExitFailed;
+}
+
+void PrintJson(Context& ctx, const json& j) {
+  ctx.out << j.dump() << "\n";
+}
+
+std::string NodePath(const std::string& node) {
+  return kApi + "/nodes/" + UrlEncode(node);
+}
+std::string ProfilePath(const std::string& version) {
+  return kApi + "/profiles/" + UrlEncode(version);
+}
+
+// The nodes a hostlist names; a single name (or a MAC, which has colons but
+// no brackets) is taken as it is.
+Result<std::vector<std::string>> NodeNames(const std::string& text) {
+  if (!IsHostlist(text)) return std::vector<std::string>{text};
+  return ExpandHostlist(text);
+}
+
+// Runs `change` for each node, printing its line or its error; a failure of
+// one node does not stop the others, but an unreachable daemon stops all.
+int ForEachNode(Context& ctx, const std::vector<std::string>& names,
+                const std::function<Result<std::string>(const std::string&)>& change) {
+  size_t failed = 0;
+  for (const auto& name : names) {
+    auto line = change(name);
+    if (line.ok()) {
+      ctx.out << name << ": " << *line << "\n";
+      continue;
+    }
+    if (line.status().code() == Code::kUnavailable || line.status().code() == Code::kUnauthorized)
+      return Fail(ctx, line.status());
+    Fail(ctx, line.status(), name + ": ");
+    ++failed;
+  }
+  if (failed && names.size() > 1)
+    ctx.err << "provisionctl: " << failed << " of " << names.size() << " nodes failed\n";
+  return failed ? kExitFailed : kExitOk;
+}
+
+// The node as one line after a change: "maintenance (cabling), profile v0.2";
+// `name` is how the node was named, so a rename shows.
+std::string NodeSummary(const std::string& name, const json& node) {
+  std::string out;
+  std::string hostname = node.value("hostname", "");
+  if (hostname != name && node.value("mac", "") != name) out = "now " + hostname + ", ";
+  out += node.value("state", "");
+  if (std::string reason = node.value("reason", ""); !reason.empty()) out += " (" + reason + ")";
+  std::string profile = node.value("profile", "");
+  out += profile.empty() ? ", no profile" : ", profile " + profile;
+  if (std::string ip = node.value("ip", ""); !ip.empty()) out += ", ip " + ip;
+  return out;
+}
+
+// ---- verbs ----
+
+int RunStatus(Context& ctx, const Args& a) {
+  auto r = ctx.client.Get(kApi + "/status");
+  if (!r.ok()) return Fail(ctx, r.status());
+  if (a.json)
+    PrintJson(ctx, *r);
+  else
+    ctx.out << RenderStatus(*r, ctx.client.url());
+  return kExitOk;
+}
+
+int RunNodeList(Context& ctx, const Args& a) {
+  // The daemon checks the hostlist too; checking it here makes a typo a usage
+  // error, as it is for node set and node rm.
+  if (auto names = NodeNames(a.target); !a.target.empty() && !names.ok())
+    return UsageError(ctx, names.status().message());
+  auto r = ctx.client.Get(kApi + "/nodes" +
+                          QueryString({{"state", a.state.value_or("")},
+                                       {"profile", a.profile.value_or("")},
+                                       {"hostlist", a.target}}));
+  if (!r.ok()) return Fail(ctx, r.status());
+  if (a.json) {
+    PrintJson(ctx, *r);
+  } else if (r->value("nodes", json::array()).empty()) {
+    bool filtered = a.state || a.profile || !a.target.empty();
+    ctx.out << (filtered ? "no nodes match\n"
+                         : "no nodes (enroll one: provisionctl node add <hostname> --mac <MAC>)\n");
+  } else {
+    ctx.out << RenderNodeTable((*r)["nodes"], NowMs());
+  }
+  return kExitOk;
+}
+
+// The last `n` events of a node. The API lists events oldest first from a
+// cursor, so this pages through them and keeps the tail.
+Result<json> LastEvents(Context& ctx, const std::string& node, size_t n) {
+  constexpr int64_t kPage = 1000;
+  std::deque<json> tail;
+  int64_t after = 0;
+  for (;;) {
+    auto r = ctx.client.Get(
+        kApi + "/events" +
+        QueryString(
+            {{"node", node}, {"after", std::to_string(after)}, {"limit", std::to_string(kPage)}}));
+    if (!r.ok()) return r.status();
+    const json events = r->value("events", json::array());
+    for (const auto& e : events) {
+      tail.push_back(e);
+      if (tail.size() > n) tail.pop_front();
+    }
+    if (static_cast<int64_t>(events.size()) < kPage) break;
+    after = r->value("next", after);
+  }
+  return json(tail);
+}
+
+int RunNodeShow(Context& ctx, const Args& a) {
+  auto node = ctx.client.Get(NodePath(a.target));
+  if (!node.ok()) return Fail(ctx, node.status());
+  if (a.json) {
+    PrintJson(ctx, *node);
+    return kExitOk;
+  }
+  auto events = LastEvents(ctx, node->value("mac", a.target), 20);
+  if (!events.ok()) return Fail(ctx, events.status());
+  ctx.out << RenderNode(*node, *events, NowMs());
+  return kExitOk;
+}
+
+int RunNodeAdd(Context& ctx, const Args& a) {
+  json body = {{"hostname", a.target}, {"mac", a.mac}};
+  if (a.ip) body["ip"] = *a.ip;
+  if (a.profile) body["profile"] = *a.profile;
+  auto r = ctx.client.Post(kApi + "/nodes", &body);
+  if (!r.ok()) return Fail(ctx, r.status());
+  ctx.out << "enrolled " << r->value("hostname", a.target) << " (" << r->value("mac", a.mac) << ")";
+  if (std::string profile = r->value("profile", ""); !profile.empty())
+    ctx.out << ", profile " << profile;
+  ctx.out << "\n";
+  return kExitOk;
+}
+
+int RunNodeSet(Context& ctx, const Args& a) {
+  auto names = NodeNames(a.target);
+  if (!names.ok()) return UsageError(ctx, names.status().message());
+  json body = json::object();
+  if (a.ip) body["ip"] = *a.ip;
+  if (a.hostname) body["hostname"] = *a.hostname;
+  if (a.profile) body["profile"] = *a.profile;
+  if (a.no_profile) body["profile"] = "";
+  if (a.state) body["state"] = *a.state;
+  if (a.reason) body["reason"] = *a.reason;
+  if (a.host_key) body["host_key"] = *a.host_key;
+  if (body.empty())
+    return UsageError(ctx,
+                      "nothing to change: give --ip, --hostname, --profile, --no-profile, "
+                      "--state or --host-key");
+  if ((a.ip || a.hostname) && names->size() > 1)
+    return UsageError(ctx, "--ip and --hostname name one node, but '" + a.target + "' names " +
+                               std::to_string(names->size()));
+  return ForEachNode(ctx, *names, [&](const std::string& name) -> Result<std::string> {
+    auto r = ctx.client.Patch(NodePath(name), body);
+    if (!r.ok()) return r.status();
+    return NodeSummary(name, *r);
+  });
+}
+
+int RunNodeRm(Context& ctx, const Args& a) {
+  auto names = NodeNames(a.target);
+  if (!names.ok()) return UsageError(ctx, names.status().message());
+  return ForEachNode(ctx, *names, [&](const std::string& name) -> Result<std::string> {
+    auto r = ctx.client.Delete(NodePath(name) + (a.purge ? "?purge=true" : ""));
+    if (!r.ok()) return r.status();
+    return r->value("result", std::string("done"));
+  });
+}
+
+int RunProfileList(Context& ctx, const Args& a) {
+  auto r = ctx.client.Get(kApi + "/profiles");
+  if (!r.ok()) return Fail(ctx, r.status());
+  if (a.json)
+    PrintJson(ctx, *r);
+  else
+    ctx.out << RenderProfileTable(*r);
+  return kExitOk;
+}
+
+int RunProfileShow(Context& ctx, const Args& a) {
+  auto r = ctx.client.Get(ProfilePath(a.target));
+  if (!r.ok()) return Fail(ctx, r.status());
+  if (a.json)
+    PrintJson(ctx, *r);
+  else
+    ctx.out << RenderProfile(*r);
+  return kExitOk;
+}
+
+int RunProfilePlan(Context& ctx, const Args& a) {
+  auto r = ctx.client.Get(ProfilePath(a.target) + "/plan");
+  if (!r.ok()) return Fail(ctx, r.status());
+  if (a.json)
+    PrintJson(ctx, *r);
+  else
+    ctx.out << RenderPlan(*r);
+  return kExitOk;
+}
+
+int RunProfileApply(Context& ctx, const Args& a) {
+  auto plan = ctx.client.Get(ProfilePath(a.target) + "/plan");
+  if (!plan.ok()) return Fail(ctx, plan.status());
+  ctx.out << RenderPlan(*plan);
+  if (!plan->value("changes", true)) return kExitOk;
+  if (!a.yes) {
+    if (!ctx.interactive)
+      return UsageError(ctx,
+                        "not applied: stdin is not a terminal, so there is no one to confirm; "
+                        "pass --yes to apply without asking");
+    ctx.out << "Apply? [y/N] " << std::flush;
+    std::string answer;
+    std::getline(ctx.in, answer);
+    if (answer != "y" && answer != "Y" && answer != "yes") {
+      ctx.err << "provisionctl: not applied\n";
+      return kExitFailed;
+    }
+  }
+  auto applied = ctx.client.Post(ProfilePath(a.target) + "/apply");
+  if (!applied.ok()) return Fail(ctx, applied.status());
+  ctx.out << RenderApplied(*applied);
+  return kExitOk;
+}
+
+// Set by SIGINT while `events --follow` waits; the client polls it.
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+extern "C" void OnInterrupt(int) {
+  g_interrupted.store(true);
+}
+
+// For its lifetime, the first Ctrl-C sets g_interrupted and abandons the
+// client's request in flight, so a follow loop stops cleanly; the old handler
+// comes back afterwards.
+class InterruptScope {
+ public:
+  explicit InterruptScope(Client& client) : client_(client) {
+    g_interrupted.store(false);
+    struct sigaction sa {};
+    sa.sa_handler = &OnInterrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_);
+    client_.set_cancel_flag(&g_interrupted);
+  }
+  ~InterruptScope() {
+    client_.set_cancel_flag(nullptr);
+    sigaction(SIGINT, &old_, nullptr);
+  }
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+
+ private:
+  Client& client_;
+  struct sigaction old_ {};
+};
+
+void PrintEvents(Context& ctx, const Args& a, const json& events,
+                 const std::set<std::string>& only_nodes = {}) {
+  for (const auto& e : events) {
+    if (!only_nodes.empty() && !only_nodes.count(e.value("node", ""))) continue;
+    ctx.out << (a.json ? e.dump() + "\n" : RenderEvent(e));
+  }
+  ctx.out << std::flush;
+}
+
+int FollowEvents(Context& ctx, const Args& a) {
+  int64_t after = 0;
+  if (a.since) {
+    after = *a.since;
+  } else {
+    // From now: the history can be long, and --since 0 asks for it.
+    auto status = ctx.client.Get(kApi + "/status");
+    if (!status.ok()) return Fail(ctx, status.status());
+    after = status->value("last_event", int64_t{0});
+  }
+  // provisiond's long poll with ?node= keeps its cursor when only other
+  // nodes' events arrived, and re-checks in a busy loop until the wait ends.
+  // Until that is fixed in the daemon, follow every event and keep the
+  // node's own, by its hostname and MAC when following starts.
+  std::set<std::string> only_nodes;
+  if (!a.node.empty()) {
+    auto node = ctx.client.Get(NodePath(a.node));
+    if (!node.ok()) return Fail(ctx, node.status());
+    for (const char* field : {"hostname", "mac"})
+      if (std::string name = node->value(field, ""); !name.empty()) only_nodes.insert(name);
+  }
+  constexpr long kWaitS = 25;
+  const std::string limit = a.limit > 0 ? std::to_string(a.limit) : "";
+  InterruptScope interrupt(ctx.client);
+  while (!g_interrupted.load()) {
+    auto r = ctx.client.Get(kApi + "/events" +
+                                QueryString({{"after", std::to_string(after)},
+                                             {"limit", limit},
+                                             {"wait", std::to_string(kWaitS)}}),
+                            kWaitS + 15);
+    if (g_interrupted.load()) break;
+    if (!r.ok()) return Fail(ctx, r.status());
+    PrintEvents(ctx, a, r->value("events", json::array()), only_nodes);
+    after = r->value("next", after);
+  }
+  return kExitOk;
+}
+
+int RunEvents(Context& ctx, const Args& a) {
+  if (a.follow) return FollowEvents(ctx, a);
+  const int64_t after = a.since.value_or(0);
+  auto r = ctx.client.Get(kApi + "/events" +
+                          QueryString({{"after", std::to_string(after)},
+                                       {"limit", a.limit > 0 ? std::to_string(a.limit) : ""},
+                                       {"node", a.node}}));
+  if (!r.ok()) return Fail(ctx, r.status());
+  const json events = r->value("events", json::array());
+  PrintEvents(ctx, a, events);
+  const int64_t page = a.limit > 0 ? a.limit : 1000;  // the API's default limit
+  if (static_cast<int64_t>(events.size()) >= page)
+    ctx.err << "provisionctl: there may be more: provisionctl events --since "
+            << r->value("next", after) << "\n";
+  return kExitOk;
+}
+
+int RunDoc(Context& ctx, const Args&) {
+  ctx.out << RenderDoc(ctx.cli);
+  return kExitOk;
+}
+
+// ---- option helpers shared by the table ----
+
+std::vector<std::string> StateNames() {
+  std::vector<std::string> names;
+  for (NodeState s : AllNodeStates()) names.emplace_back(ToString(s));
+  return names;
+}
+
+void AddJson(CLI::App& c, Args& a) {
+  c.add_flag("--json", a.json, "Print the API's JSON reply instead of text");
+}
+
+}  // namespace
+
+int UsageError(Context& ctx, const std::string& message) {
+  ctx.err << "provisionctl: " << message << "\nRun with --help for more information.\n";
+  return kExitUsage;
+}
+
+const std::vector<Verb>& Verbs() {
+  static const std::vector<Verb> verbs = {
+      {"status", "status [--json]",
+       "Show provisiond's version, node counts, the applied profile and the profiles",
+       R"(Asks provisiond for its status: the service version, how many nodes are in each
+state, which profile version is applied (with the first 12 digits of its content
+hash, when and by whom), the profiles it can load, and any profile that failed to
+load. Use it first to check that provisionctl reaches the daemon.
+
+Examples:
+  provisionctl status
+  PROVISIOND_URL=http://10.0.0.1:8080 provisionctl status --json)",
+       [](CLI::App& c, Args& a) { AddJson(c, a); }, RunStatus},
+
+      {"node list", "node list [HOSTLIST] [--state STATE] [--profile VERSION] [--json]",
+       "List nodes, optionally only some of them",
+       R"(Lists the nodes in the inventory as a table: HOSTNAME MAC IP STATE PROFILE IMAGE
+LAST-SEEN. A failed node (or one in maintenance) has its reason at the end of the
+line. HOSTLIST limits the list to the nodes it names, by hostname or MAC
+(node[0-3,7], gpu[01-04]); --state and --profile filter further. With --json the
+reply is the API's {"nodes": [...], "count": N}.
+
+Examples:
+  provisionctl node list
+  provisionctl node list 'node[0-3]' --state failed
+  provisionctl node list --profile v0.2 --json | jq -r '.nodes[].hostname')",
+       [](CLI::App& c, Args& a) {
+         c.add_option("hostlist", a.target, "Only these nodes (hostlist, hostnames or MACs)")
+             ->type_name("HOSTLIST");
+         c.add_option("--state", a.state, "Only nodes in this state")
+             ->type_name("STATE")
+             ->check(CLI::IsMember(StateNames()));
+         c.add_option("--profile", a.profile, "Only nodes assigned this profile version")
+             ->type_name("VERSION");
+         AddJson(c, a);
+       },
+       RunNodeList},
+
+      {"node show", "node show NODE [--json]", "Show one node, its facts and its last 20 events",
+       R"(Shows everything provisiond knows about one node, named by hostname or MAC: its
+addresses, state (and why, when failed), profile and image, SSH host key, when it
+was last seen, the facts it reported (CPU, memory, PCI devices...), and its last
+20 events, so you can see where it stopped. --json prints the node object alone.
+
+Examples:
+  provisionctl node show node0
+  provisionctl node show 52:54:00:12:34:56 --json)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("node", a.target, "Hostname or MAC")->type_name("NODE")->required();
+         AddJson(c, a);
+       },
+       RunNodeShow},
+
+      {"node add", "node add HOSTNAME --mac MAC [--ip ADDRESS] [--profile VERSION]",
+       "Enroll a node by hostname and MAC",
+       R"(Enrolls a node: provisiond will answer its netboot requests from now on. The MAC
+may be written aa:bb:cc:dd:ee:ff, AA-BB-..., aabb.ccdd.eeff or bare hex. Without
+--profile the node gets the applied profile when that profile covers it. A node
+provisiond has only discovered on the network (or a retired one) is enrolled in
+place, keeping its history.
+
+Examples:
+  provisionctl node add node0 --mac 52:54:00:12:34:56
+  provisionctl node add node4 --mac 5254.0012.3457 --ip 10.0.0.14 --profile v0.2)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("hostname", a.target, "The node's hostname")
+             ->type_name("HOSTNAME")
+             ->required();
+         c.add_option("--mac", a.mac, "Its boot interface's MAC address")
+             ->type_name("MAC")
+             ->required();
+         c.add_option("--ip", a.ip, "Its address, if it has a fixed one")->type_name("ADDRESS");
+         c.add_option("--profile", a.profile, "Assign this profile version")->type_name("VERSION");
+       },
+       RunNodeAdd},
+
+      {"node set",
+       "node set HOSTLIST [--ip ADDRESS] [--hostname NAME] [--profile VERSION | --no-profile] "
+       "[--state STATE [--reason TEXT]] [--host-key KEY]",
+       "Change nodes: address, name, profile, operator state, host key",
+       R"(Changes each node the hostlist names. --ip and --hostname apply to one node only.
+--profile assigns a profile version, --no-profile releases the node from its
+profile. --state sets one of the states an operator may set (enrolled,
+maintenance, retired; the others follow from what provisiond observes), with
+--reason saying why. --host-key replaces the SSH host key provisiond pins for the
+node (after a reinstall). Each node's result or error is printed; a failure of
+one node does not stop the others, and the exit status is 1 if any failed.
+
+Examples:
+  provisionctl node set 'node[0-3]' --state maintenance --reason 'recabling rack 2'
+  provisionctl node set 'node[0-3]' --state enrolled
+  provisionctl node set node2 --ip 10.0.0.12
+  provisionctl node set 'node[4-7]' --no-profile)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("hostlist", a.target, "The nodes to change (hostlist, hostname or MAC)")
+             ->type_name("HOSTLIST")
+             ->required();
+         c.add_option("--ip", a.ip, "New address (one node only)")->type_name("ADDRESS");
+         c.add_option("--hostname", a.hostname, "New hostname (one node only)")->type_name("NAME");
+         auto* profile = c.add_option("--profile", a.profile, "Assign this profile version")
+                             ->type_name("VERSION");
+         c.add_flag("--no-profile", a.no_profile, "Release the nodes from their profile")
+             ->excludes(profile);
+         // Any state name parses; provisiond refuses the states only it may
+         // set (ready, failed...) and says why, which is not a usage error.
+         auto* state = c.add_option("--state", a.state,
+                                    "Set an operator state: enrolled, maintenance or retired")
+                           ->type_name("STATE")
+                           ->check(CLI::IsMember(StateNames()).description(""));
+         c.add_option("--reason", a.reason, "Why (with --state)")->type_name("TEXT")->needs(state);
+         c.add_option("--host-key", a.host_key, "The node's SSH host key, as in known_hosts")
+             ->type_name("KEY");
+       },
+       RunNodeSet},
+
+      {"node rm", "node rm HOSTLIST [--purge]", "Retire nodes, or remove them with --purge",
+       R"(Retires each node the hostlist names: it keeps its row and history but is no
+longer provisioned (enroll it again with node add). --purge deletes the row; its
+events stay, by name. Each node's result or error is printed; the exit status is
+1 if any failed.
+
+Examples:
+  provisionctl node rm node7
+  provisionctl node rm 'node[4-7]' --purge)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("hostlist", a.target, "The nodes (hostlist, hostname or MAC)")
+             ->type_name("HOSTLIST")
+             ->required();
+         c.add_flag("--purge", a.purge, "Delete the nodes from the inventory");
+       },
+       RunNodeRm},
+
+      {"profile list", "profile list [--json]",
+       "List the profiles provisiond can load, and which is applied",
+       R"(Lists the versioned hardware profiles (profiles/<version>/profile.yaml) as a
+table: VERSION APPLIED SHA256 (first 12 digits of the content hash, which covers
+the playbooks it names) IMAGE NODES DESCRIPTION. "yes*" marks an applied profile
+whose files changed since. Profiles that fail to load are listed with their
+errors. --json adds the history of applied versions.
+
+Examples:
+  provisionctl profile list
+  provisionctl profile list --json | jq '.history')",
+       [](CLI::App& c, Args& a) { AddJson(c, a); }, RunProfileList},
+
+      {"profile show", "profile show VERSION [--json]", "Show a profile in full",
+       R"(Shows one profile: the hardware it expects per node (accelerators, memory), the
+image, kernel arguments, overlay files, the playbooks in order with their
+variables, the health checks that gate the ready state, and the nodes it covers.
+
+Examples:
+  provisionctl profile show v0.2
+  provisionctl profile show lab --json)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("version", a.target, "Profile version")->type_name("VERSION")->required();
+         AddJson(c, a);
+       },
+       RunProfileShow},
+
+      {"profile plan", "profile plan VERSION [--json]",
+       "Show what applying a profile would change, node by node",
+       R"(Shows what `profile apply VERSION` would do, without changing anything: the
+version and hash applied now against this one, then per node its action and why:
+assign (gets the profile; an image change means a reboot, then its playbooks
+run), unchanged, release (no longer covered), or missing (named by the profile
+but not enrolled).
+
+Examples:
+  provisionctl profile plan v0.2
+  provisionctl profile plan v0.1 --json)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("version", a.target, "Profile version")->type_name("VERSION")->required();
+         AddJson(c, a);
+       },
+       RunProfilePlan},
+
+      {"profile apply", "profile apply VERSION [--yes]",
+       "Apply a profile: show the plan, confirm, assign and release nodes",
+       R"(Shows the plan, asks for confirmation (or takes --yes), then applies the
+profile: provisiond records the version with its content hash and assigns and
+releases nodes in one transaction, and the result is printed per node. Applying
+a version that is applied and unchanged does nothing; applying the previous
+version is the rollback. Without a terminal on stdin, --yes is required.
+
+provisiond records the assignment only: booting nodes into the new image
+(netboot) and configuring them over SSH are not implemented yet, and the output
+says so for each node rather than claiming they happened.
+
+Examples:
+  provisionctl profile apply v0.2
+  provisionctl profile apply v0.1 --yes)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("version", a.target, "Profile version")->type_name("VERSION")->required();
+         c.add_flag("-y,--yes", a.yes, "Apply without asking");
+       },
+       RunProfileApply},
+
+      {"events", "events [--node NODE] [--since ID] [--limit N] [--follow] [--json]",
+       "Print the event history, or follow it as it happens",
+       R"(Prints events (every state change, enrollment, profile assignment...) oldest
+first, one per line: TIME (local, ISO 8601, milliseconds) NODE KIND DETAIL (who).
+--node limits them to one node, --since to events after that event ID, --limit
+to that many (the API returns at most 1000 unless told). --follow keeps waiting
+for new events (long polls of 25 s) until interrupted with Ctrl-C; without
+--since it starts from now (--since 0 prints the history first). --json prints
+one JSON object per line (JSON Lines).
+
+Examples:
+  provisionctl events --node node0
+  provisionctl events --follow
+  provisionctl events --since 120 --limit 50 --json)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("--node", a.node, "Only events of this node (hostname or MAC)")
+             ->type_name("NODE");
+         c.add_option("--since", a.since, "Only events after this event ID")
+             ->type_name("ID")
+             ->check(CLI::Range(int64_t{0}, int64_t{1} << 52).description(""));
+         c.add_option("--limit", a.limit, "At most this many events (per request)")
+             ->type_name("N")
+             ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+         c.add_flag("-f,--follow", a.follow, "Keep printing new events until Ctrl-C");
+         AddJson(c, a);
+       },
+       RunEvents},
+
+      {"doc", "doc", "Describe every command at length",
+       R"(Prints this long-form description of every command, its options and examples;
+the same text --help shows per command comes from the same table.
+
+Example:
+  provisionctl doc | less)",
+       [](CLI::App&, Args&) {}, RunDoc},
+  };
+  return verbs;
+}
+
+}  // namespace prov::ctl

@@ -1,0 +1,72 @@
+// How provisionctl shows the API's JSON to people: tables, key: value blocks,
+// plans and event lines. Pure functions from JSON to text, so they are tested
+// without a daemon; a missing field shows as "-" rather than failing.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace prov::ctl {
+
+// Columns padded to their widest cell and separated by two spaces; the last
+// column is not padded.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
+  void AddRow(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  size_t size() const { return rows_.size(); }
+  std::string Render() const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// Milliseconds since the epoch as local ISO-8601 with milliseconds and the
+// offset: "2026-11-22T01:37:32.123+01:00". 0 is "-".
+std::string FormatTime(int64_t ms);
+
+// How long before `now_ms` `ms` was: "45s ago", "3m ago", "2h ago", "4d ago";
+// 0 is "never".
+std::string FormatAge(int64_t ms, int64_t now_ms);
+
+// The first 12 hex digits of a SHA-256, as git shows commits.
+std::string ShortSha(const std::string& sha256);
+
+// GET /api/v1/status for people; `url` is where it was asked.
+std::string RenderStatus(const nlohmann::json& status, const std::string& url);
+
+// The "nodes" array of GET /api/v1/nodes as a table.
+std::string RenderNodeTable(const nlohmann::json& nodes, int64_t now_ms);
+
+// One node as key: value lines, its facts flattened ("cpu.model: ..."), then
+// `events` (an array, oldest first) as event lines.
+std::string RenderNode(const nlohmann::json& node, const nlohmann::json& events, int64_t now_ms);
+
+// One event: "TIME NODE KIND DETAIL (who)" and a newline.
+std::string RenderEvent(const nlohmann::json& event);
+
+// GET /api/v1/profiles as a table, with a note for profiles that changed
+// since they were applied.
+std::string RenderProfileTable(const nlohmann::json& reply);
+
+// GET /api/v1/profiles/<v>: hardware, image, kernel args, overlay, playbooks
+// with their vars, health checks and nodes.
+std::string RenderProfile(const nlohmann::json& profile);
+
+// GET /api/v1/profiles/<v>/plan: what is applied now against this version,
+// then one line per node and a count per action.
+std::string RenderPlan(const nlohmann::json& plan);
+
+// The line for a plan that changes nothing.
+std::string NothingChanges(const nlohmann::json& plan);
+
+// The reply of POST /api/v1/profiles/<v>/apply: per node the stages
+// provisiond carried out and the ones it has not implemented yet, then a
+// summary.
+std::string RenderApplied(const nlohmann::json& plan);
+
+}  // namespace prov::ctl

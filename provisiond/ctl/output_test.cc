@@ -1,0 +1,158 @@
+#include "output.h"
+
+#include <doctest/doctest.h>
+#include <stdlib.h>
+#include <time.h>
+
+namespace prov::ctl {
+
+using json = nlohmann::json;
+
+TEST_CASE("tables pad every column but the last to its widest cell") {
+  Table t({"A", "LONGER"});
+  t.AddRow({"wide cell", "x"});
+  t.AddRow({"b", ""});
+  CHECK(t.Render() ==
+        "A          LONGER\n"
+        "wide cell  x\n"
+        "b\n");
+}
+
+TEST_CASE("times are local ISO 8601 with milliseconds and the offset") {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  CHECK(FormatTime(1795311857041) == "2026-11-22T01:44:17.041+00:00");
+  CHECK(FormatTime(0) == "-");
+  setenv("TZ", "EST5", 1);
+  tzset();
+  CHECK(FormatTime(1795311857041) == "2026-11-21T20:44:17.041-05:00");
+  setenv("TZ", "UTC", 1);
+  tzset();
+}
+
+TEST_CASE("ages say how long ago, or never") {
+  struct Case {
+    int64_t ms;
+    const char* text;
+  };
+  const int64_t now = 1'000'000'000;
+  const Case cases[] = {
+      {0, "never"},
+      {now - 5'000, "5s ago"},
+      {now - 119'000, "119s ago"},
+      {now - 180'000, "3m ago"},
+      {now - 3 * 3600'000, "3h ago"},
+      {now - 5 * 86400'000LL, "5d ago"},
+      {now + 1'000, "0s ago"},  // a clock ahead of ours
+  };
+  for (const auto& c : cases) CHECK(FormatAge(c.ms, now) == c.text);
+}
+
+TEST_CASE("node table shows a dash for what is unknown and the reason at the end") {
+  json nodes = json::parse(R"js([
+    {"hostname": "node0", "mac": "52:54:00:00:00:10", "ip": "10.0.0.10", "state": "ready",
+     "profile": "v0.2", "image": "debian-amd-npu", "last_seen": 999990000, "reason": ""},
+    {"hostname": "", "mac": "52:54:00:00:00:11", "ip": "", "state": "failed",
+     "profile": "", "image": "", "last_seen": 0, "reason": "no Arc A770 found"}
+  ])js");
+  CHECK(RenderNodeTable(nodes, 1'000'000'000) ==
+        "HOSTNAME  MAC                IP         STATE   PROFILE  IMAGE           LAST-SEEN\n"
+        "node0     52:54:00:00:00:10  10.0.0.10  ready   v0.2     debian-amd-npu  10s ago\n"
+        "-         52:54:00:00:00:11  -          failed  -        -               never  no Arc "
+        "A770 found\n");
+}
+
+TEST_CASE("node facts are flattened to dotted keys") {
+  json node = {{"hostname", "node0"},
+               {"state", "ready"},
+               {"facts", json::parse(R"js({"cpu": {"model": "Ryzen", "cores": 16},
+                                        "gpus": [{"pci": "8086:56a0"}],
+                                        "nics": ["eth0", "eth1"]})js")}};
+  std::string out = RenderNode(node, json::array(), 0);
+  CHECK(out.find("  cpu.cores:   16\n") != std::string::npos);
+  CHECK(out.find("  cpu.model:   Ryzen\n") != std::string::npos);
+  CHECK(out.find("  gpus[0].pci: 8086:56a0\n") != std::string::npos);
+  CHECK(out.find("  nics:        eth0, eth1\n") != std::string::npos);
+  CHECK(out.find("events: none\n") != std::string::npos);
+}
+
+TEST_CASE("event lines: time, node, kind, detail and who") {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  json e = {{"id", 3},         {"time", 1795311857041}, {"node", "node0"},
+            {"kind", "state"}, {"detail", "a -> b"},    {"who", "admin"}};
+  CHECK(RenderEvent(e) ==
+        "2026-11-22T01:44:17.041+00:00  node0       state            a -> b "
+        "(admin)\n");
+  e["node"] = "";
+  e["who"] = "";
+  CHECK(RenderEvent(e) == "2026-11-22T01:44:17.041+00:00  -           state            a -> b\n");
+}
+
+const char* kPlan = R"js({
+  "version": "v0.2", "sha256": "3a5095c593af51f33958ef31646dbe55ae7f771c361eda953fa9f6b6bf7cbad8",
+  "current_version": "v0.1",
+  "current_sha256": "2fb71a726936ad5e5e2c6b275191a6e41d6adbfe65abcf32fa2c3a713c124382",
+  "changes": true,
+  "nodes": [
+    {"node": "node0", "action": "assign", "reboot": true,
+     "reasons": ["profile v0.1 -> v0.2", "image a -> b: reboot", "then 2 playbook(s)"]
+},
+    {"node": "node10", "action": "release", "reasons": ["not covered by v0.2: leaves profile v0.1"]},
+    {"node": "node3", "action": "missing", "reasons": ["covered by v0.2 but not enrolled"]}
+  ]
+})js";
+
+TEST_CASE("a plan shows the applied version against this one, then a line per node") {
+  CHECK(RenderPlan(json::parse(kPlan)) ==
+        "applied now: v0.1 (sha256 2fb71a726936); this plan: v0.2 (sha256 3a5095c593af)\n"
+        "node0   assign   profile v0.1 -> v0.2; image a -> b: reboot; then 2 playbook(s)\n"
+        "node10  release  not covered by v0.2: leaves profile v0.1\n"
+        "node3   missing  covered by v0.2 but not enrolled\n"
+        "1 to assign, 1 to release, 1 missing\n");
+}
+
+TEST_CASE("a plan without changes says so and nothing else") {
+  json plan = json::parse(kPlan);
+  plan["changes"] = false;
+  CHECK(RenderPlan(plan) == "profile v0.2 is applied and up to date: nothing changes\n");
+  CHECK(RenderApplied(plan) == "profile v0.2 is applied and up to date: nothing changes\n");
+}
+
+TEST_CASE("an applied plan is honest about the stages provisiond does not do yet") {
+  std::string out = RenderApplied(json::parse(kPlan));
+  CHECK(out.find("node0   assign: done   boot: pending (netboot not implemented yet)   "
+                 "configure: pending (SSH configuration not implemented yet)\n") !=
+        std::string::npos);
+  CHECK(out.find("node10  release: done\n") != std::string::npos);
+  CHECK(out.find("node3   missing: not enrolled\n") != std::string::npos);
+  CHECK(out.find("applied v0.2 (sha256 3a5095c593af): 1 assigned, 1 released, 1 missing\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("profile table marks an applied profile that changed since") {
+  json reply = json::parse(R"js({"profiles": [
+      {"version": "v0.1", "applied": true, "applied_sha256_matches": false,
+       "sha256": "2fb71a726936ad5e", "image": "ubuntu-arc", "nodes": "node[0-1]",
+       "description": "Arc"}],
+    "errors": ["p.yaml:1:1: first\np.yaml:2:1: second"]})js");
+  CHECK(RenderProfileTable(reply) ==
+        "VERSION  APPLIED  SHA256        IMAGE       NODES      DESCRIPTION\n"
+        "v0.1     yes*     2fb71a726936  ubuntu-arc  node[0-1]  Arc\n"
+        "* changed since it was applied: 'provisionctl profile plan <version>' shows what "
+        "applying it again does\n"
+        "not loaded: p.yaml:1:1: first\n"
+        "            p.yaml:2:1: second\n");
+}
+
+TEST_CASE("renderers take missing fields as unknown rather than failing") {
+  CHECK_NOTHROW(RenderStatus(json::object(), "http://x"));
+  CHECK_NOTHROW(RenderNodeTable(json::array({json::object()}), 0));
+  CHECK_NOTHROW(RenderNode(json::object(), json::array({json::object()}), 0));
+  CHECK_NOTHROW(RenderProfile(json::object()));
+  CHECK_NOTHROW(RenderPlan(json::object()));
+  CHECK_NOTHROW(RenderApplied(json::object()));
+  CHECK_NOTHROW(RenderProfileTable(json::array()));
+}
+
+}  // namespace prov::ctl

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Integration: a real provisiond on a temporary directory and a free loopback
+# port, driven only through provisionctl and HTTP.
+# Usage: api_cli_test.sh PROVISIOND PROVISIONCTL
+PROVISIOND="$1"
+PROVISIONCTL="$2"
+source "$(dirname "$0")/../lib.sh"
+ctl() { "$PROVISIONCTL" "$@"; }
+
+start_provisiond main
+
+echo "== status and profiles"
+check "status answers" ctl status
+expect_output "status names the version" "provisiond"
+check "profile list" ctl profile list
+for v in v0.1 v0.2 lab; do expect_output "profile $v is listed" "$v"; done
+
+echo "== enroll"
+for i in 0 1 2 3; do
+  check "node add node$i" ctl node add "node$i" --mac "52:54:00:aa:00:0$i" --ip "10.99.0.1$i"
+done
+expect_exit 1 "a duplicate MAC is refused" ctl node add node9 --mac 52:54:00:aa:00:00
+expect_output "the refusal names the MAC" "52:54:00:aa:00:00"
+expect_exit 1 "a bad MAC is refused" ctl node add node9 --mac 52:54:00
+expect_output "the refusal says what is wrong" "12 hex digits"
+check "node list --json" ctl node list --json
+expect_eq "four nodes" "$(ctl node list --json | grep -o '"hostname":"node[0-9]"' | wc -l)" 4
+check "node list with a hostlist" ctl node list 'node[1-2]'
+expect_output "node1 is listed" "node1"
+if grep -q node3 "$WORK/out"; then fail "hostlist filter leaks node3"; else pass "hostlist filter"; fi
+
+echo "== profiles: v0.1, again, v0.2, rollback to v0.1"
+check "plan v0.1" ctl profile plan v0.1
+expect_output "plan lists node0" "node0"
+check "apply v0.1" ctl profile apply v0.1 --yes
+expect_output "apply shows per-node progress" "node1"
+expect_output "later stages are shown as pending" "pending"
+expect_eq "node0 has v0.1" "$(curl -sf "$URL/api/v1/nodes/node0" | grep -o '"profile":"[^"]*"')" '"profile":"v0.1"'
+check "apply v0.1 again" ctl profile apply v0.1 --yes
+expect_output "nothing changes" "nothing changes"
+check "apply v0.2" ctl profile apply v0.2 --yes
+expect_eq "all four on v0.2" "$(ctl node list --profile v0.2 --json | grep -o '"hostname":"node[0-9]"' | wc -l)" 4
+check "apply v0.1 (rollback)" ctl profile apply v0.1 --yes
+expect_eq "two back on v0.1" "$(ctl node list --profile v0.1 --json | grep -o '"hostname":"node[0-9]"' | wc -l)" 2
+expect_eq "node3 released" "$(curl -sf "$URL/api/v1/nodes/node3" | grep -o '"profile":"[^"]*"')" '"profile":""'
+check "events" ctl events --json
+expect_eq "three profile applications recorded" "$(grep -c '"kind":"profile-applied"' "$WORK/out")" 3
+check "status after apply" ctl status --json
+expect_output "status has the applied profile" '"version":"v0.1"'
+
+echo "== states"
+check "node set maintenance" ctl node set node1 --state maintenance --reason "fan swap"
+expect_exit 1 "ready cannot be set by hand" ctl node set node1 --state ready
+check "node rm retires" ctl node rm node2
+expect_eq "node2 retired" "$(curl -sf "$URL/api/v1/nodes/node2" | grep -o '"state":"[^"]*"')" '"state":"retired"'
+
+echo "== tokens"
+PROVISIOND_TOKEN="" expect_exit 1 "a write without a token is refused" ctl node add x0 --mac 52:54:00:bb:00:01
+expect_output "it says a token is needed" "token"
+PROVISIOND_TOKEN="not-the-right-token-at-all" expect_exit 1 "a wrong token is refused" ctl node add x0 --mac 52:54:00:bb:00:01
+expect_eq "no write without a token (HTTP 401)" \
+  "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/api/v1/nodes" -d '{"hostname":"x","mac":"52:54:00:bb:00:02"}')" 401
+expect_eq "no write with a wrong token (HTTP 401)" \
+  "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrongwrongwrongwrong' -X POST "$URL/api/v1/nodes" -d '{}')" 401
+expect_eq "nothing was written" "$(curl -sf "$URL/api/v1/nodes?hostlist=x,x0" | grep -o '"count":[0-9]*')" '"count":0'
+
+echo "== malformed requests"
+auth=(-H "Authorization: Bearer $TOKEN")
+code() { curl -s -o "$WORK/body" -w '%{http_code}' "$@"; }
+expect_eq "malformed JSON -> 400" "$(code "${auth[@]}" -X POST "$URL/api/v1/nodes" -d '{"hostname":')" 400
+expect_eq "unknown field -> 400" "$(code "${auth[@]}" -X POST "$URL/api/v1/nodes" -d '{"hostname":"a","mac":"52:54:00:bb:00:03","color":"red"}')" 400
+grep -q "unknown field 'color'" "$WORK/body" && pass "the 400 names the field" || fail "400 body: $(cat "$WORK/body")"
+head -c 2000000 /dev/zero | tr '\0' 'a' >"$WORK/big"
+expect_eq "oversize body -> 413" "$(code "${auth[@]}" -X POST "$URL/api/v1/nodes" --data-binary @"$WORK/big")" 413
+expect_eq "wrong method -> 405" "$(code -X PUT "$URL/api/v1/status")" 405
+expect_eq "unknown path -> 404" "$(code "$URL/api/v1/../../etc/passwd")" 404
+expect_eq "metrics answer" "$(code "$URL/metrics")" 200
+grep -q 'provisiond_nodes{state="enrolled"}' "$WORK/body" && pass "metrics count nodes by state" || fail "metrics: $(head -5 "$WORK/body")"
+kill -0 "$PROVISIOND_PID" && pass "provisiond is still running" || fail "provisiond died"
+
+echo "== 8 concurrent clients enroll 500 nodes each"
+before=$(curl -sf "$URL/api/v1/nodes" | grep -o '"count":[0-9]*' | cut -d: -f2)
+for c in $(seq 0 7); do
+  cfg="$WORK/client$c.curl"
+  : >"$cfg"
+  for i in $(seq 0 499); do
+    # One curl process per client sends its 500 requests over one connection;
+    # "next" separates requests (none after the last).
+    [ "$i" -eq 0 ] || echo next >>"$cfg"
+    printf 'url = "%s/api/v1/nodes"\nheader = "Authorization: Bearer %s"\ndata = "{\\"hostname\\":\\"c%d-n%d\\",\\"mac\\":\\"02:00:00:%02x:%02x:%02x\\"}"\nwrite-out = "%%{http_code}\\n"\noutput = "/dev/null"\n' \
+      "$URL" "$TOKEN" "$c" "$i" "$c" $((i / 256)) $((i % 256)) >>"$cfg"
+  done
+  curl -s -K "$cfg" >"$WORK/client$c.codes" &
+  CLIENTS+=($!)
+done
+for pid in "${CLIENTS[@]}"; do wait "$pid"; done
+created=$(cat "$WORK"/client*.codes | grep -c '^201$' || true)
+others=$(cat "$WORK"/client*.codes | grep -vc '^201$' || true)
+expect_eq "4000 enrolls answered 201" "$created" 4000
+expect_eq "no errors" "$others" 0
+after=$(curl -sf "$URL/api/v1/nodes" | grep -o '"count":[0-9]*' | cut -d: -f2)
+expect_eq "no row lost" "$after" $((before + 4000))
+expect_eq "every enroll has its event" \
+  "$(curl -sf "$URL/api/v1/events?limit=100000" | grep -o '"kind":"enrolled"' | wc -l)" $((4 + 4000))
+
+echo "== provisiond --check"
+check "--check accepts the shipped profiles" "$PROVISIOND" --check --config "$DATA/provisiond.yaml"
+mkdir -p "$WORK/badprofiles/v9"
+printf 'version: v9\nimage: {name: lab}\nnodes:\n  hostlist: node[3-1]\nplaybooks:\n  - playbook: missing.yml\n' >"$WORK/badprofiles/v9/profile.yaml"
+printf 'data_dir: %s\nprofiles_dir: %s\nplaybooks_dir: %s\n' "$WORK/x" "$WORK/badprofiles" "$REPO/playbooks" >"$WORK/bad.yaml"
+expect_exit 1 "--check refuses a broken profile" "$PROVISIOND" --check --config "$WORK/bad.yaml"
+expect_output "names the hostlist error with file:line:col" "v9/profile.yaml:4:13: hostlist 'node[3-1]'"
+expect_output "and the missing playbook" "v9/profile.yaml:6:15: playbook 'missing.yml' not found"
+printf 'listen: nowhere\nbogus: 1\n' >"$WORK/badconf.yaml"
+expect_exit 1 "--check refuses a broken config" "$PROVISIOND" --check --config "$WORK/badconf.yaml"
+expect_output "bad value with position" "badconf.yaml:1:9"
+expect_output "unknown key with position" "badconf.yaml:2:1: unknown key 'bogus'"
+
+echo "== usage"
+expect_exit 2 "unknown verb is a usage error" ctl frobnicate
+expect_exit 2 "missing argument is a usage error" ctl node add
+check "doc describes every command" ctl doc
+for verb in "status" "node list" "node show" "node add" "node set" "node rm" "profile list" \
+  "profile show" "profile plan" "profile apply" "events"; do
+  expect_output "doc has '$verb'" "$verb"
+done
+
+finish

@@ -1,0 +1,98 @@
+# Shared helpers for the shell integration tests: a provisiond on a temporary
+# data directory and a free loopback port, assertions that say what failed,
+# and cleanup of everything started, also when a test fails.
+# Usage: source tests/lib.sh; needs PROVISIOND and PROVISIONCTL set.
+
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/provision-test.XXXXXX")"
+PIDS=()
+FAILURES=0
+
+cleanup() {
+  local rc=$?
+  for pid in "${PIDS[@]:-}"; do
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+  done
+  if [ $rc -ne 0 ] || [ "$FAILURES" -ne 0 ]; then
+    echo "--- provisiond log (last 40 lines)"
+    tail -n 40 "$WORK"/provisiond*.log 2>/dev/null || true
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() {
+  echo "FAIL: $*" >&2
+  FAILURES=$((FAILURES + 1))
+}
+pass() { echo "ok: $*"; }
+
+# check "description" command...: the command must succeed.
+check() {
+  local what="$1"
+  shift
+  if "$@" >"$WORK/out" 2>&1; then pass "$what"; else
+    fail "$what (exit $?): $(head -c 2000 "$WORK/out")"
+  fi
+}
+# expect_exit CODE "description" command...: the command must exit with CODE.
+expect_exit() {
+  local code="$1" what="$2"
+  shift 2
+  local rc=0
+  "$@" >"$WORK/out" 2>&1 || rc=$?
+  if [ "$rc" -eq "$code" ]; then pass "$what"; else
+    fail "$what: expected exit $code, got $rc: $(head -c 2000 "$WORK/out")"
+  fi
+}
+# expect_contains "description" TEXT: the last command's output has TEXT.
+expect_output() {
+  local what="$1" text="$2"
+  if grep -qF -- "$text" "$WORK/out"; then pass "$what"; else
+    fail "$what: output lacks '$text': $(head -c 2000 "$WORK/out")"
+  fi
+}
+expect_eq() {
+  if [ "$2" == "$3" ]; then pass "$1"; else fail "$1: expected '$3', got '$2'"; fi
+}
+
+# start_provisiond NAME [extra config lines]: starts provisiond on port 0 with
+# the shipped profiles; sets URL, TOKEN and DATA; exports PROVISIOND_URL and
+# PROVISIOND_TOKEN for provisionctl.
+start_provisiond() {
+  local name="$1"
+  shift
+  DATA="$WORK/$name"
+  mkdir -p "$DATA"
+  {
+    echo "listen: 127.0.0.1:0"
+    echo "data_dir: $DATA/data"
+    echo "profiles_dir: $REPO/profiles"
+    echo "playbooks_dir: $REPO/playbooks"
+    for line in "$@"; do echo "$line"; done
+  } >"$DATA/provisiond.yaml"
+  "$PROVISIOND" --config "$DATA/provisiond.yaml" >"$WORK/provisiond-$name.log" 2>&1 &
+  PIDS+=($!)
+  local pid=$!
+  # Bounded wait for the URL file, written once the server listens.
+  for _ in $(seq 1 200); do
+    [ -s "$DATA/data/provisiond.url" ] && break
+    kill -0 "$pid" 2>/dev/null || { echo "provisiond exited:"; cat "$WORK/provisiond-$name.log"; exit 1; }
+    sleep 0.05
+  done
+  [ -s "$DATA/data/provisiond.url" ] || { echo "provisiond did not start in 10 s"; exit 1; }
+  URL="$(cat "$DATA/data/provisiond.url")"
+  TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$DATA/data/tokens")"
+  export PROVISIOND_URL="$URL" PROVISIOND_TOKEN="$TOKEN"
+  PROVISIOND_PID=$pid
+}
+
+finish() {
+  if [ "$FAILURES" -ne 0 ]; then
+    echo "$FAILURES check(s) failed"
+    exit 1
+  fi
+  echo "all checks passed"
+}
