@@ -13,6 +13,10 @@ PACKAGES=(
   libspdlog-dev doctest-dev nlohmann-json3-dev libcurl4-openssl-dev libcli11-dev libssl-dev
   sqlite3 curl clang-format
 )
+# The netboot lab (QEMU, iPXE, OVMF, dnsmasq, busybox): tests/lab/packages.txt.
+while read -r p; do
+  case "$p" in ""|\#*) ;; *) PACKAGES+=("$p") ;; esac
+done <"$(dirname "$0")/../tests/lab/packages.txt"
 
 missing=()
 for p in "${PACKAGES[@]}"; do

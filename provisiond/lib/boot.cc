@@ -67,7 +67,8 @@ void BootService::RecordStage(const std::string& mac, const std::string& stage,
     }
     NodeRecord node = *found;
     // A DHCP renewal from a running node is not a boot.
-    if (stage == "dhcp" && !BootMovesToBooting(node.state) && node.state != NodeState::kBooting) {
+    if (stage == "dhcp" && !BootMovesToBooting(node.state) && node.state != NodeState::kBooting &&
+        node.state != NodeState::kDiscovered) {
       node.last_seen_ms = NowMs();
       return tx.UpdateNode(node);
     }

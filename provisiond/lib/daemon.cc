@@ -193,6 +193,43 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   if (!s.ok()) return s;
   spdlog::info("provisiond {} listening on {} (data in {})", PROVISION_VERSION, daemon->impl_->url,
                config.data_dir);
+
+  Impl& d = *daemon->impl_;
+  std::string boot_url = config.boot_url;
+  if (boot_url.empty())
+    boot_url =
+        d.iface ? "http://" + d.iface->address + ":" + std::to_string(d.server->port()) : d.url;
+  d.boot->set_boot_url(boot_url);
+  if (d.iface) {
+    DnsmasqSettings dns;
+    dns.program = config.dnsmasq_path;
+    dns.mode = config.dhcp_mode;
+    dns.iface = *d.iface;
+    s = EffectiveRange(config, *d.iface, dns.range_first, dns.range_last);
+    if (!s.ok()) return s;
+    dns.boot_url = boot_url;
+    dns.ipxe_dir = config.ipxe_dir;
+    dns.pxe_dir = config.pxe_dir;
+    dns.run_dir = config.data_dir + "/netboot";
+    dns.router_advertisements = config.dhcp_mode == "full" && HasRoutableIpv6(config.interface);
+    BootService* boot = d.boot.get();
+    Store* store = d.store.get();
+    // What dnsmasq saw becomes boot stages: an address for a MAC, or an iPXE
+    // binary fetched by TFTP (known only by address).
+    auto observer = [boot, store](const DhcpObservation& o) {
+      if (o.kind == DhcpObservation::Kind::kAck) {
+        boot->RecordStage(o.mac, "dhcp", o.ip, o.ip);
+        return;
+      }
+      for (const auto& n : store->ListNodes())
+        if (n.ip == o.ip) boot->RecordStage(n.mac, "ipxe-binary", o.file);
+    };
+    auto dnsmasq = DnsmasqService::Start(dns, *d.store, observer);
+    if (!dnsmasq.ok()) return dnsmasq.status();
+    d.dnsmasq = std::move(*dnsmasq);
+    spdlog::info("boot network on {} ({} DHCP), nodes boot from {}", config.interface,
+                 config.dhcp_mode, boot_url);
+  }
   return daemon;
 }
 

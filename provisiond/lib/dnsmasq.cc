@@ -83,7 +83,10 @@ std::string RenderHostsFile(const std::vector<NodeRecord>& nodes) {
   for (const auto& n : nodes) {
     if (n.ip.empty() || n.state == NodeState::kDiscovered || n.state == NodeState::kRetired)
       continue;
-    out += n.mac + ",set:known," + n.ip + (n.hostname.empty() ? "" : "," + n.hostname) + "\n";
+    // No "set:" tags here: dnsmasq (2.86 to 2.90) crashes on SIGHUP when a
+    // hosts-file entry with a tag has been used; it tags such hosts "known"
+    // by itself anyway.
+    out += n.mac + "," + n.ip + (n.hostname.empty() ? "" : "," + n.hostname) + "\n";
   }
   return out;
 }
@@ -125,6 +128,11 @@ Result<std::string> RenderDnsmasqConfig(const DnsmasqSettings& s, const std::str
         "\n"
         "# iPXE waits for a proxy-DHCP offer unless the answer says PXEClient.\n"
         "dhcp-option-force=tag:ipxe,60,PXEClient";
+    if (s.router_advertisements)
+      v["boot_options"] +=
+          "\n# Router advertisements only (no DHCPv6): iPXE stops waiting for IPv6 at once.\n"
+          "enable-ra\ndhcp-range=::,constructor:" +
+          s.iface.name + ",ra-only";
   }
   return RenderTemplate(text, v, s.pxe_dir + "/dnsmasq.conf.in");
 }
@@ -279,7 +287,9 @@ void DnsmasqService::Supervise() {
   while (!stop_) {
     {
       std::unique_lock lock(mu_);
-      wake_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stop_.load(); });
+      // Often enough that a DHCP stage is recorded before the script request
+      // that follows it a few milliseconds later.
+      wake_.wait_for(lock, std::chrono::milliseconds(50), [&] { return stop_.load(); });
       if (stop_) break;
       int status = 0;
       if (child_.Reap(status)) {

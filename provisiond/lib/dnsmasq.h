@@ -32,6 +32,9 @@ struct DnsmasqSettings {
   std::string ipxe_dir;
   std::string pxe_dir;
   std::string run_dir;  // config, hosts, leases, log, tftp root
+  // Send IPv6 router advertisements (full mode, interface with a routable
+  // IPv6 address): iPXE otherwise waits ~13 s for IPv6 before booting.
+  bool router_advertisements = false;
 };
 
 // One thing dnsmasq saw, from its log.
@@ -47,7 +50,7 @@ struct DhcpObservation {
 // Untrusted input (a client chooses its hostname): never throws.
 std::optional<DhcpObservation> ParseDnsmasqLogLine(std::string_view line);
 
-// dhcp-hostsfile lines: "<mac>,set:known,<ip>,<hostname>" for every node
+// dhcp-hostsfile lines: "<mac>,<ip>,<hostname>" for every node
 // that has an address and is not discovered or retired.
 std::string RenderHostsFile(const std::vector<NodeRecord>& nodes);
 

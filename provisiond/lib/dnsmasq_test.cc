@@ -38,7 +38,7 @@ TEST_CASE("dnsmasq hosts file: a reservation per enrolled node") {
   nodes[2].mac = "52:54:00:00:00:03", nodes[2].ip = "10.99.0.12", nodes[2].hostname = "n2",
   nodes[2].state = NodeState::kRetired;
   nodes[3].mac = "52:54:00:00:00:04", nodes[3].hostname = "n3";  // no address yet
-  CHECK(RenderHostsFile(nodes) == "52:54:00:00:00:01,set:known,10.99.0.10,n0\n");
+  CHECK(RenderHostsFile(nodes) == "52:54:00:00:00:01,10.99.0.10,n0\n");
 }
 
 TEST_CASE("dnsmasq config: full and proxy mode (golden lines)") {

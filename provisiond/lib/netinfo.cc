@@ -34,6 +34,18 @@ bool InterfaceAddress::Contains(uint32_t a) const {
   return (a & netmask_host) == (address_host & netmask_host);
 }
 
+bool HasRoutableIpv6(const std::string& name) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return false;
+  std::unique_ptr<ifaddrs, decltype(&freeifaddrs)> owner(list, &freeifaddrs);
+  for (ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET6 || name != i->ifa_name) continue;
+    const auto* a = &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr;
+    if (!IN6_IS_ADDR_LINKLOCAL(a)) return true;
+  }
+  return false;
+}
+
 Result<InterfaceAddress> LookupInterface(const std::string& name) {
   if (if_nametoindex(name.c_str()) == 0)
     return Status::NotFound("interface '" + name + "' does not exist on this machine");

@@ -25,6 +25,10 @@ struct InterfaceAddress {
 // exist or has no IPv4 address (the message says which).
 Result<InterfaceAddress> LookupInterface(const std::string& name);
 
+// True when `name` has an IPv6 address other than link-local (needed for
+// dnsmasq's router advertisements).
+bool HasRoutableIpv6(const std::string& name);
+
 Result<uint32_t> ParseIpv4(const std::string& text);  // host byte order
 std::string FormatIpv4(uint32_t host_order);
 

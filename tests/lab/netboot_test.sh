@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Lab test of the boot chain: provisiond and its dnsmasq in a private network
+# namespace, QEMU machines netbooting from them (TCG, QEMU's iPXE ROM and
+# OVMF). The image is a real Debian kernel with a marker initrd that prints
+# its command line on the serial console and powers off.
+#   1. an unknown machine appears as `discovered` and gets a waiting script
+#   2. enrolled with the lab profile it fetches its own script, kernel and
+#      initrd, and the kernel starts (BIOS, iPXE ROM)
+#   3. the same with UEFI firmware whose own PXE fetches ipxe.efi by TFTP,
+#      powered on through provisiond's power driver
+#   4. two machines at once get their own reserved addresses
+#   5. dnsmasq killed under provisiond is restarted, and the next machine boots
+# Usage: netboot_test.sh PROVISIOND PROVISIONCTL   (root)
+set -euo pipefail
+PROVISIOND="$(realpath "$1")"
+PROVISIONCTL="$(realpath "$2")"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+CACHE="${LAB_CACHE_DIR:-/var/tmp/provisiond-lab-cache}"
+TIMEOUT="${LAB_TIMEOUT:-150}"
+MARKER='PROVISION-LAB-MARKER kernel started'
+T0="${EPOCHREALTIME//[!0-9]/}"
+say() { printf '[%6.1fs] %s\n' "$(((${EPOCHREALTIME//[!0-9]/} - T0) / 100000))e-1" "$*"; }
+
+dump() {
+  [ -n "${LAB_DIR:-}" ] && [ -d "$LAB_DIR" ] || return 0
+  for f in "$LAB_DIR"/provisiond.log "$LAB_DIR"/data/netboot/dnsmasq.log "$LAB_DIR"/power.log; do
+    [ -f "$f" ] && { echo "--- last 40 lines of $f"; tail -n 40 "$f"; }
+  done
+  [ -n "${PROVISIOND_URL:-}" ] && [ -n "${LAB_NS:-}" ] && { echo "--- events"; lab_exec "$PROVISIONCTL" events --limit 200 2>&1 | tail -n 40; }
+} >&2
+fail() {
+  echo "FAIL: $*" >&2
+  dump
+  exit 1
+}
+trap 'fail "line $LINENO: $BASH_COMMAND"' ERR
+ctl() { lab_exec "$PROVISIONCTL" "$@"; }
+
+# wait_for DESCRIPTION TIMEOUT_S COMMAND...: polls COMMAND until it succeeds.
+wait_for() {
+  local what="$1" timeout="$2"
+  shift 2
+  local deadline=$((${EPOCHREALTIME//[!0-9]/} + timeout * 1000000))
+  until "$@" >/dev/null 2>&1; do
+    [ "${EPOCHREALTIME//[!0-9]/}" -lt "$deadline" ] || fail "timed out after ${timeout}s waiting for: $what"
+    sleep 0.2
+  done
+}
+node_field() { ctl node show "$1" --json | sed -n "s/.*\"$2\":\"\\([^\"]*\\)\".*/\\1/p"; }
+state_is() { [ "$(node_field "$1" state)" = "$2" ]; }
+has_event() { ctl events --node "$1" --limit 1000 | grep -q -- "$2"; }
+
+[ "$(id -u)" -eq 0 ] || fail "run as root (network namespaces, taps)"
+say "kernel and marker initrd in $CACHE"
+"$HERE/make-test-kernel.sh" "$CACHE" >/dev/null || fail "make-test-kernel.sh failed"
+source "$HERE/lab.sh"
+lab_init netboot
+
+DATA="$LAB_DIR/data"
+cat >"$LAB_DIR/provisiond.yaml" <<CONF
+listen: 0.0.0.0:8080
+data_dir: $DATA
+profiles_dir: $REPO/profiles
+playbooks_dir: $REPO/playbooks
+pxe_dir: $REPO/pxe
+interface: $LAB_BRIDGE
+dhcp:
+  mode: full
+  range: 10.99.0.100-10.99.0.199
+power:
+  command: $HERE/power.sh
+CONF
+lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/provisiond.yaml"
+wait_for "provisiond's URL file" 20 test -s "$DATA/provisiond.url"
+export PROVISIOND_URL="http://$LAB_ADDR:8080"
+export PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$DATA/tokens")"
+wait_for "dnsmasq to listen on DHCP" 20 lab_wait_port udp 67 1
+ctl preflight >"$LAB_DIR/preflight.out" || { cat "$LAB_DIR/preflight.out"; fail "preflight failed"; }
+say "provisiond and dnsmasq up; preflight ok"
+ctl image import lab --kernel "$CACHE/vmlinuz" --initrd "$CACHE/marker-initrd.img"
+ctl profile apply lab --yes >/dev/null
+
+# 1. An unknown machine is discovered and waits.
+M0=52:54:00:99:00:10
+lab_vm_start lab0 "$M0" bios
+wait_for "lab0's MAC to be discovered" "$TIMEOUT" state_is "$M0" discovered
+lab_wait_serial lab0 'not enrolled yet' "$TIMEOUT" || fail "lab0 did not get the waiting script"
+say "unknown machine $M0 discovered after $(lab_vm_elapsed lab0)s and waits"
+
+# 2. Enrolled, it boots its kernel with its own command line.
+ctl node add lab0 --mac "$M0"
+lab_wait_serial lab0 "$MARKER.*provision.node=lab0 " "$TIMEOUT" || fail "lab0's kernel did not start"
+say "lab0 enrolled: kernel started $(lab_vm_elapsed lab0)s after power-on"
+grep -a "$MARKER" "$LAB_DIR/lab0.serial" | grep -q "provision.mac=$M0" || fail "lab0's command line lacks its MAC"
+grep -a "$MARKER" "$LAB_DIR/lab0.serial" | grep -q "console=ttyS0" || fail "the profile's kernel_args are missing"
+state_is lab0 booting || fail "lab0 is $(node_field lab0 state), not booting"
+for stage in "dhcp:" "script:" "kernel:" "initrd:"; do
+  has_event lab0 "$stage" || fail "lab0 has no '$stage' boot event"
+done
+ctl node why lab0 >"$LAB_DIR/why.out"
+grep -q "initrd" "$LAB_DIR/why.out" || { cat "$LAB_DIR/why.out"; fail "node why does not show the initrd stage"; }
+say "lab0: events dhcp, script, kernel, initrd; node why names the last stage"
+
+# 3. UEFI with OVMF's own PXE: TFTP ipxe.efi, then iPXE; powered on by provisiond.
+M1=52:54:00:99:00:11
+echo "lab1 uefi-pxe" >>"$LAB_DIR/firmware"
+ctl node add lab1 --mac "$M1" --power command
+ctl node power on lab1
+lab_wait_serial lab1 "$MARKER.*provision.node=lab1 " "$TIMEOUT" || fail "lab1 (UEFI) did not boot"
+has_event lab1 "ipxe-binary: ipxe.efi" || fail "lab1 has no TFTP ipxe.efi event"
+say "lab1 (UEFI, PXE -> TFTP ipxe.efi -> iPXE) kernel started $(lab_vm_elapsed lab1)s after power-on"
+
+# 4. Two machines at once, each with its reserved address.
+M2=52:54:00:99:00:12 M3=52:54:00:99:00:13
+ctl node add lab2 --mac "$M2"
+ctl node add lab3 --mac "$M3"
+has_ip() { [ -n "$(node_field "$1" ip)" ]; }
+wait_for "an address for lab2" 10 has_ip lab2
+wait_for "an address for lab3" 10 has_ip lab3
+ip2="$(node_field lab2 ip)" ip3="$(node_field lab3 ip)"
+[ -n "$ip2" ] && [ "$ip2" != "$ip3" ] || fail "lab2/lab3 reservations: '$ip2' '$ip3'"
+wait_for "the reservations in dnsmasq's hosts file" 10 grep -q "$M3" "$DATA/netboot/hosts"
+lab_vm_start lab2 "$M2" bios
+lab_vm_start lab3 "$M3" bios
+lab_wait_serial lab2 "$MARKER.*provision.node=lab2 " "$TIMEOUT" || fail "lab2 did not boot"
+lab_wait_serial lab3 "$MARKER.*provision.node=lab3 " "$TIMEOUT" || fail "lab3 did not boot"
+has_event lab2 "dhcp: $ip2" || fail "lab2 did not get its reserved $ip2"
+has_event lab3 "dhcp: $ip3" || fail "lab3 did not get its reserved $ip3"
+say "lab2 ($ip2) and lab3 ($ip3) booted at once with their reserved addresses"
+
+# 5. dnsmasq dies; provisiond restarts it; the next machine still boots.
+dns_pid() { for p in $(ip netns pids "$LAB_NS"); do [ "$(cat /proc/$p/comm 2>/dev/null)" = dnsmasq ] && echo "$p"; done; }
+old="$(dns_pid)"
+[ -n "$old" ] || fail "no dnsmasq in the lab"
+kill -9 "$old"
+dns_restarted() { local p; p="$(dns_pid)"; [ -n "$p" ] && [ "$p" != "$old" ]; }
+wait_for "provisiond to start a new dnsmasq" 30 dns_restarted
+new="$(dns_pid)"
+ctl events --limit 1000 | grep -q "was killed by signal 9; restarting" || fail "no event for dnsmasq's death"
+M4=52:54:00:99:00:14
+ctl node add lab4 --mac "$M4"
+lab_vm_start lab4 "$M4" bios
+lab_wait_serial lab4 "$MARKER.*provision.node=lab4 " "$TIMEOUT" || fail "lab4 did not boot after the restart"
+say "dnsmasq killed ($old), restarted ($new) with an event; lab4 booted after it"
+say "all netboot lab checks passed"

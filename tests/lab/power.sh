@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The lab's power driver: provisiond's "command" power driver runs
+#   power.sh on|off|cycle HOSTNAME MAC
+# inside the lab namespace, with LAB_NS and LAB_DIR from the lab's environment.
+# The VM is named after the node; its firmware comes from $LAB_DIR/firmware
+# ("HOSTNAME bios|uefi|uefi-pxe" lines; bios when not listed).
+set -euo pipefail
+action="${1:-}" name="${2:-}" mac="${3:-}"
+[ -n "${LAB_NS:-}" ] && [ -n "${LAB_DIR:-}" ] || { echo "power.sh: not inside a lab (LAB_NS, LAB_DIR)" >&2; exit 2; }
+[ -n "$name" ] && [ -n "$mac" ] || { echo "usage: power.sh on|off|cycle HOSTNAME MAC" >&2; exit 2; }
+# shellcheck source-path=SCRIPTDIR source=lab.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lab.sh"
+mode="$(awk -v n="$name" '$1 == n {print $2}' "$LAB_DIR/firmware" 2>/dev/null || true)"
+mode="${mode:-bios}"
+case "$action" in
+  on)
+    if lab_vm_running "$name"; then echo "$name is on already"; exit 0; fi
+    lab_vm_start "$name" "$mac" "$mode" 2>>"$LAB_DIR/power.log"
+    echo "$name powered on ($mode)"
+    ;;
+  off)
+    lab_vm_running "$name" || { echo "$name is off already"; exit 0; }
+    lab_vm_stop "$name" 2>>"$LAB_DIR/power.log"
+    echo "$name powered off"
+    ;;
+  cycle)
+    if lab_vm_running "$name"; then
+      lab_vm_reset "$name" 2>>"$LAB_DIR/power.log"
+      echo "$name reset"
+    else
+      lab_vm_start "$name" "$mac" "$mode" 2>>"$LAB_DIR/power.log"
+      echo "$name was off; powered on ($mode)"
+    fi
+    ;;
+  *) echo "power.sh: action must be on, off or cycle" >&2; exit 2 ;;
+esac
