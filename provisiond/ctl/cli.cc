@@ -15,7 +15,7 @@ namespace prov::ctl {
 namespace {
 
 constexpr const char* kAbout =
-    "provisionctl: the command line of provisiond (nodes, profiles, events)";
+    "provisionctl: the command line of provisiond (nodes, power, images, profiles, events)";
 
 constexpr const char* kEnvironment =
     R"(provisionctl talks to provisiond over its REST API (HTTP) and never opens the

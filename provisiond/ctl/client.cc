@@ -123,6 +123,7 @@ Client::~Client() = default;
 Result<nlohmann::json> Client::Call(std::string_view method, const std::string& path,
                                     const nlohmann::json* body, long timeout_s) {
   CURL* curl = curl_.get();
+  last_http_status_ = 0;
   // Reset options but keep the connection: node set over 100 nodes reuses it.
   curl_easy_reset(curl);
   const std::string url = options_.url + path;
@@ -174,6 +175,7 @@ Result<nlohmann::json> Client::Call(std::string_view method, const std::string& 
   }
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  last_http_status_ = status;
 
   nlohmann::json parsed = nlohmann::json::parse(reply, nullptr, /*allow_exceptions=*/false);
   if (status >= 400) {

@@ -59,8 +59,11 @@ class Client {
   // Sends `method` to base URL + `path` (already encoded, starting with '/')
   // with `body` as JSON when given, and returns the reply's parsed JSON.
   // Failures come back as a Status whose message a user can act on:
-  //  - kUnavailable: provisiond could not be reached (names the URL);
-  //  - the code matching the HTTP status, with the API's "error" text;
+  //  - kUnavailable: provisiond could not be reached (names the URL), or the
+  //    request was interrupted; last_http_status() is then 0;
+  //  - the code matching the HTTP status, with the API's "error" text (a 503
+  //    answer is kUnavailable too: a peer of provisiond, such as a BMC,
+  //    failed);
   //  - kInternal: a reply that is not JSON.
   // `timeout_s` 0 uses the options' timeout.
   Result<nlohmann::json> Call(std::string_view method, const std::string& path,
@@ -84,6 +87,12 @@ class Client {
 
   const std::string& url() const { return options_.url; }
 
+  // The HTTP status of the last Call's reply, or 0 when no reply came
+  // (provisiond not reached, or interrupted). Tells "provisiond is down" from
+  // "provisiond answered 503 because something it drives failed", which
+  // share Code::kUnavailable.
+  long last_http_status() const { return last_http_status_; }
+
  private:
   struct CurlDeleter {
     void operator()(void* curl) const;
@@ -91,6 +100,7 @@ class Client {
   ClientOptions options_;
   std::unique_ptr<void, CurlDeleter> curl_;  // CURL*
   const std::atomic<bool>* cancel_ = nullptr;
+  long last_http_status_ = 0;
 };
 
 }  // namespace prov::ctl

@@ -47,6 +47,7 @@ TEST_CASE("an unreachable provisiond is named with a hint") {
   auto r = client.Get("/api/v1/status");
   REQUIRE(!r.ok());
   CHECK(r.status().code() == Code::kUnavailable);
+  CHECK(client.last_http_status() == 0);  // no answer, unlike a 503 from provisiond
   CHECK(r.status().message().find("cannot reach provisiond at http://127.0.0.1:1: ") == 0);
   CHECK(r.status().message().find("(is it running? set PROVISIOND_URL)") != std::string::npos);
 }

@@ -4,16 +4,17 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
-#include <deque>
+#include <filesystem>
 #include <functional>
 #include <istream>
 #include <ostream>
-#include <set>
 
 #include "cli.h"
 #include "hostlist.h"
+#include "image_catalog.h"
 #include "node_state.h"
 #include "output.h"
+#include "power.h"
 
 namespace prov::ctl {
 namespace {
@@ -21,6 +22,12 @@ namespace {
 using json = nlohmann::json;
 
 const std::string kApi = "/api/v1";
+
+// provisiond answers a power request once the driver is done (ipmitool or the
+// power command may take up to its 30 s timeout), and an import once both
+// files are hashed and copied.
+constexpr long kPowerTimeoutS = 120;
+constexpr long kImportTimeoutS = 600;
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -60,7 +67,10 @@ Result<std::vector<std::string>> NodeNames(const std::string& text) {
 }
 
 // Runs `change` for each node, printing its line or its error; a failure of
-// one node does not stop the others, but an unreachable daemon stops all.
+// one node does not stop the others, but an unreachable daemon or a refused
+// token stops all, as every other node would fail the same way. A 503 that
+// provisiond answers (a node's BMC or power command failed) is that node's
+// failure only; `change` must return the status of the client's last call.
 int ForEachNode(Context& ctx, const std::vector<std::string>& names,
                 const std::function<Result<std::string>(const std::string&)>& change) {
   size_t failed = 0;
@@ -70,8 +80,9 @@ int ForEachNode(Context& ctx, const std::vector<std::string>& names,
       ctx.out << name << ": " << *line << "\n";
       continue;
     }
-    if (line.status().code() == Code::kUnavailable || line.status().code() == Code::kUnauthorized)
-      return Fail(ctx, line.status());
+    const Code code = line.status().code();
+    const bool unreachable = code == Code::kUnavailable && ctx.client.last_http_status() == 0;
+    if (unreachable || code == Code::kUnauthorized) return Fail(ctx, line.status());
     Fail(ctx, line.status(), name + ": ");
     ++failed;
   }
@@ -91,7 +102,17 @@ std::string NodeSummary(const std::string& name, const json& node) {
   std::string profile = node.value("profile", "");
   out += profile.empty() ? ", no profile" : ", profile " + profile;
   if (std::string ip = node.value("ip", ""); !ip.empty()) out += ", ip " + ip;
+  if (std::string power = FormatPowerSpec(node.value("power", json::object())); !power.empty())
+    out += ", power " + power;
   return out;
+}
+
+// A path as provisiond, on the control node, should read it: absolute, so it
+// does not depend on provisiond's working directory.
+std::string AbsolutePath(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  return ec ? path : absolute.lexically_normal().string();
 }
 
 // ---- verbs ----
@@ -128,29 +149,6 @@ int RunNodeList(Context& ctx, const Args& a) {
   return kExitOk;
 }
 
-// The last `n` events of a node. The API lists events oldest first from a
-// cursor, so this pages through them and keeps the tail.
-Result<json> LastEvents(Context& ctx, const std::string& node, size_t n) {
-  constexpr int64_t kPage = 1000;
-  std::deque<json> tail;
-  int64_t after = 0;
-  for (;;) {
-    auto r = ctx.client.Get(
-        kApi + "/events" +
-        QueryString(
-            {{"node", node}, {"after", std::to_string(after)}, {"limit", std::to_string(kPage)}}));
-    if (!r.ok()) return r.status();
-    const json events = r->value("events", json::array());
-    for (const auto& e : events) {
-      tail.push_back(e);
-      if (tail.size() > n) tail.pop_front();
-    }
-    if (static_cast<int64_t>(events.size()) < kPage) break;
-    after = r->value("next", after);
-  }
-  return json(tail);
-}
-
 int RunNodeShow(Context& ctx, const Args& a) {
   auto node = ctx.client.Get(NodePath(a.target));
   if (!node.ok()) return Fail(ctx, node.status());
@@ -158,9 +156,20 @@ int RunNodeShow(Context& ctx, const Args& a) {
     PrintJson(ctx, *node);
     return kExitOk;
   }
-  auto events = LastEvents(ctx, node->value("mac", a.target), 20);
+  auto events = ctx.client.Get(
+      kApi + "/events" + QueryString({{"node", node->value("mac", a.target)}, {"last", "20"}}));
   if (!events.ok()) return Fail(ctx, events.status());
-  ctx.out << RenderNode(*node, *events, NowMs());
+  ctx.out << RenderNode(*node, events->value("events", json::array()), NowMs());
+  return kExitOk;
+}
+
+int RunNodeWhy(Context& ctx, const Args& a) {
+  auto r = ctx.client.Get(NodePath(a.target) + "/why");
+  if (!r.ok()) return Fail(ctx, r.status());
+  if (a.json)
+    PrintJson(ctx, *r);
+  else
+    ctx.out << RenderWhy(*r);
   return kExitOk;
 }
 
@@ -168,11 +177,31 @@ int RunNodeAdd(Context& ctx, const Args& a) {
   json body = {{"hostname", a.target}, {"mac", a.mac}};
   if (a.ip) body["ip"] = *a.ip;
   if (a.profile) body["profile"] = *a.profile;
+  std::optional<json> power;
+  if (a.power) {
+    auto parsed = ParsePowerSpec(*a.power);
+    if (!parsed.ok())
+      return UsageError(ctx, "--power '" + *a.power + "': " + parsed.status().message());
+    if (!parsed->empty()) power = *parsed;
+  }
   auto r = ctx.client.Post(kApi + "/nodes", &body);
   if (!r.ok()) return Fail(ctx, r.status());
-  ctx.out << "enrolled " << r->value("hostname", a.target) << " (" << r->value("mac", a.mac) << ")";
+  const std::string hostname = r->value("hostname", a.target);
+  ctx.out << "enrolled " << hostname << " (" << r->value("mac", a.mac) << ")";
   if (std::string profile = r->value("profile", ""); !profile.empty())
     ctx.out << ", profile " << profile;
+  if (power) {
+    // POST /nodes takes no power driver: set it as node set would. The spec
+    // was checked above, so this fails only when provisiond does.
+    auto changed = ctx.client.Patch(NodePath(hostname), json{{"power", *power}});
+    if (!changed.ok()) {
+      ctx.out << "\n";
+      return Fail(ctx, changed.status(),
+                  "enrolled, but the power driver is not set (provisionctl node set " + hostname +
+                      " --power " + *a.power + "): ");
+    }
+    ctx.out << ", power " << FormatPowerSpec(changed->value("power", json::object()));
+  }
   ctx.out << "\n";
   return kExitOk;
 }
@@ -188,13 +217,23 @@ int RunNodeSet(Context& ctx, const Args& a) {
   if (a.state) body["state"] = *a.state;
   if (a.reason) body["reason"] = *a.reason;
   if (a.host_key) body["host_key"] = *a.host_key;
+  if (a.power) {
+    auto power = ParsePowerSpec(*a.power);
+    if (!power.ok())
+      return UsageError(ctx, "--power '" + *a.power + "': " + power.status().message());
+    body["power"] = *power;
+  }
   if (body.empty())
     return UsageError(ctx,
                       "nothing to change: give --ip, --hostname, --profile, --no-profile, "
-                      "--state or --host-key");
+                      "--state, --host-key or --power");
   if ((a.ip || a.hostname) && names->size() > 1)
     return UsageError(ctx, "--ip and --hostname name one node, but '" + a.target + "' names " +
                                std::to_string(names->size()));
+  // A BMC address belongs to one node; giving it to several is a typo.
+  if (body.contains("power") && body["power"].contains("address") && names->size() > 1)
+    return UsageError(ctx, "--power with an address names one node's BMC, but '" + a.target +
+                               "' names " + std::to_string(names->size()));
   return ForEachNode(ctx, *names, [&](const std::string& name) -> Result<std::string> {
     auto r = ctx.client.Patch(NodePath(name), body);
     if (!r.ok()) return r.status();
@@ -210,6 +249,68 @@ int RunNodeRm(Context& ctx, const Args& a) {
     if (!r.ok()) return r.status();
     return r->value("result", std::string("done"));
   });
+}
+
+int RunNodePower(Context& ctx, const Args& a) {
+  auto names = NodeNames(a.target);
+  if (!names.ok()) return UsageError(ctx, names.status().message());
+  const json body = {{"action", a.action}};
+  return ForEachNode(ctx, *names, [&](const std::string& name) -> Result<std::string> {
+    auto r = ctx.client.Call("POST", NodePath(name) + "/power", &body, kPowerTimeoutS);
+    if (!r.ok()) return r.status();
+    return r->value("action", a.action) + " (" + r->value("result", std::string("done")) + ")";
+  });
+}
+
+int RunPreflight(Context& ctx, const Args& a) {
+  auto r = ctx.client.Get(kApi + "/preflight");
+  if (!r.ok()) {
+    if (r.status().code() != Code::kConflict) return Fail(ctx, r.status());
+    // provisiond runs without a boot network: say what would give it one.
+    ctx.err << "provisionctl: " << r.status().message() << "\n"
+            << "provisionctl: there is no boot network to check; set 'interface' in provisiond's "
+               "config to the cluster interface and restart it ('provisiond "
+               "--describe-config' lists the settings)\n";
+    return kExitFailed;
+  }
+  if (a.json)
+    PrintJson(ctx, *r);
+  else
+    ctx.out << RenderPreflight(*r);
+  return r->value("ok", false) ? kExitOk : kExitFailed;
+}
+
+int RunImageList(Context& ctx, const Args& a) {
+  auto r = ctx.client.Get(kApi + "/images");
+  if (!r.ok()) return Fail(ctx, r.status());
+  if (a.json)
+    PrintJson(ctx, *r);
+  else
+    ctx.out << RenderImageTable(*r);
+  return kExitOk;
+}
+
+int RunImageImport(Context& ctx, const Args& a) {
+  // A name with a '/' would not even reach the route: check it here.
+  if (Status valid = ValidateImageName(a.target); !valid.ok())
+    return UsageError(ctx, valid.message());
+  if (a.kernel.empty() || a.initrd.empty())
+    return UsageError(ctx, "--kernel and --initrd need a path");
+  // provisiond reads the files itself: absolute paths do not depend on its
+  // working directory (they are right when provisionctl runs on the control
+  // node, as relative paths are meant).
+  const json body = {{"kernel", AbsolutePath(a.kernel)}, {"initrd", AbsolutePath(a.initrd)}};
+  auto r = ctx.client.Call("POST", kApi + "/images/" + UrlEncode(a.target) + "/import", &body,
+                           kImportTimeoutS);
+  if (!r.ok()) return Fail(ctx, r.status());
+  if (a.json) {
+    PrintJson(ctx, *r);
+    return kExitOk;
+  }
+  ctx.out << "imported " << r->value("ref", a.target + "@" + r->value("version", std::string()))
+          << " (kernel " << FormatSize(r->value("kernel_size", int64_t{0})) << ", initrd "
+          << FormatSize(r->value("initrd_size", int64_t{0})) << ")\n";
+  return kExitOk;
 }
 
 int RunProfileList(Context& ctx, const Args& a) {
@@ -298,12 +399,8 @@ class InterruptScope {
   struct sigaction old_ {};
 };
 
-void PrintEvents(Context& ctx, const Args& a, const json& events,
-                 const std::set<std::string>& only_nodes = {}) {
-  for (const auto& e : events) {
-    if (!only_nodes.empty() && !only_nodes.count(e.value("node", ""))) continue;
-    ctx.out << (a.json ? e.dump() + "\n" : RenderEvent(e));
-  }
+void PrintEvents(Context& ctx, const Args& a, const json& events) {
+  for (const auto& e : events) ctx.out << (a.json ? e.dump() + "\n" : RenderEvent(e));
   ctx.out << std::flush;
 }
 
@@ -317,16 +414,14 @@ int FollowEvents(Context& ctx, const Args& a) {
     if (!status.ok()) return Fail(ctx, status.status());
     after = status->value("last_event", int64_t{0});
   }
-  // provisiond's long poll with ?node= keeps its cursor when only other
-  // nodes' events arrived, and re-checks in a busy loop until the wait ends.
-  // Until that is fixed in the daemon, follow every event and keep the
-  // node's own, by its hostname and MAC when following starts.
-  std::set<std::string> only_nodes;
+  // provisiond filters by node, and its cursor ("next") moves past the
+  // events of other nodes, so a long poll waits for this node's only. The
+  // node is followed by its MAC, which a rename does not change.
+  std::string node;
   if (!a.node.empty()) {
-    auto node = ctx.client.Get(NodePath(a.node));
-    if (!node.ok()) return Fail(ctx, node.status());
-    for (const char* field : {"hostname", "mac"})
-      if (std::string name = node->value(field, ""); !name.empty()) only_nodes.insert(name);
+    auto found = ctx.client.Get(NodePath(a.node));
+    if (!found.ok()) return Fail(ctx, found.status());
+    node = found->value("mac", a.node);
   }
   constexpr long kWaitS = 25;
   const std::string limit = a.limit > 0 ? std::to_string(a.limit) : "";
@@ -335,11 +430,12 @@ int FollowEvents(Context& ctx, const Args& a) {
     auto r = ctx.client.Get(kApi + "/events" +
                                 QueryString({{"after", std::to_string(after)},
                                              {"limit", limit},
+                                             {"node", node},
                                              {"wait", std::to_string(kWaitS)}}),
                             kWaitS + 15);
     if (g_interrupted.load()) break;
     if (!r.ok()) return Fail(ctx, r.status());
-    PrintEvents(ctx, a, r->value("events", json::array()), only_nodes);
+    PrintEvents(ctx, a, r->value("events", json::array()));
     after = r->value("next", after);
   }
   return kExitOk;
@@ -400,6 +496,25 @@ Examples:
   PROVISIOND_URL=http://10.0.0.1:8080 provisionctl status --json)",
        [](CLI::App& c, Args& a) { AddJson(c, a); }, RunStatus},
 
+      {"preflight", "preflight [--json]",
+       "Check that this machine is ready to serve the boot network",
+       R"(Runs provisiond's checks of the boot network now, on the control node: the
+cluster interface and its address, the DHCP range against the enrolled nodes
+(full DHCP mode), whether nodes can reach provisiond's listen address, the iPXE
+binaries, dnsmasq, whether dnsmasq (which runs as nobody) can reach the data
+directory, and other DHCP servers on the interface (one DHCPDISCOVER, answers
+awaited for a second or two). Each check prints as "ok" or "FAIL", its name and
+what was found, and the last line counts the failures, naming those that would
+keep provisiond from starting (it runs the same checks at start). The exit
+status is 1 if any check failed, so a script can gate on it. Without an
+'interface' in its config provisiond serves no boot network, and preflight says
+so and exits 1.
+
+Examples:
+  provisionctl preflight
+  provisionctl preflight --json | jq -r '.checks[] | select(.ok | not) | .name')",
+       [](CLI::App& c, Args& a) { AddJson(c, a); }, RunPreflight},
+
       {"node list", "node list [HOSTLIST] [--state STATE] [--profile VERSION] [--json]",
        "List nodes, optionally only some of them",
        R"(Lists the nodes in the inventory as a table: HOSTNAME MAC IP STATE PROFILE IMAGE
@@ -439,17 +554,41 @@ Examples:
        },
        RunNodeShow},
 
-      {"node add", "node add HOSTNAME --mac MAC [--ip ADDRESS] [--profile VERSION]",
+      {"node why", "node why NODE [--json]",
+       "Show how far a node's latest boot got, and what provisiond waits for",
+       R"(Shows the node's latest boot attempt stage by stage, as provisiond saw it: dhcp
+(its DHCP request), ipxe-binary (its firmware fetched iPXE), script (iPXE asked
+for its boot script), kernel, initrd, overlay (the initrd fetched its root and
+overlay) and hello (the booted system phoned home), each with the time since
+the attempt began and what was seen (an address, a file). Boot errors of the
+attempt follow, then the kernel command line the node is given (its token
+hidden), and last one sentence saying where the node stopped and what
+provisiond waits for next. A stage earlier than the last one starts a new
+attempt, so only the latest is shown; 'provisionctl events --node NODE' has the
+history.
+
+Examples:
+  provisionctl node why node0
+  provisionctl node why 52:54:00:12:34:56 --json | jq -r .next_stage)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("node", a.target, "Hostname or MAC")->type_name("NODE")->required();
+         AddJson(c, a);
+       },
+       RunNodeWhy},
+
+      {"node add", "node add HOSTNAME --mac MAC [--ip ADDRESS] [--profile VERSION] [--power SPEC]",
        "Enroll a node by hostname and MAC",
        R"(Enrolls a node: provisiond will answer its netboot requests from now on. The MAC
 may be written aa:bb:cc:dd:ee:ff, AA-BB-..., aabb.ccdd.eeff or bare hex. Without
 --profile the node gets the applied profile when that profile covers it. A node
 provisiond has only discovered on the network (or a retired one) is enrolled in
-place, keeping its history.
+place, keeping its history. --power sets its power driver, as node set --power
+does (wol, command, driver=ipmi,address=BMC).
 
 Examples:
   provisionctl node add node0 --mac 52:54:00:12:34:56
-  provisionctl node add node4 --mac 5254.0012.3457 --ip 10.0.0.14 --profile v0.2)",
+  provisionctl node add node4 --mac 5254.0012.3457 --ip 10.0.0.14 --profile v0.2
+  provisionctl node add node5 --mac 52:54:00:12:34:58 --power driver=ipmi,address=10.0.0.105)",
        [](CLI::App& c, Args& a) {
          c.add_option("hostname", a.target, "The node's hostname")
              ->type_name("HOSTNAME")
@@ -459,26 +598,36 @@ Examples:
              ->required();
          c.add_option("--ip", a.ip, "Its address, if it has a fixed one")->type_name("ADDRESS");
          c.add_option("--profile", a.profile, "Assign this profile version")->type_name("VERSION");
+         c.add_option("--power", a.power,
+                      "Power driver: wol, command, driver=ipmi,address=BMC, or none")
+             ->type_name("SPEC");
        },
        RunNodeAdd},
 
       {"node set",
        "node set HOSTLIST [--ip ADDRESS] [--hostname NAME] [--profile VERSION | --no-profile] "
-       "[--state STATE [--reason TEXT]] [--host-key KEY]",
-       "Change nodes: address, name, profile, operator state, host key",
+       "[--state STATE [--reason TEXT]] [--host-key KEY] [--power SPEC]",
+       "Change nodes: address, name, profile, operator state, host key, power driver",
        R"(Changes each node the hostlist names. --ip and --hostname apply to one node only.
 --profile assigns a profile version, --no-profile releases the node from its
 profile. --state sets one of the states an operator may set (enrolled,
 maintenance, retired; the others follow from what provisiond observes), with
 --reason saying why. --host-key replaces the SSH host key provisiond pins for the
-node (after a reinstall). Each node's result or error is printed; a failure of
-one node does not stop the others, and the exit status is 1 if any failed.
+node (after a reinstall). --power sets how provisiond powers the node (node
+power): "wol" (Wake-on-LAN on the cluster interface; power on only),
+"driver=ipmi,address=BMC" (ipmitool against the node's BMC, one node at a time,
+credentials from provisiond's ipmi_credentials_file), "command" (provisiond's
+power.command program), or "none" to remove it; a bare word is the driver. Each
+node's result or error is printed; a failure of one node does not stop the
+others, and the exit status is 1 if any failed.
 
 Examples:
   provisionctl node set 'node[0-3]' --state maintenance --reason 'recabling rack 2'
   provisionctl node set 'node[0-3]' --state enrolled
   provisionctl node set node2 --ip 10.0.0.12
-  provisionctl node set 'node[4-7]' --no-profile)",
+  provisionctl node set 'node[4-7]' --no-profile
+  provisionctl node set 'node[0-3]' --power wol
+  provisionctl node set node4 --power driver=ipmi,address=10.0.0.104)",
        [](CLI::App& c, Args& a) {
          c.add_option("hostlist", a.target, "The nodes to change (hostlist, hostname or MAC)")
              ->type_name("HOSTLIST")
@@ -498,8 +647,37 @@ Examples:
          c.add_option("--reason", a.reason, "Why (with --state)")->type_name("TEXT")->needs(state);
          c.add_option("--host-key", a.host_key, "The node's SSH host key, as in known_hosts")
              ->type_name("KEY");
+         c.add_option("--power", a.power,
+                      "Power driver: wol, command, driver=ipmi,address=BMC, or none")
+             ->type_name("SPEC");
        },
        RunNodeSet},
+
+      {"node power", "node power on|off|cycle HOSTLIST",
+       "Power nodes on or off, or cycle them (off, then on)",
+       R"(Asks provisiond to power each node the hostlist names on, off, or cycle it,
+through the node's power driver (node set --power): wol sends a Wake-on-LAN
+packet and can only power on; ipmi runs ipmitool against the node's BMC; command
+runs provisiond's power.command program. provisiond answers when the driver is
+done, and records each attempt as a power event. Each node's result or error is
+printed; a node whose driver fails (a BMC that does not answer) does not stop
+the others, and the exit status is 1 if any failed. Cycling a node is how it
+boots a newly assigned image (profile apply says which nodes need it).
+
+Examples:
+  provisionctl node power cycle node0
+  provisionctl node power on 'node[0-7]'
+  provisionctl node power off node3)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("action", a.action, "What to do: on, off, or cycle (off, then on)")
+             ->type_name("on|off|cycle")
+             ->required()
+             ->check(CLI::IsMember({"on", "off", "cycle"}).description(""));
+         c.add_option("hostlist", a.target, "The nodes (hostlist, hostname or MAC)")
+             ->type_name("HOSTLIST")
+             ->required();
+       },
+       RunNodePower},
 
       {"node rm", "node rm HOSTLIST [--purge]", "Retire nodes, or remove them with --purge",
        R"(Retires each node the hostlist names: it keeps its row and history but is no
@@ -517,6 +695,41 @@ Examples:
          c.add_flag("--purge", a.purge, "Delete the nodes from the inventory");
        },
        RunNodeRm},
+
+      {"image list", "image list [--json]", "List the boot images provisiond can serve",
+       R"(Lists every version in provisiond's image store as a table: NAME, VERSION (the
+first 16 hex digits of the hash of its kernel and initrd), the sizes of KERNEL
+and INITRD, ROOT (whether it has a root tree to serve) and CREATED. A profile
+names an image as NAME, the version imported last, or as NAME@VERSION.
+
+Examples:
+  provisionctl image list
+  provisionctl image list --json | jq -r '.images[].ref')",
+       [](CLI::App& c, Args& a) { AddJson(c, a); }, RunImageList},
+
+      {"image import", "image import NAME --kernel PATH --initrd PATH [--json]",
+       "Import a kernel and an initrd as a version of a boot image",
+       R"(Copies a kernel and an initrd into provisiond's image store as a version of the
+image NAME (letters, digits, '.', '_', '-'), named by the hash of both files,
+and makes it the version NAME stands for. Importing the same files again
+changes nothing. provisiond reads the files itself, so the paths are paths on
+the control node; relative ones are made absolute against the current
+directory before they are sent.
+
+Examples:
+  provisionctl image import lab --kernel /boot/vmlinuz-6.1.0-18-amd64 --initrd build/initrd.img
+  provisionctl image import debian-amd-npu --kernel out/vmlinuz --initrd out/initrd.img)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("name", a.target, "The image's name")->type_name("NAME")->required();
+         c.add_option("--kernel", a.kernel, "The kernel (a path on the control node)")
+             ->type_name("PATH")
+             ->required();
+         c.add_option("--initrd", a.initrd, "The initrd (a path on the control node)")
+             ->type_name("PATH")
+             ->required();
+         AddJson(c, a);
+       },
+       RunImageImport},
 
       {"profile list", "profile list [--json]",
        "List the profiles provisiond can load, and which is applied",
@@ -570,9 +783,11 @@ releases nodes in one transaction, and the result is printed per node. Applying
 a version that is applied and unchanged does nothing; applying the previous
 version is the rollback. Without a terminal on stdin, --yes is required.
 
-provisiond records the assignment only: booting nodes into the new image
-(netboot) and configuring them over SSH are not implemented yet, and the output
-says so for each node rather than claiming they happened.
+provisiond records the assignment and serves a node its new image at its next
+network boot, but does not restart nodes by itself: the output names each node
+whose image changes, with the command that reboots it (node power cycle).
+Configuring nodes over SSH (their playbooks) is not implemented yet, and the
+output says so for each node rather than claiming it happened.
 
 Examples:
   provisionctl profile apply v0.2
@@ -587,7 +802,8 @@ Examples:
        "Print the event history, or follow it as it happens",
        R"(Prints events (every state change, enrollment, profile assignment...) oldest
 first, one per line: TIME (local, ISO 8601, milliseconds) NODE KIND DETAIL (who).
---node limits them to one node, --since to events after that event ID, --limit
+--node limits them to one node (by hostname or MAC; --follow follows that
+node's events only), --since to events after that event ID, --limit
 to that many (the API returns at most 1000 unless told). --follow keeps waiting
 for new events (long polls of 25 s) until interrupted with Ctrl-C; without
 --since it starts from now (--since 0 prints the history first). --json prints
@@ -596,6 +812,7 @@ one JSON object per line (JSON Lines).
 Examples:
   provisionctl events --node node0
   provisionctl events --follow
+  provisionctl events --follow --node node0
   provisionctl events --since 120 --limit 50 --json)",
        [](CLI::App& c, Args& a) {
          c.add_option("--node", a.node, "Only events of this node (hostname or MAC)")

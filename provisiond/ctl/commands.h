@@ -32,9 +32,12 @@ struct GlobalArgs {
 // Everything a verb may be given; each verb binds the fields it uses in its
 // table entry and reads only those.
 struct Args {
-  std::string target;  // the positional: node, hostlist, hostname or profile version
+  std::string target;  // the positional: node, hostlist, hostname, image or profile version
   bool json = false;
   std::optional<std::string> state, profile, ip, hostname, reason, host_key;
+  std::optional<std::string> power;  // node set --power SPEC
+  std::string action;                // node power: on, off or cycle
+  std::string kernel, initrd;        // image import --kernel, --initrd
   std::string mac;
   bool no_profile = false;
   bool purge = false;

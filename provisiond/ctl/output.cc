@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 
+#include "hostlist.h"
+
 namespace prov::ctl {
 namespace {
 
@@ -174,6 +176,46 @@ std::string ShortSha(const std::string& sha256) {
   return sha256.substr(0, 12);
 }
 
+std::string FormatSize(int64_t bytes) {
+  if (bytes < 1024) return std::to_string(std::max<int64_t>(bytes, 0)) + " B";
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes) / 1024;
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(units)) {
+    value /= 1024;
+    ++unit;
+  }
+  char out[32];
+  snprintf(out, sizeof out, "%.1f %s", value, units[unit]);
+  return out;
+}
+
+std::string FormatOffset(int64_t ms) {
+  ms = std::max<int64_t>(ms, 0);
+  char out[32];
+  if (int64_t tenths = (ms + 50) / 100; tenths < 600) {
+    snprintf(out, sizeof out, "+%lld.%llds", static_cast<long long>(tenths / 10),
+             static_cast<long long>(tenths % 10));
+  } else if (int64_t s = (ms + 500) / 1000; s < 3600) {
+    snprintf(out, sizeof out, "+%lldm%02llds", static_cast<long long>(s / 60),
+             static_cast<long long>(s % 60));
+  } else {
+    int64_t m = s / 60;
+    snprintf(out, sizeof out, "+%lldh%02lldm", static_cast<long long>(m / 60),
+             static_cast<long long>(m % 60));
+  }
+  return out;
+}
+
+std::string FormatPowerSpec(const json& power) {
+  std::string driver = Str(power, "driver");
+  if (driver.empty()) return "";
+  std::string out = driver;
+  for (const auto& [key, value] : power.items())
+    if (key != "driver") out += "," + key + "=" + Scalar(value);
+  return out;
+}
+
 std::string RenderStatus(const json& status, const std::string& url) {
   KeyValues kv;
   kv.Add("service", Str(status, "service") + " " + Str(status, "version") + " at " + url);
@@ -225,6 +267,7 @@ std::string RenderNode(const json& node, const json& events, int64_t now_ms) {
   if (std::string stage = Str(node, "stage"); !stage.empty()) kv.Add("stage", stage);
   kv.Add("profile", Dash(Str(node, "profile")));
   kv.Add("image", Dash(Str(node, "image")));
+  kv.Add("power", Dash(FormatPowerSpec(node.value("power", json::object()))));
   kv.Add("host key", Dash(Str(node, "host_key")));
   int64_t seen = Int(node, "last_seen");
   kv.Add("last seen", seen ? FormatTime(seen) + " (" + FormatAge(seen, now_ms) + ")" : "never");
@@ -255,6 +298,71 @@ std::string RenderEvent(const json& event) {
   return FormatTime(Int(event, "time")) + "  " + Pad(Dash(Str(event, "node")), 10) + "  " +
          Pad(Str(event, "kind"), 15) + "  " + Str(event, "detail") +
          (who.empty() ? "" : " (" + who + ")") + "\n";
+}
+
+std::string RenderWhy(const json& why) {
+  const std::string node = Dash(Str(why, "node")), mac = Str(why, "mac");
+  const std::string image = Str(why, "image");
+  std::string out = node + (mac.empty() || mac == node ? "" : " (" + mac + ")") + " " +
+                    Dash(Str(why, "state")) +
+                    (image.empty() ? ", no image assigned" : ", image " + image) + "\n";
+
+  // Times right-aligned, stages padded to the longest stage name
+  // ("ipxe-binary"), so attempts line up from one node to the next.
+  const json& steps = Array(why, "steps");
+  std::vector<std::string> offsets;
+  size_t offset_width = 0, stage_width = std::string("ipxe-binary").size();
+  for (const auto& step : steps) {
+    offsets.push_back(FormatOffset(Int(step, "after_ms")));
+    offset_width = std::max(offset_width, offsets.back().size());
+    stage_width = std::max(stage_width, Str(step, "stage").size());
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::string line = "  " + std::string(offset_width - offsets[i].size(), ' ') + offsets[i] +
+                       "  " + Pad(Str(steps[i], "stage"), stage_width) + "  " +
+                       Str(steps[i], "detail");
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  for (const auto& e : Array(why, "errors")) out += "error: " + Scalar(e) + "\n";
+  if (std::string cmdline = Str(why, "kernel_cmdline"); !cmdline.empty())
+    out += "kernel command line: " + cmdline + "\n";
+  if (std::string summary = Str(why, "summary"); !summary.empty()) out += summary + "\n";
+  return out;
+}
+
+std::string RenderPreflight(const json& reply) {
+  const json& checks = Array(reply, "checks");
+  size_t name_width = 0;
+  for (const auto& c : checks) name_width = std::max(name_width, Str(c, "name").size());
+  std::string out;
+  size_t failed = 0;
+  std::vector<std::string> fatal;
+  for (const auto& c : checks) {
+    const bool ok = Bool(c, "ok");
+    if (!ok) ++failed;
+    if (!ok && Bool(c, "fatal")) fatal.push_back(Str(c, "name"));
+    std::string line = std::string(ok ? "ok  " : "FAIL") + "  " + Pad(Str(c, "name"), name_width) +
+                       "  " + Str(c, "detail");
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  if (checks.empty()) return "no checks were run\n";
+  if (!failed) return out + "all " + std::to_string(checks.size()) + " checks passed\n";
+  out += std::to_string(failed) + " of " + std::to_string(checks.size()) + " checks failed";
+  if (!fatal.empty()) out += "; provisiond would not start with " + Join(fatal, ", ") + " failing";
+  return out + "\n";
+}
+
+std::string RenderImageTable(const json& reply) {
+  Table t({"NAME", "VERSION", "KERNEL", "INITRD", "ROOT", "CREATED"});
+  for (const auto& i : Array(reply, "images"))
+    t.AddRow({Str(i, "name"), Str(i, "version"), FormatSize(Int(i, "kernel_size")),
+              FormatSize(Int(i, "initrd_size")), Bool(i, "root") ? "yes" : "no",
+              FormatTime(Int(i, "created"))});
+  if (!t.size())
+    return "no images (import one: provisionctl image import NAME --kernel PATH --initrd PATH)\n";
+  return t.Render();
 }
 
 std::string RenderProfileTable(const json& reply) {
@@ -386,15 +494,22 @@ std::string RenderApplied(const json& plan) {
   size_t name_width = 0;
   for (const auto& n : nodes) name_width = std::max(name_width, Str(n, "node").size());
   std::string out;
+  std::vector<std::string> to_reboot;
   for (const auto& n : nodes) {
-    const std::string action = Str(n, "action");
+    const std::string action = Str(n, "action"), node = Str(n, "node");
     std::string stages;
     if (action == "assign") {
-      // Only the inventory changes today; say so rather than imply the node
-      // was rebooted or configured.
-      stages =
-          "assign: done   boot: pending (netboot not implemented yet)   configure: pending (SSH "
-          "configuration not implemented yet)";
+      // provisiond serves the new image at the node's next boot but does not
+      // restart it by itself, and SSH configuration does not exist yet; say
+      // so rather than imply either happened.
+      std::string boot = "boot: no change";
+      if (Bool(n, "reboot")) {
+        boot = "boot: needs a reboot into " + Dash(Str(n, "to_image")) +
+               " (provisionctl node power cycle " + node + ")";
+        to_reboot.push_back(node);
+      }
+      stages = "assign: done   " + boot +
+               "   configure: pending (SSH configuration not implemented yet)";
     } else if (action == "release") {
       stages = "release: done";
     } else if (action == "missing") {
@@ -404,7 +519,7 @@ std::string RenderApplied(const json& plan) {
     } else {
       stages = action;
     }
-    out += Pad(Str(n, "node"), name_width) + "  " + stages + "\n";
+    out += Pad(node, name_width) + "  " + stages + "\n";
   }
   auto counts = CountActions(plan);
   out += "applied " + VersionAndSha(version, Str(plan, "sha256")) + ": " +
@@ -412,10 +527,18 @@ std::string RenderApplied(const json& plan) {
          " released, " + std::to_string(counts["missing"]) + " missing";
   if (counts["unchanged"]) out += ", " + std::to_string(counts["unchanged"]) + " unchanged";
   out += "\n";
+  if (!to_reboot.empty()) {
+    std::string hostlist = CompressHostlist(to_reboot);
+    if (IsHostlist(hostlist)) hostlist = "'" + hostlist + "'";
+    out += "next: " + std::to_string(to_reboot.size()) +
+           " node(s) boot the new image when restarted: provisionctl node power cycle " + hostlist +
+           "\n";
+  }
   if (counts["assign"])
     out +=
-        "note: provisiond records the assignment; it does not reboot or configure nodes yet "
-        "(netboot and SSH configuration are not implemented)\n";
+        "note: provisiond records the assignment and serves the new image at each node's next "
+        "boot; it does not restart nodes by itself, and SSH configuration (playbooks) is not "
+        "implemented yet\n";
   return out;
 }
 

@@ -36,6 +36,17 @@ std::string FormatAge(int64_t ms, int64_t now_ms);
 // The first 12 hex digits of a SHA-256, as git shows commits.
 std::string ShortSha(const std::string& sha256);
 
+// A size in bytes for people: "812 B", "11.9 MiB", "1.2 GiB".
+std::string FormatSize(int64_t bytes);
+
+// Time since the start of a boot attempt: "+2.1s", "+3m05s", "+1h02m".
+std::string FormatOffset(int64_t ms);
+
+// A node's "power" object in the syntax `node set --power` takes:
+// {"driver": "ipmi", "address": "10.0.0.5"} -> "ipmi,address=10.0.0.5";
+// "" when there is no driver.
+std::string FormatPowerSpec(const nlohmann::json& power);
+
 // GET /api/v1/status for people; `url` is where it was asked.
 std::string RenderStatus(const nlohmann::json& status, const std::string& url);
 
@@ -48,6 +59,18 @@ std::string RenderNode(const nlohmann::json& node, const nlohmann::json& events,
 
 // One event: "TIME NODE KIND DETAIL (who)" and a newline.
 std::string RenderEvent(const nlohmann::json& event);
+
+// GET /api/v1/nodes/<node>/why: a header (node, MAC, state, image), one line
+// per boot stage with its time since the first, the errors, the kernel
+// command line, and the summary sentence last.
+std::string RenderWhy(const nlohmann::json& why);
+
+// GET /api/v1/preflight: "ok" or "FAIL", the check's name and its detail, one
+// check a line, then a count.
+std::string RenderPreflight(const nlohmann::json& reply);
+
+// GET /api/v1/images as a table: NAME VERSION KERNEL INITRD ROOT CREATED.
+std::string RenderImageTable(const nlohmann::json& reply);
 
 // GET /api/v1/profiles as a table, with a note for profiles that changed
 // since they were applied.
@@ -65,7 +88,8 @@ std::string RenderPlan(const nlohmann::json& plan);
 std::string NothingChanges(const nlohmann::json& plan);
 
 // The reply of POST /api/v1/profiles/<v>/apply: per node the stages
-// provisiond carried out and the ones it has not implemented yet, then a
+// provisiond carried out, what is left to the operator (a reboot into the new
+// image) and what it has not implemented yet (SSH configuration), then a
 // summary.
 std::string RenderApplied(const nlohmann::json& plan);
 

@@ -95,7 +95,7 @@ const char* kPlan = R"js({
   "current_sha256": "2fb71a726936ad5e5e2c6b275191a6e41d6adbfe65abcf32fa2c3a713c124382",
   "changes": true,
   "nodes": [
-    {"node": "node0", "action": "assign", "reboot": true,
+    {"node": "node0", "action": "assign", "reboot": true, "to_image": "b",
      "reasons": ["profile v0.1 -> v0.2", "image a -> b: reboot", "then 2 playbook(s)"]
 },
     {"node": "node10", "action": "release", "reasons": ["not covered by v0.2: leaves profile v0.1"]},
@@ -119,15 +119,111 @@ TEST_CASE("a plan without changes says so and nothing else") {
   CHECK(RenderApplied(plan) == "profile v0.2 is applied and up to date: nothing changes\n");
 }
 
-TEST_CASE("an applied plan is honest about the stages provisiond does not do yet") {
+TEST_CASE("an applied plan says which nodes need a reboot and what is not implemented yet") {
+  json plan = json::parse(kPlan);
+  plan["nodes"].push_back(
+      {{"node", "node1"}, {"action", "assign"}, {"reboot", true}, {"to_image", "b"}});
+  plan["nodes"].push_back({{"node", "node2"}, {"action", "assign"}, {"reboot", false}});
+  CHECK(RenderApplied(plan) ==
+        "node0   assign: done   boot: needs a reboot into b (provisionctl node power cycle node0)"
+        "   configure: pending (SSH configuration not implemented yet)\n"
+        "node10  release: done\n"
+        "node3   missing: not enrolled\n"
+        "node1   assign: done   boot: needs a reboot into b (provisionctl node power cycle node1)"
+        "   configure: pending (SSH configuration not implemented yet)\n"
+        "node2   assign: done   boot: no change   configure: pending (SSH configuration not "
+        "implemented yet)\n"
+        "applied v0.2 (sha256 3a5095c593af): 3 assigned, 1 released, 1 missing\n"
+        "next: 2 node(s) boot the new image when restarted: provisionctl node power cycle "
+        "'node[0-1]'\n"
+        "note: provisiond records the assignment and serves the new image at each node's next "
+        "boot; it does not restart nodes by itself, and SSH configuration (playbooks) is not "
+        "implemented yet\n");
+  // One node to reboot is named as it is; no assignment, no notes.
   std::string out = RenderApplied(json::parse(kPlan));
-  CHECK(out.find("node0   assign: done   boot: pending (netboot not implemented yet)   "
-                 "configure: pending (SSH configuration not implemented yet)\n") !=
-        std::string::npos);
-  CHECK(out.find("node10  release: done\n") != std::string::npos);
-  CHECK(out.find("node3   missing: not enrolled\n") != std::string::npos);
-  CHECK(out.find("applied v0.2 (sha256 3a5095c593af): 1 assigned, 1 released, 1 missing\n") !=
-        std::string::npos);
+  CHECK(out.find("provisionctl node power cycle node0\n") != std::string::npos);
+  plan["nodes"] = json::array({{{"node", "node10"}, {"action", "release"}}});
+  CHECK(RenderApplied(plan).find("note:") == std::string::npos);
+}
+
+TEST_CASE("node why: header, one line per stage, errors, command line, summary last") {
+  json why = json::parse(R"js({
+    "node": "node0", "mac": "52:54:00:aa:00:00", "state": "booting", "image": "lab@abcd",
+    "steps": [
+      {"stage": "dhcp", "time": 1000, "after_ms": 0, "detail": "10.99.0.100"},
+      {"stage": "ipxe-binary", "time": 1400, "after_ms": 400, "detail": "undionly.kpxe"},
+      {"stage": "script", "time": 3100, "after_ms": 2100, "detail": "from 10.99.0.100"},
+      {"stage": "kernel", "time": 75000, "after_ms": 74000, "detail": ""}],
+    "errors": ["initrd: short read"],
+    "last_stage": "kernel", "next_stage": "initrd",
+    "summary": "node0 stopped after 'kernel': provisiond waits for iPXE to download the initrd",
+    "kernel_cmdline": "initrd=initrd.img provision.token=***"})js");
+  CHECK(RenderWhy(why) ==
+        "node0 (52:54:00:aa:00:00) booting, image lab@abcd\n"
+        "   +0.0s  dhcp         10.99.0.100\n"
+        "   +0.4s  ipxe-binary  undionly.kpxe\n"
+        "   +2.1s  script       from 10.99.0.100\n"
+        "  +1m14s  kernel\n"
+        "error: initrd: short read\n"
+        "kernel command line: initrd=initrd.img provision.token=***\n"
+        "node0 stopped after 'kernel': provisiond waits for iPXE to download the initrd\n");
+  json never = {{"node", "node1"},
+                {"mac", "52:54:00:aa:00:01"},
+                {"state", "enrolled"},
+                {"steps", json::array()},
+                {"summary", "node1 has not asked to boot yet"}};
+  CHECK(RenderWhy(never) ==
+        "node1 (52:54:00:aa:00:01) enrolled, no image assigned\n"
+        "node1 has not asked to boot yet\n");
+}
+
+TEST_CASE("preflight: ok or FAIL, name, detail; then what failed") {
+  json reply = json::parse(R"js({"ok": false, "checks": [
+    {"name": "interface", "ok": true, "fatal": false, "detail": "br0 has 10.99.0.1/24"},
+    {"name": "dhcp range", "ok": false, "fatal": false, "detail": "10.99.0.2-10.99.0.3: too small"},
+    {"name": "dnsmasq", "ok": false, "fatal": true, "detail": "/usr/sbin/dnsmasq is missing"}]})js");
+  CHECK(RenderPreflight(reply) ==
+        "ok    interface   br0 has 10.99.0.1/24\n"
+        "FAIL  dhcp range  10.99.0.2-10.99.0.3: too small\n"
+        "FAIL  dnsmasq     /usr/sbin/dnsmasq is missing\n"
+        "2 of 3 checks failed; provisiond would not start with dnsmasq failing\n");
+  reply["checks"].erase(1);
+  reply["checks"].erase(1);
+  reply["ok"] = true;
+  CHECK(RenderPreflight(reply) ==
+        "ok    interface  br0 has 10.99.0.1/24\n"
+        "all 1 checks passed\n");
+}
+
+TEST_CASE("image table: sizes for people, root as yes or no") {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  json reply = json::parse(R"js({"images": [
+    {"name": "lab", "version": "0123456789abcdef", "ref": "lab@0123456789abcdef",
+     "kernel_size": 8388608, "initrd_size": 52428800, "root": false, "created": 1795311857041}]})js");
+  CHECK(RenderImageTable(reply) ==
+        "NAME  VERSION           KERNEL   INITRD    ROOT  CREATED\n"
+        "lab   0123456789abcdef  8.0 MiB  50.0 MiB  no    2026-11-22T01:44:17.041+00:00\n");
+  CHECK(RenderImageTable(json::object()).find("no images (import one:") == 0);
+}
+
+TEST_CASE("sizes, offsets and power specs") {
+  CHECK(FormatSize(0) == "0 B");
+  CHECK(FormatSize(1023) == "1023 B");
+  CHECK(FormatSize(1536) == "1.5 KiB");
+  CHECK(FormatSize(int64_t{3} << 30) == "3.0 GiB");
+  CHECK(FormatOffset(0) == "+0.0s");
+  CHECK(FormatOffset(2149) == "+2.1s");
+  CHECK(FormatOffset(59'940) == "+59.9s");
+  CHECK(FormatOffset(59'960) == "+1m00s");
+  CHECK(FormatOffset(3'599'000) == "+59m59s");
+  CHECK(FormatOffset(3'725'000) == "+1h02m");
+  CHECK(FormatPowerSpec(json::object()) == "");
+  CHECK(FormatPowerSpec(json()) == "");
+  CHECK(FormatPowerSpec({{"driver", "wol"}}) == "wol");
+  CHECK(FormatPowerSpec({{"driver", "ipmi"}, {"address", "10.0.0.5"}}) == "ipmi,address=10.0.0.5");
+  json node = {{"hostname", "node0"}, {"power", {{"driver", "command"}}}};
+  CHECK(RenderNode(node, json::array(), 0).find("\npower:     command\n") != std::string::npos);
 }
 
 TEST_CASE("profile table marks an applied profile that changed since") {
@@ -153,6 +249,11 @@ TEST_CASE("renderers take missing fields as unknown rather than failing") {
   CHECK_NOTHROW(RenderPlan(json::object()));
   CHECK_NOTHROW(RenderApplied(json::object()));
   CHECK_NOTHROW(RenderProfileTable(json::array()));
+  CHECK_NOTHROW(RenderWhy(json::object()));
+  CHECK_NOTHROW(RenderWhy(json::parse(R"js({"steps": [{}], "errors": [1]})js")));
+  CHECK_NOTHROW(RenderPreflight(json::object()));
+  CHECK_NOTHROW(RenderPreflight(json::parse(R"js({"checks": [{}]})js")));
+  CHECK_NOTHROW(RenderImageTable(json::parse(R"js({"images": [{}]})js")));
 }
 
 }  // namespace prov::ctl
