@@ -74,7 +74,7 @@ HttpResponse ListNodes(Inventory& inv, const HttpRequest& r) {
 }
 
 HttpResponse AddNode(Inventory& inv, const HttpRequest& r) {
-  auto body = ParseJsonObject(r.body, {"hostname", "mac", "ip", "profile"});
+  auto body = ParseJsonObject(r.body, {"hostname", "mac", "ip", "profile", "power"});
   if (!body.ok()) return HttpResponse::FromStatus(body.status());
   EnrollRequest req;
   std::optional<std::string> ip, profile;
@@ -84,6 +84,7 @@ HttpResponse AddNode(Inventory& inv, const HttpRequest& r) {
     if (!s.ok()) return HttpResponse::FromStatus(s);
   req.ip = ip.value_or("");
   req.profile = profile.value_or("");
+  if (body->contains("power")) req.power = (*body)["power"];
   auto node = inv.Enroll(req, r.who);
   if (!node.ok()) return HttpResponse::FromStatus(node.status());
   return HttpResponse::Json(201, ToJson(*node));

@@ -81,6 +81,8 @@ Result<NodeRecord> Inventory::Enroll(const EnrollRequest& request, const std::st
   if (!s.ok()) return s;
   auto mac = NormalizeMac(request.mac);
   if (!mac.ok()) return mac.status();
+  s = ValidatePowerConfig(request.power);
+  if (!s.ok()) return s;
   std::optional<Profile> profile;
   if (!request.profile.empty()) {
     auto p = GetProfile(request.profile);
@@ -107,6 +109,7 @@ Result<NodeRecord> Inventory::Enroll(const EnrollRequest& request, const std::st
     }
     node.hostname = request.hostname;
     node.mac = *mac;
+    if (!request.power.is_null() && !request.power.empty()) node.power = request.power.dump();
     if (!request.ip.empty()) node.ip = request.ip;
     if (profile) {
       node.profile_version = profile->version;

@@ -20,6 +20,7 @@ struct EnrollRequest {
   std::string mac;
   std::string ip;
   std::string profile;  // empty: the applied profile, if it covers the node
+  nlohmann::json power = nlohmann::json::object();
 };
 
 struct NodeChange {

@@ -116,7 +116,12 @@ void AddNetbootApiRoutes(Router& router, NetbootContext& ctx) {
              [&ctx](const HttpRequest& r) { return Power(ctx, r); });
   router.Add("GET", v1 + "/images", Access::kRead, [&ctx](const HttpRequest&) {
     json list = json::array();
-    for (const auto& v : ctx.images.List()) list.push_back(ImageJson(v));
+    for (const auto& v : ctx.images.List()) {
+      json j = ImageJson(v);
+      auto current = ctx.images.Resolve(v.name);
+      j["current"] = current.ok() && current->version == v.version;
+      list.push_back(j);
+    }
     return HttpResponse::Json(200, {{"images", list}});
   });
   router.Add("POST", v1 + "/images/{name}/import", Access::kWrite,

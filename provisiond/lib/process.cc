@@ -74,7 +74,8 @@ std::string DescribeCommand(const ProcessSpec& spec) {
   return out;
 }
 
-Result<ProcessResult> RunProcess(const ProcessSpec& spec, int timeout_ms) {
+Result<ProcessResult> RunProcess(const ProcessSpec& spec, int timeout_ms,
+                                 const std::function<void(const std::string&)>& on_line) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0)
     return Status::Internal("pipe: " + std::string(strerror(errno)));
@@ -85,6 +86,7 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, int timeout_ms) {
     return pid.status();
   }
   ProcessResult result;
+  std::string line_buffer;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   bool open = true;
   int killed_stage = 0;
@@ -110,10 +112,20 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, int timeout_ms) {
       break;
     }
     result.output.append(buf, static_cast<size_t>(got));
+    if (on_line) {
+      line_buffer.append(buf, static_cast<size_t>(got));
+      size_t nl;
+      while ((nl = line_buffer.find_first_of("\r\n")) != std::string::npos) {
+        if (nl > 0) on_line(line_buffer.substr(0, nl));
+        line_buffer.erase(0, nl + 1);
+      }
+      if (line_buffer.size() > kMaxOutput) line_buffer.clear();
+    }
     if (result.output.size() > 2 * kMaxOutput)
       result.output.erase(0, result.output.size() - kMaxOutput);
   }
   close(pipe_fds[0]);
+  if (on_line && !line_buffer.empty()) on_line(line_buffer);
   if (result.output.size() > kMaxOutput) result.output.erase(0, result.output.size() - kMaxOutput);
   int status = 0;
   waitpid(*pid, &status, 0);

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,10 @@ struct ProcessResult {
   std::string output;  // combined stdout/stderr, at most the last 64 KiB
 };
 
-// Runs to completion (or `timeout_ms`, then SIGTERM, then SIGKILL).
-Result<ProcessResult> RunProcess(const ProcessSpec& spec, int timeout_ms);
+// Runs to completion (or `timeout_ms`, then SIGTERM, then SIGKILL). `on_line`,
+// when given, sees each line of output as it arrives (progress of long jobs).
+Result<ProcessResult> RunProcess(const ProcessSpec& spec, int timeout_ms,
+                                 const std::function<void(const std::string&)>& on_line = {});
 
 // A long-running child that this object owns: Stop() (or the destructor)
 // sends SIGTERM, waits up to `grace_ms`, then SIGKILL. Not copyable.

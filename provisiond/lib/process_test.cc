@@ -23,6 +23,14 @@ TEST_CASE("process: exit status, output, no shell") {
   CHECK(f->output == "oops\n");
 }
 
+TEST_CASE("process: output lines reach the callback as they come") {
+  std::vector<std::string> lines;
+  auto r = RunProcess(Cmd({"/bin/sh", "-c", "echo one; echo two >&2; printf three"}), 5000,
+                      [&](const std::string& l) { lines.push_back(l); });
+  REQUIRE(r.ok());
+  CHECK(lines == std::vector<std::string>{"one", "two", "three"});
+}
+
 TEST_CASE("process: relative programs are refused, missing ones fail clearly") {
   CHECK(RunProcess(Cmd({"echo", "x"}), 1000).status().message().find("full path") !=
         std::string::npos);

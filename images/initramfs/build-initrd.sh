@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# build-initrd.sh ROOTFS OUT_INITRD
+#
+# Builds provisiond's netboot initramfs (gzip'd newc cpio) for the kernel installed in ROOTFS:
+#   /init                         images/initramfs/init (busybox sh)
+#   /etc/provision/udhcpc.script  images/initramfs/udhcpc.script
+#   /etc/provision/modules        modules /init loads, in order ("NAME required|optional")
+#   /etc/provision/initrd.info    kernel version, inputs
+#   /bin/busybox + applet links   the host's static busybox (package busybox-static)
+#   /sbin/provision-mount         the static NFS mount helper (provisiond/tools/provision-mount.cc)
+#   /lib/modules/VERSION/...      NIC, NFS and overlay modules from ROOTFS and their dependencies
+#                                 (modules.dep closure + softdeps), with modules.dep, modules.alias,
+#                                 modules.softdep, modules.builtin* and modules.order cut down to them
+# Nothing else from ROOTFS. Deterministic: same inputs, same bytes (sorted entries, owner 0:0,
+# fixed mtimes, renumbered inodes, gzip -n).
+#
+# Environment:
+#   PROVISION_MOUNT   the static provision-mount binary. Default: the first of
+#                     build/provisiond/provision-mount, build/provisiond/tools/provision-mount,
+#                     build/tools/provision-mount, build/provision-mount (in the source tree), then
+#                     provision-mount on PATH; if none exists it is compiled from
+#                     provisiond/tools/provision-mount.cc with ${CXX:-c++} -static.
+#   BUSYBOX           static busybox (default /bin/busybox)
+#   KVER              kernel version (default: the one in ROOTFS/lib/modules with a
+#                     ROOTFS/boot/vmlinuz-VERSION; the newest if several)
+#   INITRD_MODULES    modules to include (default: the list below); INITRD_EXTRA_MODULES: more
+#   SOURCE_DATE_EPOCH mtime of every entry (default 0)
+# Needs: cpio (GNU, --reproducible), gzip, find, sort, awk. Runs as any user that can read ROOTFS
+# (/boot/vmlinuz and some modules may be root-only).
+set -euo pipefail
+
+die() { echo "build-initrd: $*" >&2; exit 1; }
+log() { echo "build-initrd: $*" >&2; }
+
+[ $# -eq 2 ] || die "usage: $0 ROOTFS OUT_INITRD"
+ROOTFS="$(cd "$1" && pwd)" || die "no such directory: $1"
+OUT="$2"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+SRC="$(cd "$HERE/../.." && pwd)"
+BUSYBOX="${BUSYBOX:-/bin/busybox}"
+EPOCH="${SOURCE_DATE_EPOCH:-0}"
+
+# name:required|optional. NIC drivers are optional (a node has one of them); the file systems are
+# not. nfsv3 is optional (NFSv4 is the default).
+DEFAULT_MODULES="virtio_pci:optional virtio_net:optional e1000:optional e1000e:optional
+igc:optional r8169:optional nfsv4:required nfsv3:optional overlay:required"
+MODULES="${INITRD_MODULES:-$DEFAULT_MODULES} ${INITRD_EXTRA_MODULES:-}"
+
+for tool in cpio gzip find sort awk; do
+  command -v "$tool" >/dev/null || die "missing tool: $tool"
+done
+cpio --help 2>/dev/null | grep -q -- --reproducible || die "cpio lacks --reproducible (need GNU cpio >= 2.13)"
+[ -x "$BUSYBOX" ] || die "missing $BUSYBOX (package busybox-static)"
+if command -v file >/dev/null && LC_ALL=C file -L "$BUSYBOX" | grep -q 'dynamically linked'; then
+  die "$BUSYBOX is dynamically linked; install busybox-static"
+fi
+for f in "$HERE/init" "$HERE/udhcpc.script"; do [ -r "$f" ] || die "missing $f"; done
+
+# ---------------------------------------------------------------- kernel version
+if [ -z "${KVER:-}" ]; then
+  KVER="$(for d in "$ROOTFS"/lib/modules/*/; do
+    v="$(basename "$d")"
+    [ -e "$ROOTFS/boot/vmlinuz-$v" ] && [ -s "$d/modules.dep" ] && echo "$v"
+  done | sort -V | tail -n 1)"
+  [ -n "$KVER" ] || die "no kernel in $ROOTFS (want /boot/vmlinuz-V and /lib/modules/V/modules.dep)"
+fi
+MODDIR="$ROOTFS/lib/modules/$KVER"
+[ -s "$MODDIR/modules.dep" ] || die "missing $MODDIR/modules.dep (run depmod in the image)"
+
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/build-initrd.XXXXXX")"
+trap 'rm -rf "$TMP"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+STAGE="$TMP/root"
+
+# ---------------------------------------------------------------- provision-mount
+is_static() {
+  if command -v file >/dev/null; then
+    LC_ALL=C file -L "$1" | grep -qE 'statically linked|static-pie linked'
+  else
+    ! grep -q 'ld-linux' "$1"
+  fi
+}
+PM="${PROVISION_MOUNT:-}"
+if [ -z "$PM" ]; then
+  for c in "$SRC/build/provisiond/provision-mount" "$SRC/build/provisiond/tools/provision-mount" \
+    "$SRC/build/tools/provision-mount" "$SRC/build/provision-mount" "$(command -v provision-mount || true)"; do
+    [ -n "$c" ] && [ -x "$c" ] && { PM="$c"; break; }
+  done
+fi
+if [ -z "$PM" ]; then
+  CXX="${CXX:-c++}"
+  command -v "$CXX" >/dev/null || die "no provision-mount found and no C++ compiler ($CXX) to build it; set PROVISION_MOUNT"
+  log "compiling provision-mount with $CXX"
+  "$CXX" -std=c++20 -O2 -Wall -Wextra -static -s -o "$TMP/provision-mount" \
+    "$SRC/provisiond/tools/provision-mount.cc" || die "compiling provision-mount failed"
+  PM="$TMP/provision-mount"
+fi
+[ -x "$PM" ] || die "PROVISION_MOUNT=$PM is not executable"
+is_static "$PM" || die "$PM is not statically linked (the initramfs has no libraries)"
+
+# ---------------------------------------------------------------- module closure
+# modules.dep lines: "kernel/fs/nfs/nfsv4.ko: kernel/net/dns_resolver/dns_resolver.ko ...".
+# Module names compare with - and _ as the same character.
+modpath() { # NAME -> relative path in modules.dep, or nothing
+  awk -v want="$(echo "$1" | tr - _)" -F: '{
+      p = $1; n = p; sub(/.*\//, "", n); sub(/\.ko(\.(xz|zst|gz))?$/, "", n); gsub(/-/, "_", n)
+      if (n == want) { print p; exit }
+    }' "$MODDIR/modules.dep"
+}
+moddeps() { # relative path -> its dependencies (relative paths)
+  awk -v p="$1" -F': *' '$1 == p { print $2; exit }' "$MODDIR/modules.dep" | tr ' ' '\n' | sed '/^$/d'
+}
+is_builtin() {
+  [ -r "$MODDIR/modules.builtin" ] &&
+    sed -e 's|.*/||' -e 's|\.ko$||' -e 's|-|_|g' "$MODDIR/modules.builtin" | grep -qx "$(echo "$1" | tr - _)"
+}
+softdeps() { # NAME pre|post -> module names
+  [ -r "$MODDIR/modules.softdep" ] || return 0
+  awk -v want="$(echo "$1" | tr - _)" -v which="$2" '
+    $1 == "softdep" { n = $2; gsub(/-/, "_", n); if (n != want) next
+      mode = "pre"; for (i = 3; i <= NF; i++) {
+        if ($i == "pre:") mode = "pre"; else if ($i == "post:") mode = "post"
+        else if (mode == which && $i !~ /:/) print $i } }' "$MODDIR/modules.softdep"
+}
+
+declare -A INCLUDED=() # relative path -> 1
+LOAD_LIST=()           # "name kind", load order
+add_with_deps() {
+  local p="$1" d
+  [ -n "${INCLUDED[$p]:-}" ] && return 0
+  INCLUDED[$p]=1
+  for d in $(moddeps "$p"); do add_with_deps "$d"; done
+}
+add_module() { # NAME KIND
+  local name="$1" kind="$2" p s
+  for s in $(softdeps "$name" pre); do add_module "$s" optional; done
+  p="$(modpath "$name")"
+  if [ -z "$p" ]; then
+    if is_builtin "$name"; then
+      log "$name is built into $KVER"
+      return 0
+    fi
+    [ "$kind" = required ] && die "module $name not found in $MODDIR"
+    log "warning: module $name not found in $MODDIR; skipped"
+    return 0
+  fi
+  add_with_deps "$p"
+  LOAD_LIST+=("$(echo "$name" | tr - _) $kind")
+  for s in $(softdeps "$name" post); do add_module "$s" optional; done
+}
+for entry in $MODULES; do
+  case "$entry" in
+    *:required) add_module "${entry%:required}" required ;;
+    *:optional) add_module "${entry%:optional}" optional ;;
+    *) add_module "$entry" required ;;
+  esac
+done
+
+# ---------------------------------------------------------------- staging tree
+mkdir -p "$STAGE"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,run,tmp,newroot,etc/provision,root}
+mkdir -p "$STAGE/lib/modules/$KVER"
+chmod 1777 "$STAGE/tmp"
+chmod 0700 "$STAGE/root"
+install -m 0755 "$BUSYBOX" "$STAGE/bin/busybox"
+# Links for every applet, where busybox itself would install them (no PATH surprises: the kernel
+# calls /sbin/modprobe for request_module, switch_root needs /bin/sh only for us).
+while read -r applet; do
+  [ -n "$applet" ] && [ "$applet" != bin/busybox ] || continue
+  [ -e "$STAGE/$applet" ] || [ -L "$STAGE/$applet" ] && continue
+  ln -s /bin/busybox "$STAGE/$applet"
+done < <("$BUSYBOX" --list-full | LC_ALL=C sort)
+[ -L "$STAGE/bin/sh" ] || ln -s busybox "$STAGE/bin/sh"
+install -m 0755 "$HERE/init" "$STAGE/init"
+install -m 0755 "$HERE/udhcpc.script" "$STAGE/etc/provision/udhcpc.script"
+install -m 0755 "$PM" "$STAGE/sbin/provision-mount"
+
+for p in "${!INCLUDED[@]}"; do
+  mkdir -p "$STAGE/lib/modules/$KVER/$(dirname "$p")"
+  install -m 0644 "$MODDIR/$p" "$STAGE/lib/modules/$KVER/$p"
+done
+# Index files cut down to the included modules (every dependency of an included module is
+# included, so each kept modules.dep line is complete).
+{
+  for p in "${!INCLUDED[@]}"; do echo "$p"; done
+} | LC_ALL=C sort >"$TMP/included"
+awk -F: 'NR == FNR { keep[$1] = 1; next } keep[$1]' "$TMP/included" "$MODDIR/modules.dep" \
+  >"$STAGE/lib/modules/$KVER/modules.dep"
+[ -r "$MODDIR/modules.order" ] &&
+  awk 'NR == FNR { keep[$1] = 1; next } keep[$1]' "$TMP/included" "$MODDIR/modules.order" \
+    >"$STAGE/lib/modules/$KVER/modules.order"
+if [ -r "$MODDIR/modules.alias" ]; then
+  sed -e 's|.*/||' -e 's|\.ko.*$||' -e 's|-|_|g' "$TMP/included" | LC_ALL=C sort -u >"$TMP/names"
+  awk 'NR == FNR { keep[$1] = 1; next } /^alias / { n = $3; gsub(/-/, "_", n); if (keep[n]) print }' \
+    "$TMP/names" "$MODDIR/modules.alias" >"$STAGE/lib/modules/$KVER/modules.alias"
+fi
+for f in modules.builtin modules.builtin.modinfo modules.softdep; do
+  [ -r "$MODDIR/$f" ] && install -m 0644 "$MODDIR/$f" "$STAGE/lib/modules/$KVER/$f"
+done
+printf '%s\n' "${LOAD_LIST[@]}" | awk '!seen[$1]++' >"$STAGE/etc/provision/modules"
+{
+  echo "kernel=$KVER"
+  echo "busybox=$("$BUSYBOX" 2>&1 | head -n 1)"
+  echo "provision_mount_sha256=$(sha256sum <"$PM" | cut -d' ' -f1)"
+  echo "modules=$(awk '{ printf "%s%s", sep, $1; sep = " " }' "$STAGE/etc/provision/modules")"
+} >"$STAGE/etc/provision/initrd.info"
+
+# ---------------------------------------------------------------- archive
+find "$STAGE" -exec touch -h -d "@$EPOCH" {} +
+mkdir -p "$(dirname "$OUT")"
+(cd "$STAGE" && find . -mindepth 1 -printf '%P\n' | LC_ALL=C sort |
+  cpio -o -H newc -R 0:0 --reproducible --quiet) >"$TMP/initrd.cpio" || die "cpio failed"
+gzip -9 -n <"$TMP/initrd.cpio" >"$TMP/initrd.img"
+mv -f "$TMP/initrd.img" "$OUT.tmp.$$"
+mv -f "$OUT.tmp.$$" "$OUT"
+log "$OUT: kernel $KVER, ${#INCLUDED[@]} modules, $(stat -c %s "$OUT") bytes"

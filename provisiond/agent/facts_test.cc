@@ -1,0 +1,80 @@
+#include "facts.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace prov::agent {
+namespace {
+namespace fs = std::filesystem;
+void Put(const fs::path& p, const std::string& s) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << s;
+}
+}  // namespace
+
+TEST_CASE("facts from a fake node: CPU, memory, PCI with names, NICs, disks, host key") {
+  fs::path r = fs::temp_directory_path() / ("provision-facts-" + std::to_string(getpid()));
+  fs::remove_all(r);
+  Put(r / "proc/cpuinfo",
+      "processor\t: 0\nmodel name\t: Intel(R) Core(TM) Ultra 9 285K\nphysical id\t: 0\ncore id\t: "
+      "0\n\n"
+      "processor\t: 1\nmodel name\t: Intel(R) Core(TM) Ultra 9 285K\nphysical id\t: 0\ncore id\t: "
+      "1\n");
+  Put(r / "proc/meminfo", "MemTotal:       131072000 kB\nMemFree: 1 kB\n");
+  Put(r / "proc/sys/kernel/osrelease", "6.1.0-26-amd64\n");
+  Put(r / "proc/sys/kernel/hostname", "node0\n");
+  Put(r / "proc/cmdline", "initrd=initrd.img provision.image=ubuntu-arc@0123456789abcdef quiet\n");
+  Put(r / "sys/bus/pci/devices/0000:03:00.0/vendor", "0x8086\n");
+  Put(r / "sys/bus/pci/devices/0000:03:00.0/device", "0x56a0\n");
+  Put(r / "sys/bus/pci/devices/0000:03:00.0/class", "0x030000\n");
+  Put(r / "sys/bus/pci/devices/0000:00:1f.0/vendor", "0x8086\n");
+  Put(r / "sys/bus/pci/devices/0000:00:1f.0/device", "0x7a06\n");
+  Put(r / "sys/bus/pci/devices/0000:00:1f.0/class", "0x060100\n");
+  Put(r / "usr/share/misc/pci.ids",
+      "# comment\n10de  NVIDIA Corporation\n\t2c02  GB203 [GeForce RTX 5080]\n"
+      "8086  Intel Corporation\n\t56a0  DG2 [Arc A770]\n\t\t1234 5678  Some subsystem\n\t7a06  "
+      "Z690 LPC\n");
+  Put(r / "sys/class/net/enp3s0/address", "52:54:00:12:34:56\n");
+  Put(r / "sys/class/net/enp3s0/speed", "2500\n");
+  Put(r / "sys/class/net/enp3s0/operstate", "up\n");
+  Put(r / "sys/class/net/lo/address", "00:00:00:00:00:00\n");
+  Put(r / "sys/block/nvme0n1/size", "3907029168\n");
+  Put(r / "sys/block/nvme0n1/device/model", "Samsung SSD 990 PRO 2TB\n");
+  Put(r / "sys/block/loop0/size", "0\n");
+  Put(r / "etc/ssh/ssh_host_ed25519_key.pub", "ssh-ed25519 AAAAC3Nza root@node0\n");
+  Put(r / "etc/os-release", "NAME=\"Ubuntu\"\nPRETTY_NAME=\"Ubuntu 24.04.1 LTS\"\n");
+
+  auto f = CollectFacts(r.string());
+  CHECK(f["cpu"]["model"] == "Intel(R) Core(TM) Ultra 9 285K");
+  CHECK(f["cpu"]["threads"] == 2);
+  CHECK(f["cpu"]["cores"] == 2);
+  CHECK(f["memory_bytes"] == 131072000ULL * 1024);
+  CHECK(f["kernel"] == "6.1.0-26-amd64");
+  CHECK(f["image"] == "ubuntu-arc@0123456789abcdef");
+  REQUIRE(f["pci"].size() == 2);
+  CHECK(f["pci"][1]["slot"] == "0000:03:00.0");
+  CHECK(f["pci"][1]["vendor_id"] == "8086");
+  CHECK(f["pci"][1]["device_id"] == "56a0");
+  CHECK(f["pci"][1]["class"] == "0300");
+  CHECK(f["pci"][1]["device"] == "DG2 [Arc A770]");
+  CHECK(f["pci"][1]["vendor"] == "Intel Corporation");
+  REQUIRE(f["nics"].size() == 1);
+  CHECK(f["nics"][0]["speed_mbps"] == 2500);
+  REQUIRE(f["disks"].size() == 1);
+  CHECK(f["disks"][0]["size_bytes"] == 3907029168ULL * 512);
+  CHECK(f["ssh_host_key"] == "ssh-ed25519 AAAAC3Nza root@node0");
+  CHECK(f["os"] == "Ubuntu 24.04.1 LTS");
+  fs::remove_all(r);
+}
+
+TEST_CASE("pci.ids lookups stay within the vendor") {
+  std::string ids = "1002  AMD\n\t1234  Other\n8086  Intel Corporation\n\t56a0  DG2 [Arc A770]\n";
+  CHECK(LookupPciNames(ids, "8086", "56a0").device == "DG2 [Arc A770]");
+  CHECK(LookupPciNames(ids, "8086", "1234").device.empty());
+  CHECK(LookupPciNames(ids, "10de", "56a0").vendor.empty());
+}
+
+}  // namespace prov::agent
