@@ -21,7 +21,9 @@ struct PreflightOptions {
   int enrolled_nodes = 0;
   // Probe for other DHCP servers (sends one DHCPDISCOVER on the interface).
   bool probe_dhcp = true;
-  int probe_ms = 1500;
+  // dnsmasq (in many home routers) pings an address for up to 3 s before it
+  // offers it: wait longer than that.
+  int probe_ms = 4000;
   // Our own dnsmasq's address: its answers are not "another server".
   std::string own_address;
 };

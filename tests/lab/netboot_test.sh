@@ -72,6 +72,7 @@ power:
   command: $HERE/power.sh
 CONF
 lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/provisiond.yaml"
+echo "$LAB_LAST_PID" >"$LAB_DIR/provisiond.pid"
 wait_for "provisiond's URL file" 20 test -s "$DATA/provisiond.url"
 export PROVISIOND_URL="http://$LAB_ADDR:8080"
 export PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$DATA/tokens")"
@@ -130,7 +131,12 @@ has_event lab3 "dhcp: $ip3" || fail "lab3 did not get its reserved $ip3"
 say "lab2 ($ip2) and lab3 ($ip3) booted at once with their reserved addresses"
 
 # 5. dnsmasq dies; provisiond restarts it; the next machine still boots.
-dns_pid() { for p in $(ip netns pids "$LAB_NS"); do [ "$(cat /proc/$p/comm 2>/dev/null)" = dnsmasq ] && echo "$p"; done; }
+dns_pid() {
+  local p
+  for p in $(ip netns pids "$LAB_NS"); do
+    if [ "$(cat "/proc/$p/comm" 2>/dev/null)" = dnsmasq ]; then echo "$p"; fi
+  done
+}
 old="$(dns_pid)"
 [ -n "$old" ] || fail "no dnsmasq in the lab"
 kill -9 "$old"
@@ -143,4 +149,23 @@ ctl node add lab4 --mac "$M4"
 lab_vm_start lab4 "$M4" bios
 lab_wait_serial lab4 "$MARKER.*provision.node=lab4 " "$TIMEOUT" || fail "lab4 did not boot after the restart"
 say "dnsmasq killed ($old), restarted ($new) with an event; lab4 booted after it"
+# Kernels and initrds: Range and ETag over real HTTP, only for catalog files.
+hdr="$LAB_DIR/headers"
+lab_exec curl -s -D "$hdr" -o "$LAB_DIR/part" -r 100-199 "$PROVISIOND_URL/boot/${M4//:/-}/vmlinuz"
+grep -q "^HTTP/1.1 206" "$hdr" || fail "a Range request did not get 206: $(head -1 "$hdr")"
+[ "$(stat -c %s "$LAB_DIR/part")" -eq 100 ] || fail "the range has $(stat -c %s "$LAB_DIR/part") bytes, not 100"
+cmp -s "$LAB_DIR/part" <(tail -c +101 "$CACHE/vmlinuz" | head -c 100) || fail "the range has other bytes than the kernel"
+etag="$(sed -n 's/^ETag: *//Ip' "$hdr" | tr -d '\r')"
+[ -n "$etag" ] || fail "no ETag"
+code="$(lab_exec curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $etag" "$PROVISIOND_URL/boot/${M4//:/-}/vmlinuz")"
+[ "$code" = 304 ] || fail "If-None-Match got $code, not 304"
+code="$(lab_exec curl -s -o /dev/null -w '%{http_code}' --path-as-is "$PROVISIOND_URL/boot/${M4//:/-}/../../../etc/passwd")"
+[ "$code" = 404 ] || fail "a path outside the catalog got $code"
+say "kernel served with Range (206), ETag (304); no path from the URL reaches the filesystem"
+
+# Stopping provisiond stops its dnsmasq.
+kill -TERM "$(cat "$LAB_DIR/provisiond.pid")"
+gone() { [ -z "$(dns_pid)" ]; }
+wait_for "dnsmasq to stop with provisiond" 20 gone
+say "provisiond stopped: its dnsmasq is gone too"
 say "all netboot lab checks passed"

@@ -163,7 +163,8 @@ say "$(tail -n 1 "$LAB_DIR/build-initrd.log")"
 # ganesha: the template rendered, in the namespace, with a private tmpfs on /run (ip netns exec
 # already gives it a mount namespace of its own, slave to the host's: nothing leaks back).
 sed -e "s|{{listen_address}}|$LAB_ADDR|g" -e "s|{{export_path}}|$EXPORT|g" \
-  -e "s|{{pseudo_path}}|$PSEUDO|g" -e "s|{{recovery_dir}}|$LAB_DIR/ganesha/recovery|g" \
+  -e "s|{{pseudo_path}}|$PSEUDO|g" -e "s|{{clients}}|${LAB_ADDR%.*}.0/$LAB_PREFIX|g" \
+  -e "s|{{recovery_dir}}|$LAB_DIR/ganesha/recovery|g" \
   -e "s|{{run_dir}}|$LAB_DIR/ganesha|g" "$REPO/images/nfs/ganesha.conf.in" >"$LAB_DIR/ganesha/ganesha.conf"
 ! grep -q '{{' "$LAB_DIR/ganesha/ganesha.conf" || fail "unrendered placeholder in ganesha.conf"
 NFSOPTS=""
@@ -191,7 +192,7 @@ say "ganesha exports $EXPORT as $LAB_ADDR:$PSEUDO (NFSv4)"
 # Keys and per-node files.
 ssh-keygen -q -t ed25519 -N '' -C nfsroot-selftest -f "$LAB_DIR/id_ed25519"
 SSH_OPTS=(-i "$LAB_DIR/id_ed25519" -o BatchMode=yes -o StrictHostKeyChecking=no
-  -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=5)
+  -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=30)
 TOKEN=0123456789abcdef0123456789abcdef
 
 # make_node NAME MAC IP [EXPORT_PATH] [with-overlay|no-overlay]
@@ -255,10 +256,20 @@ say "dnsmasq and httpd up in $LAB_NS"
 
 # ---------------------------------------------------------------- helpers
 RESULTS=()
-node_ssh() { # IP COMMAND
-  local ip="$1"
+# node_ssh IP COMMAND: ssh as root with the lab key. sshd answering its banner is not the end of
+# a TCG node's boot: the first logins can stall in the key exchange for a while (seen: "Connection
+# timed out during banner exchange"), so ssh's own failures (255) are retried a few times.
+node_ssh() {
+  local ip="$1" try rc
   shift
-  lab_exec ssh "${SSH_OPTS[@]}" "root@$ip" "$@"
+  for try in 1 2 3 4; do
+    rc=0
+    lab_exec ssh "${SSH_OPTS[@]}" "root@$ip" "$@" || rc=$?
+    [ $rc -ne 255 ] && return $rc
+    echo "ssh to $ip failed (try $try); retrying" >&2
+    sleep 3
+  done
+  return $rc
 }
 
 # "SSH-2.0" once sshd answers on IP (cheap: no key exchange, no 5 s connect timeout).
