@@ -171,8 +171,17 @@ HttpResponse BootService::NodeFile(const HttpRequest& request, const std::string
                                    const std::string& file) {
   auto mac = NormalizeMac(mac_text);
   if (!mac.ok()) return HttpResponse::FromStatus(mac.status());
+  if (file == "overlay.tar") {
+    if (!settings_.render_overlay) return HttpResponse::Error(404, "no overlays are served");
+    auto tar = settings_.render_overlay(*mac, request.Query("token"), request.remote);
+    if (!tar.ok()) return HttpResponse::FromStatus(tar.status());
+    HttpResponse r = HttpResponse::Text(200, std::move(*tar), "application/x-tar");
+    r.headers.emplace_back("Cache-Control", "no-store");
+    return r;
+  }
   if (file != "vmlinuz" && file != "initrd.img")
-    return HttpResponse::Error(404, "no boot file '" + file + "' (vmlinuz or initrd.img)");
+    return HttpResponse::Error(404,
+                               "no boot file '" + file + "' (vmlinuz, initrd.img or overlay.tar)");
   auto node = store_.FindNode(*mac);
   if (!node.ok()) return HttpResponse::FromStatus(node.status());
   if (node->image_version.empty())

@@ -29,6 +29,10 @@ struct BootSettings {
   // Arguments that tell the node's initrd where its root is (images over
   // NFS); empty for images without a root.
   std::function<std::string(const ImageVersion& image)> root_args;
+  // The node's overlay archive (GET /boot/<mac>/overlay.tar?token=...).
+  std::function<Result<std::string>(const std::string& mac, const std::string& token,
+                                    const std::string& remote)>
+      render_overlay;
 };
 
 // Boot stages in the order a node passes them.

@@ -17,8 +17,10 @@
 #include "inventory.h"
 #include "netboot_api.h"
 #include "netinfo.h"
+#include "phonehome.h"
 #include "preflight.h"
 #include "profile.h"
+#include "ssh_keys.h"
 #include "store.h"
 
 namespace prov {
@@ -69,6 +71,7 @@ struct Daemon::Impl {
   std::unique_ptr<ImageCatalog> images;
   std::unique_ptr<KernelArgsCache> kernel_args;
   std::unique_ptr<BootService> boot;
+  std::unique_ptr<PhoneHome> phonehome;
   std::unique_ptr<NetbootContext> netboot;
   std::unique_ptr<Router> router;
   std::unique_ptr<HttpServer> server;
@@ -137,10 +140,20 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   // server may point at them); dnsmasq runs only with an interface.
   impl->images = std::make_unique<ImageCatalog>(config.effective_image_store());
   impl->kernel_args = std::make_unique<KernelArgsCache>(config.profiles_dir, config.playbooks_dir);
+  auto control_key = EnsureControlKey(config.data_dir + "/ssh");
+  if (!control_key.ok()) return control_key.status();
+  spdlog::info("control key {}", control_key->private_key_path);
   BootSettings boot;
   boot.pxe_dir = config.pxe_dir;
   boot.profile_kernel_args = [cache = impl->kernel_args.get()](const std::string& v) {
     return cache->Get(v);
+  };
+  Impl* raw = impl.get();
+  impl->phonehome = std::make_unique<PhoneHome>(*impl->inventory, control_key->public_key,
+                                                [raw] { return raw->boot->boot_url(); });
+  boot.render_overlay = [raw](const std::string& mac, const std::string& token,
+                              const std::string& remote) {
+    return raw->phonehome->Overlay(mac, token, remote);
   };
   auto boot_service = BootService::Create(boot, *impl->store, *impl->images);
   if (!boot_service.ok()) return boot_service.status();
@@ -169,8 +182,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   power.interface = config.interface;
   power.ipmi_credentials_file = config.ipmi_credentials_file;
   power.command = config.power_command;
-  impl->netboot.reset(new NetbootContext{*impl->inventory, *impl->images, *impl->boot, power,
-                                         config, impl->iface ? impl->iface->address : ""});
+  impl->netboot.reset(new NetbootContext{*impl->inventory, *impl->images, *impl->boot,
+                                         *impl->phonehome, power, config,
+                                         impl->iface ? impl->iface->address : ""});
   AddNetbootApiRoutes(*impl->router, *impl->netboot);
 
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(impl)));

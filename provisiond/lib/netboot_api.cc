@@ -106,6 +106,37 @@ HttpResponse Preflight(NetbootContext& ctx) {
   return HttpResponse::Json(200, {{"ok", ok}, {"checks", checks}});
 }
 
+// The node's own token, from "Authorization: Bearer <token>".
+std::string BearerToken(const HttpRequest& r) {
+  std::string auth = r.Header("authorization");
+  return auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : "";
+}
+
+HttpResponse Hello(NetbootContext& ctx, const HttpRequest& r) {
+  auto facts = json::parse(r.body, nullptr, false);
+  if (facts.is_discarded() || !facts.is_object())
+    return HttpResponse::Error(400, "the hello body must be a JSON object of facts");
+  auto node = ctx.phonehome.Hello(r.Param("node"), BearerToken(r), facts, r.remote);
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  return HttpResponse::Json(200, {{"node", node->name()},
+                                  {"state", std::string(ToString(node->state))},
+                                  {"reason", node->reason}});
+}
+
+HttpResponse Report(NetbootContext& ctx, const HttpRequest& r) {
+  auto body = ParseJsonObject(r.body, {"token", "stage", "error"});
+  if (!body.ok()) return HttpResponse::FromStatus(body.status());
+  auto str = [&](const char* k) {
+    return body->contains(k) && (*body)[k].is_string() ? (*body)[k].get<std::string>() : "";
+  };
+  std::string token = str("token");
+  if (token.empty()) token = BearerToken(r);
+  Status s = ctx.phonehome.Report(r.Param("node"), token, str("stage"),
+                                  str("error").substr(0, 2000), r.remote);
+  if (!s.ok()) return HttpResponse::FromStatus(s);
+  return HttpResponse::Json(200, {{"recorded", true}});
+}
+
 }  // namespace
 
 void AddNetbootApiRoutes(Router& router, NetbootContext& ctx) {
@@ -126,6 +157,11 @@ void AddNetbootApiRoutes(Router& router, NetbootContext& ctx) {
   });
   router.Add("POST", v1 + "/images/{name}/import", Access::kWrite,
              [&ctx](const HttpRequest& r) { return Import(ctx, r); });
+  // Nodes authenticate these with their own token, not an API token.
+  router.Add("POST", v1 + "/nodes/{node}/hello", Access::kRead,
+             [&ctx](const HttpRequest& r) { return Hello(ctx, r); });
+  router.Add("POST", v1 + "/nodes/{node}/report", Access::kRead,
+             [&ctx](const HttpRequest& r) { return Report(ctx, r); });
   router.Add("GET", v1 + "/preflight", Access::kRead,
              [&ctx](const HttpRequest&) { return Preflight(ctx); });
 }

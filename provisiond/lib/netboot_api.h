@@ -6,6 +6,7 @@
 #include "http.h"
 #include "image_catalog.h"
 #include "inventory.h"
+#include "phonehome.h"
 #include "power.h"
 
 namespace prov {
@@ -14,6 +15,7 @@ struct NetbootContext {
   Inventory& inventory;
   ImageCatalog& images;
   BootService& boot;
+  PhoneHome& phonehome;
   PowerSettings power;
   Config config;
   std::string own_address;  // our address on the cluster interface

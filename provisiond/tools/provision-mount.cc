@@ -64,14 +64,22 @@ struct FlagOption {
 };
 
 constexpr FlagOption kFlagOptions[] = {
-    {"ro", MS_RDONLY, 0},           {"rw", 0, MS_RDONLY},
-    {"nosuid", MS_NOSUID, 0},       {"suid", 0, MS_NOSUID},
-    {"nodev", MS_NODEV, 0},         {"dev", 0, MS_NODEV},
-    {"noexec", MS_NOEXEC, 0},       {"exec", 0, MS_NOEXEC},
-    {"sync", MS_SYNCHRONOUS, 0},    {"async", 0, MS_SYNCHRONOUS},
-    {"noatime", MS_NOATIME, 0},     {"atime", 0, MS_NOATIME},
-    {"nodiratime", MS_NODIRATIME, 0}, {"diratime", 0, MS_NODIRATIME},
-    {"relatime", MS_RELATIME, 0},   {"norelatime", 0, MS_RELATIME},
+    {"ro", MS_RDONLY, 0},
+    {"rw", 0, MS_RDONLY},
+    {"nosuid", MS_NOSUID, 0},
+    {"suid", 0, MS_NOSUID},
+    {"nodev", MS_NODEV, 0},
+    {"dev", 0, MS_NODEV},
+    {"noexec", MS_NOEXEC, 0},
+    {"exec", 0, MS_NOEXEC},
+    {"sync", MS_SYNCHRONOUS, 0},
+    {"async", 0, MS_SYNCHRONOUS},
+    {"noatime", MS_NOATIME, 0},
+    {"atime", 0, MS_NOATIME},
+    {"nodiratime", MS_NODIRATIME, 0},
+    {"diratime", 0, MS_NODIRATIME},
+    {"relatime", MS_RELATIME, 0},
+    {"norelatime", 0, MS_RELATIME},
     {"strictatime", MS_STRICTATIME, 0},
     {"defaults", 0, 0},
 };
@@ -116,7 +124,8 @@ struct ServerAddr {
 
 std::optional<ServerAddr> ParseServer(std::string_view host) {
   ServerAddr a;
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   a.text = std::string(host);
   auto* s4 = reinterpret_cast<sockaddr_in*>(&a.ss);
   auto* s6 = reinterpret_cast<sockaddr_in6*>(&a.ss);
@@ -160,9 +169,10 @@ std::optional<std::string> LocalAddressFor(const ServerAddr& server, std::string
   }
   close(fd);
   char buf[INET6_ADDRSTRLEN] = {};
-  const void* src = local.ss_family == AF_INET6
-                        ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
-                        : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+  const void* src =
+      local.ss_family == AF_INET6
+          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
+          : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
   if (!inet_ntop(local.ss_family, src, buf, sizeof(buf))) {
     *error = std::string("inet_ntop: ") + std::strerror(errno);
     return std::nullopt;
@@ -220,7 +230,8 @@ std::optional<MountCall> BuildCall(const std::string& spec, const std::string& t
 
   std::vector<std::string> added;
   added.push_back("vers=" + vers);
-  if (!HasKey(data, "proto")) added.push_back(server->family == AF_INET6 ? "proto=tcp6" : "proto=tcp");
+  if (!HasKey(data, "proto"))
+    added.push_back(server->family == AF_INET6 ? "proto=tcp6" : "proto=tcp");
   if (!HasKey(data, "addr")) added.push_back("addr=" + server->text);
   if (v4 && !HasKey(data, "clientaddr")) {
     std::string why;
@@ -242,7 +253,8 @@ std::optional<MountCall> BuildCall(const std::string& spec, const std::string& t
   call.data = text;
 
   for (const auto& f : kFlagOptions)
-    if (f.set != 0 && (call.flags & f.set) == f.set) call.flag_names += std::string(call.flag_names.empty() ? "" : "|") + f.name;
+    if (f.set != 0 && (call.flags & f.set) == f.set)
+      call.flag_names += std::string(call.flag_names.empty() ? "" : "|") + f.name;
   if (call.flag_names.empty()) call.flag_names = "0";
   return call;
 }
@@ -255,7 +267,7 @@ const char* Hint(int err) {
       return "the server (or the client kernel) does not support this NFS version";
     case EACCES:
     case EPERM:
-      return "the server refuses this client (export access list, or not run as root)";
+      return "the server refuses this client, or (NFSv3) the path is not exported";
     case ENOENT:
       return "the path is not exported (or the mount point is missing)";
     case ETIMEDOUT:
@@ -277,12 +289,13 @@ void PrintCall(const MountCall& c) {
 }
 
 int DoMount(const MountCall& c) {
-  if (mount(c.source.c_str(), c.target.c_str(), c.fstype.c_str(), c.flags, c.data.c_str()) == 0) return 0;
+  if (mount(c.source.c_str(), c.target.c_str(), c.fstype.c_str(), c.flags, c.data.c_str()) == 0)
+    return 0;
   int err = errno;
   const char* hint = Hint(err);
-  std::fprintf(stderr, "provision-mount: mounting %s on %s (%s, %s) failed: %s%s%s\n", c.source.c_str(),
-               c.target.c_str(), c.fstype.c_str(), c.data.c_str(), std::strerror(err), hint ? ": " : "",
-               hint ? hint : "");
+  std::fprintf(stderr, "provision-mount: mounting %s on %s (%s, %s) failed: %s%s%s\n",
+               c.source.c_str(), c.target.c_str(), c.fstype.c_str(), c.data.c_str(),
+               std::strerror(err), hint ? ": " : "", hint ? hint : "");
   return kExitFail;
 }
 
@@ -318,8 +331,10 @@ int MountWithTimeout(const MountCall& c, int timeout_s) {
       }
       // The kill may have lost the race against a mount that just succeeded.
       if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-      std::fprintf(stderr, "provision-mount: mounting %s on %s timed out after %d s (server not answering)\n",
-                   c.source.c_str(), c.target.c_str(), timeout_s);
+      std::fprintf(
+          stderr,
+          "provision-mount: mounting %s on %s timed out after %d s (server not answering)\n",
+          c.source.c_str(), c.target.c_str(), timeout_s);
       return kExitFail;
     }
     timespec pause{0, 100 * 1000 * 1000};
