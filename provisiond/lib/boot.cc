@@ -157,6 +157,7 @@ HttpResponse BootService::NodeScript(const std::string& mac_text, const std::str
       std::random_device rd;
       v["profile"] = node->profile_version;
       v["image"] = image->ref();
+      v["version"] = image->version;
       v["cmdline"] = KernelCommandLine(*node, *image);
       v["max_tries"] = std::to_string(settings_.max_tries);
       v["jitter"] = std::to_string(1 + rd() % 5);
@@ -186,7 +187,11 @@ HttpResponse BootService::NodeFile(const HttpRequest& request, const std::string
   if (!node.ok()) return HttpResponse::FromStatus(node.status());
   if (node->image_version.empty())
     return HttpResponse::Error(404, node->name() + " has no image (no profile)");
-  auto image = images_.Resolve(node->image_version);
+  // The script names the version it was rendered for, so a build finishing
+  // between the script and the downloads cannot mix two versions in one boot.
+  std::string ref = node->image_version;
+  if (std::string v = request.Query("v"); !v.empty()) ref = ref.substr(0, ref.find('@')) + "@" + v;
+  auto image = images_.Resolve(ref);
   if (!image.ok()) return HttpResponse::FromStatus(image.status());
   const bool kernel = file == "vmlinuz";
   // A Range request for a later part is the same download continuing.

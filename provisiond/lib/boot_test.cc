@@ -68,18 +68,21 @@ TEST_CASE("boot: an enrolled node gets its script (golden), and moves to booting
   HttpResponse r = f.boot->NodeScript("52-54-00-00-00-01", "10.99.0.100");
   REQUIRE(r.status == 200);
   const std::string v = f.image.version;
-  std::string expected = R"(#!ipxe
+  std::string expected =
+      R"(#!ipxe
 # provisiond boot script for lab0 (52:54:00:00:00:01)
 # profile lab, image lab@)" +
-                         v + R"(
+      v + R"(
 set base http://10.99.0.1:8080/boot/52-54-00-00-00-01
 set tries:int32 0
 echo provisiond: booting lab0 with image lab@)" +
-                         v + R"(
+      v + R"(
 
 :kernel
-kernel ${base}/vmlinuz initrd=initrd.img provision.url=http://10.99.0.1:8080 provision.mac=52:54:00:00:00:01 provision.node=lab0 provision.token=0123456789abcdef0123456789abcdef provision.image=lab@)" +
-                         v + R"( console=ttyS0 && goto initrd ||
+kernel ${base}/vmlinuz?v=)" +
+      v +
+      R"( initrd=initrd.img provision.url=http://10.99.0.1:8080 provision.mac=52:54:00:00:00:01 provision.node=lab0 provision.token=0123456789abcdef0123456789abcdef provision.image=lab@)" +
+      v + R"( console=ttyS0 && goto initrd ||
 inc tries
 iseq ${tries} 10 && goto failed ||
 echo kernel download failed (try ${tries}); retrying in JITTER s
@@ -102,8 +105,8 @@ goto kernel
     }
   }
   CHECK(body.substr(0, expected.size()) == expected);
-  CHECK(body.find(":initrd\ninitrd --name initrd.img ${base}/initrd.img && goto boot ||") !=
-        std::string::npos);
+  CHECK(body.find(":initrd\ninitrd --name initrd.img ${base}/initrd.img?v=" + v +
+                  " && goto boot ||") != std::string::npos);
   CHECK(f.store->FindNode("lab0")->state == NodeState::kBooting);
   CHECK(f.Kinds("lab0") ==
         std::vector<std::string>{"state enrolled -> booting: script: from 10.99.0.100",

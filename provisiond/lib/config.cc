@@ -173,6 +173,10 @@ const std::vector<Setting>& Table() {
          c.power_command = ResolvePath(v, base);
          return Status::Ok();
        }},
+      {{"tools_dir", "path", PROVISION_TOOLSDIR,
+        "Where provision-facts and provision-mount are: static programs that image builds copy "
+        "into every image and initrd."},
+       PathSetting(&Config::tools_dir)},
   };
   return table;
 }

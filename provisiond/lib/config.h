@@ -10,6 +10,10 @@
 
 #include "result.h"
 
+#ifndef PROVISION_TOOLSDIR
+#define PROVISION_TOOLSDIR "/usr/lib/provisiond"
+#endif
+
 #ifndef PROVISION_DATADIR
 #define PROVISION_DATADIR "/usr/share/provisiond"
 #endif
@@ -41,6 +45,7 @@ struct Config {
   std::string image_store;  // empty: <data_dir>/images
   std::string ipmi_credentials_file;
   std::string power_command;  // program for the "command" power driver
+  std::string tools_dir;      // provision-facts, provision-mount (static, copied into images)
 
   std::string database_path() const { return data_dir + "/provisiond.db"; }
   std::string effective_tokens_file() const {

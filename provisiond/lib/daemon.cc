@@ -14,6 +14,7 @@
 #include "file_util.h"
 #include "http_server.h"
 #include "image_catalog.h"
+#include "image_service.h"
 #include "inventory.h"
 #include "netboot_api.h"
 #include "netinfo.h"
@@ -72,6 +73,7 @@ struct Daemon::Impl {
   std::unique_ptr<KernelArgsCache> kernel_args;
   std::unique_ptr<BootService> boot;
   std::unique_ptr<PhoneHome> phonehome;
+  std::unique_ptr<ImageService> image_service;
   std::unique_ptr<NetbootContext> netboot;
   std::unique_ptr<Router> router;
   std::unique_ptr<HttpServer> server;
@@ -85,6 +87,7 @@ Daemon::~Daemon() {
   // Stop dnsmasq and the server before the objects their threads use go away.
   impl_->dnsmasq.reset();
   impl_->server.reset();
+  impl_->image_service.reset();  // stops a running build
   spdlog::info("provisiond stopped");
 }
 
@@ -182,8 +185,14 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   power.interface = config.interface;
   power.ipmi_credentials_file = config.ipmi_credentials_file;
   power.command = config.power_command;
+  ImageBuildOptions build;
+  build.initrd_builder = config.images_dir + "/initramfs/build-initrd.sh";
+  build.agent_dir = config.images_dir + "/agent";
+  build.tools_dir = config.tools_dir;
+  impl->image_service =
+      std::make_unique<ImageService>(*impl->inventory, *impl->images, config.images_dir, build);
   impl->netboot.reset(new NetbootContext{*impl->inventory, *impl->images, *impl->boot,
-                                         *impl->phonehome, power, config,
+                                         *impl->phonehome, *impl->image_service, power, config,
                                          impl->iface ? impl->iface->address : ""});
   AddNetbootApiRoutes(*impl->router, *impl->netboot);
 

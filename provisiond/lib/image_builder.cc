@@ -95,10 +95,14 @@ Result<std::string> HashTree(const std::string& root) {
 namespace {
 
 Status Run(const ProcessSpec& spec, int timeout_s, const BuildProgress& progress,
-           const std::string& what) {
-  auto r = RunProcess(spec, timeout_s * 1000, [&](const std::string& line) {
-    if (progress) progress(what + ": " + line);
-  });
+           const std::string& what, const std::atomic<bool>* cancel) {
+  auto r = RunProcess(
+      spec, timeout_s * 1000,
+      [&](const std::string& line) {
+        if (progress) progress(what + ": " + line);
+      },
+      cancel);
+  if (r.ok() && cancel && *cancel) return Status::Error(Code::kUnavailable, what + " was stopped");
   if (!r.ok()) return r.status();
   if (r->timed_out)
     return Status::Error(Code::kUnavailable,
@@ -178,7 +182,7 @@ Result<ImageVersion> BuildImage(const ImageManifest& m, ImageCatalog& catalog,
   // The kernel's postinst would build an initramfs-tools initrd we never use.
   debootstrap.env = {"INITRD=No"};
   say("mmdebstrap " + m.suite + " with " + std::to_string(m.packages.size() + 1) + " package(s)");
-  s = Run(debootstrap, opt.timeout_s, progress, "mmdebstrap");
+  s = Run(debootstrap, opt.timeout_s, progress, "mmdebstrap", opt.cancel);
   if (!s.ok()) return s;
 
   say("adding files and the phone-home agent");
@@ -226,7 +230,7 @@ Result<ImageVersion> BuildImage(const ImageManifest& m, ImageCatalog& catalog,
   ProcessSpec initrd;
   initrd.argv = {"/bin/bash", opt.initrd_builder, root, work + "/initrd.img"};
   initrd.env = {"PROVISION_MOUNT=" + opt.tools_dir + "/provision-mount"};
-  s = Run(initrd, 600, progress, "initrd");
+  s = Run(initrd, 600, progress, "initrd", opt.cancel);
   if (!s.ok()) return s;
 
   say("hashing the root tree");

@@ -6,6 +6,7 @@
 // same version.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 
@@ -22,6 +23,7 @@ struct ImageBuildOptions {
   std::string tools_dir;       // provision-facts and provision-mount binaries
   int timeout_s = 3600;
   int mirror_check_timeout_s = 15;
+  const std::atomic<bool>* cancel = nullptr;  // stops the build when it becomes true
 };
 
 // Progress lines ("mmdebstrap: I: downloading packages...").

@@ -126,6 +126,23 @@ std::vector<ImageVersion> ImageCatalog::List() {
   return out;
 }
 
+Status ImageCatalog::Remove(const ImageVersion& v) {
+  {
+    std::lock_guard lock(mu_);
+    cache_.erase(v.ref());
+  }
+  // Renamed first, so the version disappears at once and never half-deleted.
+  const std::string doomed = v.dir + ".deleting." + RandomHex(4);
+  std::error_code ec;
+  fs::rename(v.dir, doomed, ec);
+  if (ec) return Status::Internal("cannot remove " + v.dir + ": " + ec.message());
+  fs::remove_all(doomed, ec);
+  auto current = ReadFile(store_dir_ + "/" + v.name + "/current");
+  if (current.ok() && current->rfind(v.version, 0) == 0)
+    fs::remove(store_dir_ + "/" + v.name + "/current", ec);
+  return Status::Ok();
+}
+
 Result<ImageVersion> ImageCatalog::Import(const std::string& name, const std::string& kernel_path,
                                           const std::string& initrd_path) {
   Status s = ValidateImageName(name);

@@ -44,6 +44,9 @@ class ImageCatalog {
   Result<ImageVersion> Import(const std::string& name, const std::string& kernel_path,
                               const std::string& initrd_path);
 
+  // Deletes one version (and `current` if it pointed there).
+  Status Remove(const ImageVersion& version);
+
   const std::string& store_dir() const { return store_dir_; }
 
  private:

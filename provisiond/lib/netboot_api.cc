@@ -1,5 +1,8 @@
 #include "netboot_api.h"
 
+#include <algorithm>
+
+#include "file_util.h"
 #include "preflight.h"
 #include "timeline.h"
 
@@ -154,6 +157,30 @@ void AddNetbootApiRoutes(Router& router, NetbootContext& ctx) {
       list.push_back(j);
     }
     return HttpResponse::Json(200, {{"images", list}});
+  });
+  router.Add("POST", v1 + "/images/{name}/build", Access::kWrite, [&ctx](const HttpRequest& r) {
+    Status s = ctx.image_service.StartBuild(r.Param("name"), r.who);
+    if (!s.ok()) return HttpResponse::FromStatus(s);
+    return HttpResponse::Json(
+        202,
+        {{"image", r.Param("name")},
+         {"building", true},
+         {"progress", "GET /api/v1/events (kinds image-build, image-built, image-build-failed)"}});
+  });
+  router.Add("GET", v1 + "/images/{ref}", Access::kRead, [&ctx](const HttpRequest& r) {
+    auto v = ctx.images.Resolve(r.Param("ref"));
+    if (!v.ok()) return HttpResponse::FromStatus(v.status());
+    json j = ImageJson(*v);
+    auto meta = ReadFile(v->dir + "/image.json");
+    if (meta.ok()) j["build"] = json::parse(*meta, nullptr, false);
+    auto running = ctx.image_service.Running();
+    j["building"] = std::find(running.begin(), running.end(), v->name) != running.end();
+    return HttpResponse::Json(200, j);
+  });
+  router.Add("DELETE", v1 + "/images/{ref}", Access::kWrite, [&ctx](const HttpRequest& r) {
+    Status s = ctx.image_service.Remove(r.Param("ref"), r.who);
+    if (!s.ok()) return HttpResponse::FromStatus(s);
+    return HttpResponse::Json(200, {{"removed", r.Param("ref")}});
   });
   router.Add("POST", v1 + "/images/{name}/import", Access::kWrite,
              [&ctx](const HttpRequest& r) { return Import(ctx, r); });

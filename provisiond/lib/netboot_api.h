@@ -5,6 +5,7 @@
 #include "config.h"
 #include "http.h"
 #include "image_catalog.h"
+#include "image_service.h"
 #include "inventory.h"
 #include "phonehome.h"
 #include "power.h"
@@ -16,6 +17,7 @@ struct NetbootContext {
   ImageCatalog& images;
   BootService& boot;
   PhoneHome& phonehome;
+  ImageService& image_service;
   PowerSettings power;
   Config config;
   std::string own_address;  // our address on the cluster interface

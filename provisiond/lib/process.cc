@@ -75,7 +75,8 @@ std::string DescribeCommand(const ProcessSpec& spec) {
 }
 
 Result<ProcessResult> RunProcess(const ProcessSpec& spec, int timeout_ms,
-                                 const std::function<void(const std::string&)>& on_line) {
+                                 const std::function<void(const std::string&)>& on_line,
+                                 const std::atomic<bool>* cancel) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0)
     return Status::Internal("pipe: " + std::string(strerror(errno)));
@@ -94,6 +95,7 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, int timeout_ms,
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                     deadline - std::chrono::steady_clock::now())
                     .count();
+    if (cancel && *cancel && killed_stage == 0) left = 0;
     if (left <= 0) {
       result.timed_out = true;
       kill(*pid, killed_stage == 0 ? SIGTERM : SIGKILL);
@@ -103,7 +105,7 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, int timeout_ms,
       continue;
     }
     pollfd p{pipe_fds[0], POLLIN, 0};
-    int n = poll(&p, 1, static_cast<int>(std::min<long>(left, 1000)));
+    int n = poll(&p, 1, static_cast<int>(std::min<long>(left, 200)));
     if (n <= 0) continue;
     char buf[8192];
     ssize_t got = read(pipe_fds[0], buf, sizeof buf);

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -33,8 +34,10 @@ struct ProcessResult {
 
 // Runs to completion (or `timeout_ms`, then SIGTERM, then SIGKILL). `on_line`,
 // when given, sees each line of output as it arrives (progress of long jobs).
+// When `*cancel` becomes true the program is stopped as on a timeout.
 Result<ProcessResult> RunProcess(const ProcessSpec& spec, int timeout_ms,
-                                 const std::function<void(const std::string&)>& on_line = {});
+                                 const std::function<void(const std::string&)>& on_line = {},
+                                 const std::atomic<bool>* cancel = nullptr);
 
 // A long-running child that this object owns: Stop() (or the destructor)
 // sends SIGTERM, waits up to `grace_ms`, then SIGKILL. Not copyable.
