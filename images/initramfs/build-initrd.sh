@@ -77,8 +77,8 @@ STAGE="$TMP/root"
 is_static() {
   if command -v file >/dev/null; then
     LC_ALL=C file -L "$1" | grep -qE 'statically linked|static-pie linked'
-  else
-    ! grep -q 'ld-linux' "$1"
+  elif grep -q 'ld-linux' "$1"; then
+    return 1
   fi
 }
 PM="${PROVISION_MOUNT:-}"
@@ -166,8 +166,8 @@ install -m 0755 "$BUSYBOX" "$STAGE/bin/busybox"
 # Links for every applet, where busybox itself would install them (no PATH surprises: the kernel
 # calls /sbin/modprobe for request_module, switch_root needs /bin/sh only for us).
 while read -r applet; do
-  [ -n "$applet" ] && [ "$applet" != bin/busybox ] || continue
-  [ -e "$STAGE/$applet" ] || [ -L "$STAGE/$applet" ] && continue
+  case "$applet" in "" | bin/busybox) continue ;; esac
+  if [ -e "$STAGE/$applet" ] || [ -L "$STAGE/$applet" ]; then continue; fi
   ln -s /bin/busybox "$STAGE/$applet"
 done < <("$BUSYBOX" --list-full | LC_ALL=C sort)
 [ -L "$STAGE/bin/sh" ] || ln -s busybox "$STAGE/bin/sh"

@@ -25,12 +25,6 @@ const std::pair<const char*, const char*> kTftpFiles[] = {
     {"undionly.kpxe", "undionly.0"},    {"ipxe.efi", "ipxe.0"},
 };
 
-void AppendEvent(Store& store, const std::string& kind, const std::string& detail) {
-  EventRecord e{0, 0, 0, "", kind, detail, "dnsmasq"};
-  Status s = store.AppendEvent(e);
-  if (!s.ok()) spdlog::warn("event not recorded: {}", s.message());
-}
-
 std::string_view Word(std::string_view s, size_t& pos) {
   while (pos < s.size() && s[pos] == ' ') ++pos;
   size_t start = pos;
@@ -172,45 +166,21 @@ Result<std::unique_ptr<DnsmasqService>> DnsmasqService::Start(const DnsmasqSetti
   // Only what dnsmasq logs from now on is news.
   struct stat st {};
   if (stat(svc->log_path_.c_str(), &st) == 0) svc->log_offset_ = static_cast<uint64_t>(st.st_size);
-  {
-    std::lock_guard lock(svc->mu_);
-    s = svc->Launch();
-  }
-  if (!s.ok()) return s;
-  svc->thread_ = std::thread([p = svc.get()] { p->Supervise(); });
+  ProcessSpec spec;
+  spec.argv = {settings.program, "--keep-in-foreground", "--conf-file=" + svc->config_path_};
+  spec.output_file = settings.run_dir + "/dnsmasq.stderr";
+  // Often enough that a DHCP stage is recorded before the script request
+  // that follows it a few milliseconds later.
+  auto process = SupervisedProcess::Start("dnsmasq", spec,
+                                          "on " + settings.iface.name + ", " + settings.mode + " DHCP",
+                                          store, 50, [p = svc.get()] { p->Tick(); });
+  if (!process.ok()) return process.status();
+  svc->process_ = std::move(*process);
   return svc;
 }
 
-DnsmasqService::~DnsmasqService() {
-  stop_ = true;
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-  std::lock_guard lock(mu_);
-  if (child_.running()) {
-    child_.Stop(5000);
-    AppendEvent(store_, "dnsmasq", "stopped with provisiond");
-  }
-}
 
-pid_t DnsmasqService::pid() const {
-  std::lock_guard lock(mu_);
-  return child_.pid();
-}
 
-Status DnsmasqService::Launch() {
-  ProcessSpec spec;
-  spec.argv = {settings_.program, "--keep-in-foreground", "--conf-file=" + config_path_};
-  spec.output_file = settings_.run_dir + "/dnsmasq.stderr";
-  auto child = ChildProcess::Start(spec);
-  if (!child.ok()) return child.status();
-  child_ = std::move(*child);
-  spdlog::info("dnsmasq started (pid {}) on {} in {} mode", child_.pid(), settings_.iface.name,
-               settings_.mode);
-  AppendEvent(store_, "dnsmasq",
-              "started (pid " + std::to_string(child_.pid()) + ") on " + settings_.iface.name +
-                  ", " + settings_.mode + " DHCP");
-  return Status::Ok();
-}
 
 Status DnsmasqService::AssignAddresses() {
   if (settings_.mode != "full") return Status::Ok();
@@ -243,6 +213,7 @@ Status DnsmasqService::AssignAddresses() {
 }
 
 Status DnsmasqService::SyncReservations() {
+  std::lock_guard lock(sync_mu_);
   int64_t last = store_.LastEventId();
   if (last == synced_event_) return Status::Ok();
   Status s = AssignAddresses();
@@ -253,9 +224,14 @@ Status DnsmasqService::SyncReservations() {
   s = WriteFileAtomic(hosts_path_, hosts, 0644);
   if (!s.ok()) return s;
   hosts_content_ = hosts;
-  std::lock_guard lock(mu_);
-  if (child_.running()) child_.Signal(SIGHUP);  // dnsmasq re-reads dhcp-hostsfile
+  if (process_) process_->Signal(SIGHUP);  // dnsmasq re-reads dhcp-hostsfile
   return Status::Ok();
+}
+
+void DnsmasqService::Tick() {
+  ReadLog();
+  Status s = SyncReservations();
+  if (!s.ok()) spdlog::warn("reservations not written: {}", s.message());
 }
 
 void DnsmasqService::ReadLog() {
@@ -281,40 +257,5 @@ void DnsmasqService::ReadLog() {
   if (log_partial_.size() > 65536) log_partial_.clear();  // a runaway line
 }
 
-void DnsmasqService::Supervise() {
-  int backoff_ms = 500;
-  auto next_start = std::chrono::steady_clock::now();
-  while (!stop_) {
-    {
-      std::unique_lock lock(mu_);
-      // Often enough that a DHCP stage is recorded before the script request
-      // that follows it a few milliseconds later.
-      wake_.wait_for(lock, std::chrono::milliseconds(50), [&] { return stop_.load(); });
-      if (stop_) break;
-      int status = 0;
-      if (child_.Reap(status)) {
-        std::string how = WIFEXITED(status)
-                              ? "exited with status " + std::to_string(WEXITSTATUS(status))
-                              : "was killed by signal " + std::to_string(WTERMSIG(status));
-        spdlog::warn("dnsmasq {}; restarting in {} ms", how, backoff_ms);
-        AppendEvent(store_, "dnsmasq", how + "; restarting");
-        next_start = std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms);
-        backoff_ms = std::min(backoff_ms * 2, 30000);
-      }
-      if (!child_.running() && std::chrono::steady_clock::now() >= next_start) {
-        Status s = Launch();
-        if (s.ok()) {
-          restarts_++;
-        } else {
-          spdlog::error("cannot restart dnsmasq: {}", s.message());
-          next_start = std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms);
-        }
-      }
-    }
-    ReadLog();
-    Status s = SyncReservations();
-    if (!s.ok()) spdlog::warn("reservations not written: {}", s.message());
-  }
-}
 
 }  // namespace prov

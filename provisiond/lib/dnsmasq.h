@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "netinfo.h"
-#include "process.h"
 #include "store.h"
+#include "supervisor.h"
 
 namespace prov {
 
@@ -65,19 +65,18 @@ class DnsmasqService {
   // starts dnsmasq and the thread that supervises it.
   static Result<std::unique_ptr<DnsmasqService>> Start(const DnsmasqSettings& settings,
                                                        Store& store, Observer observer);
-  ~DnsmasqService();
+  ~DnsmasqService() { process_.reset(); }  // the thread goes before what it uses
 
-  pid_t pid() const;
-  int restarts() const { return restarts_; }
+  pid_t pid() const { return process_ ? process_->pid() : -1; }
+  int restarts() const { return process_ ? process_->restarts() : 0; }
   // Rewrites the hosts file now if the inventory changed (also done by the
-  // supervising thread within a second of any change).
+  // supervising thread within a tick of any change).
   Status SyncReservations();
 
  private:
   DnsmasqService(const DnsmasqSettings& s, Store& store, Observer o)
       : settings_(s), store_(store), observer_(std::move(o)) {}
-  Status Launch();
-  void Supervise();
+  void Tick();
   void ReadLog();
   Status AssignAddresses();
 
@@ -86,16 +85,13 @@ class DnsmasqService {
   Observer observer_;
   std::string config_path_, hosts_path_, lease_path_, log_path_, tftp_root_;
 
-  mutable std::mutex mu_;
-  ChildProcess child_;  // guarded by mu_
+  // Used by Start and then only by the supervising thread (Tick).
+  std::mutex sync_mu_;
   std::string hosts_content_;
   int64_t synced_event_ = -1;
   uint64_t log_offset_ = 0;
   std::string log_partial_;
-  std::atomic<int> restarts_{0};
-  std::atomic<bool> stop_{false};
-  std::condition_variable wake_;
-  std::thread thread_;
+  std::unique_ptr<SupervisedProcess> process_;  // last member: stopped first
 };
 
 }  // namespace prov

@@ -1,6 +1,8 @@
 #include "process.h"
 
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -27,11 +29,44 @@ std::vector<char*> MakeEnv(const std::vector<std::string>& extra, std::vector<st
   return out;
 }
 
+// fork + exec for a child in a private mount namespace with its own /run.
+// Everything is prepared before fork; the child only makes system calls.
+Result<pid_t> SpawnPrivateRun(const ProcessSpec& spec, int out_fd) {
+  std::vector<std::string> argv_store(spec.argv), env_store;
+  std::vector<char*> argv;
+  for (auto& a : argv_store) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  auto envp = MakeEnv(spec.env, env_store);
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(devnull);
+    return Status::Internal("fork: " + std::string(strerror(errno)));
+  }
+  if (pid == 0) {
+    dup2(devnull, 0);
+    dup2(out_fd, 1);
+    dup2(out_fd, 2);
+    sigset_t empty;
+    sigemptyset(&empty);
+    sigprocmask(SIG_SETMASK, &empty, nullptr);
+    for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0)
+      _exit(126);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  close(devnull);
+  return pid;
+}
+
 // Spawns with stdin from /dev/null and stdout+stderr to `out_fd`.
 Result<pid_t> Spawn(const ProcessSpec& spec, int out_fd) {
   if (spec.argv.empty() || spec.argv[0].empty() || spec.argv[0][0] != '/')
     return Status::Invalid("a program must be given by its full path: '" +
                            (spec.argv.empty() ? "" : spec.argv[0]) + "'");
+  if (spec.private_run) return SpawnPrivateRun(spec, out_fd);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);

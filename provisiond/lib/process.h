@@ -20,6 +20,10 @@ struct ProcessSpec {
   std::string output_file;        // stdout+stderr go here (appended); empty: /dev/null
   // argv entries whose values must never be logged (passwords): their index.
   std::vector<size_t> secret_args;
+  // Run in a private mount namespace with its own empty /run (a tmpfs): for
+  // daemons (the NFS server) that would otherwise talk to the host's services
+  // through sockets under /run.
+  bool private_run = false;
 };
 
 // "prog arg1 ***" for logs and events.

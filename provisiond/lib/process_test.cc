@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <unistd.h>
 
 namespace prov {
 namespace {
@@ -37,6 +38,17 @@ TEST_CASE("process: relative programs are refused, missing ones fail clearly") {
   auto r = RunProcess(Cmd({"/nonexistent/prog"}), 1000);
   CHECK_FALSE(r.ok());
   CHECK(r.status().message().find("cannot start /nonexistent/prog") != std::string::npos);
+}
+
+TEST_CASE("process: a private /run is empty and does not leak to the host") {
+  if (geteuid() != 0) return;  // needs CAP_SYS_ADMIN
+  ProcessSpec spec = Cmd({"/bin/sh", "-c", "ls -A /run | wc -l; touch /run/provision-private-test"});
+  spec.private_run = true;
+  auto r = RunProcess(spec, 5000);
+  REQUIRE(r.ok());
+  CHECK(r->exit_code == 0);
+  CHECK(r->output == "0\n");
+  CHECK(access("/run/provision-private-test", F_OK) != 0);
 }
 
 TEST_CASE("process: a timeout stops the program") {

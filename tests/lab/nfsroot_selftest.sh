@@ -79,6 +79,7 @@ done
 # ---------------------------------------------------------------- the root (cached)
 # mirror lines from apt's own configuration: deb URI SUITE COMPONENT for SUITE, -updates, -security
 mirror_lines() {
+  # shellcheck disable=SC2016 # apt's $(FIELD) format, not shell
   apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT) $(ARCHITECTURE)' 'Identifier: Packages' |
     awk -v s="$SUITE" '($2 == s || $2 == s "-updates" || $2 == s "-security") && $4 == "amd64" {
       sub(/\/$/, "", $1); print "deb " $1 " " $2 " " $3 }' | LC_ALL=C sort -u
@@ -140,7 +141,7 @@ else
 fi
 # Shared lock from here on: another run may boot from the same root, none may rebuild it.
 flock -s 9
-KVER="$(basename "$(ls -d "$ROOTFS"/lib/modules/*/ | sort -V | tail -n 1)")"
+KVER="$(find "$ROOTFS/lib/modules" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort -V | tail -n 1)"
 VMLINUZ="$ROOTFS/boot/vmlinuz-$KVER"
 [ -s "$VMLINUZ" ] || fail "no $VMLINUZ in the root"
 ROOT_SIZE="$(du -sh "$ROOTFS" | cut -f1)"
@@ -184,6 +185,7 @@ if [ "$VERS" = 3 ]; then
   # tmpfs) and network namespace: the host's rpcbind, if any, is never touched.
   sed -i -e 's/^\tProtocols = 4;/\tProtocols = 3, 4;/' "$LAB_DIR/ganesha/ganesha.conf"
   command -v rpcbind >/dev/null || fail "NFSROOT_VERS=3 needs rpcbind (package rpcbind)"
+  # shellcheck disable=SC2016 # expanded by the sh that starts ganesha
   RPCBIND_START='{ rpcbind -f -w & } && i=0 && while [ ! -S /run/rpcbind.sock ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done &&'
 fi
 G="$LAB_DIR/ganesha"
@@ -238,6 +240,7 @@ make_node "$N2" "$MAC2" "$IP2"
 make_node "$N3" "$MAC3" "$IP3"
 make_node "$N4" "$MAC4" "$IP4" "$PSEUDO/$LATE" no-overlay
 # Every iPXE client chains to its own script, as with provisiond.
+# shellcheck disable=SC2016 # an iPXE variable
 printf '#!ipxe\nchain http://%s:8080/boot/${net0/mac:hexhyp}.ipxe\n' "$LAB_ADDR" >"$WWW/boot.ipxe"
 chmod -R a+rX "$WWW"
 
@@ -353,6 +356,7 @@ diag="$(node_ssh "$IP1" 'state=$(timeout 120 systemctl is-system-running --wait 
   echo "upper layer: $(df -h /run/provision/rw | awk "NR==2 {print \$3\" used of \"\$2}"), memory used: $(free -m | awk "/^Mem:/ {print \$3}") MiB"')" ||
   true
 while read -r line; do say "$N1: $line"; done <<<"$diag"
+lab_wait_serial "$N1" "$N1 login:" 60 || fail "no login prompt on $N1's serial console"
 [ ! -e "$ROOTFS/written-on-node" ] || fail "/written-on-node reached the export on the host"
 say "1. ok: / is overlay on nfs (vers=$VERS, ro), overlay.tar applied, write stayed on the node"
 
@@ -407,13 +411,24 @@ if [ "${NFSROOT_SKIP_FAILURE_TEST:-0}" != 1 ]; then
   ln -s "$ROOT_NAME" "$EXPORT/$LATE"
   lab_wait_serial "$N4" 'provision: overlay-tar: giving up after' 90 ||
     fail "$N4 did not recover the mount, or did not give up on the missing overlay.tar"
-  n_reports="$(grep -c "url:/api/v1/nodes/$MAC4/report" "$LAB_DIR/httpd.log")" || true
+  # The report follows the console line: wait (bounded) for it.
+  for _ in $(seq 100); do
+    n_reports="$(grep -c "url:/api/v1/nodes/$MAC4/report" "$LAB_DIR/httpd.log")" || true
+    [ "${n_reports:-0}" -ge 3 ] && break
+    sleep 0.2
+  done
   [ "${n_reports:-0}" -ge 3 ] || fail "expected 3 reports from $N4 (2 mount, 1 overlay-tar), saw ${n_reports:-0}"
-  boot_wait "no overlay, late export" "$N4"
+  deadline=$((${EPOCHREALTIME//[!0-9]/} + SSH_TIMEOUT * 1000000))
+  until [ "$(ssh_banner "$IP4")" = SSH-2.0 ]; do
+    lab_vm_running "$N4" || fail "$N4's VM exited"
+    [ "${EPOCHREALTIME//[!0-9]/}" -lt "$deadline" ] || { _lab_serial_tail "$N4"; fail "$N4: no sshd"; }
+    sleep 0.5
+  done
+  t_sshd="$(lab_vm_elapsed "$N4")"
   # No /etc/hostname in the image, none from an overlay: the kernel's, set by the initramfs, stays.
   lab_wait_serial "$N4" "$N4 login:" 120 || fail "$N4 has no login prompt with its own hostname"
   say "4. ok: errors printed and reported, mount retried until the export appeared, booted without the overlay"
-  RESULTS+=("$(printf '%-28s %-10s %s' "failure path" "$N4" "first mount error ${t_err}s after VM start, ${n_reports} reports")")
+  RESULTS+=("$(printf '%-28s %-10s %s' "failure path" "$N4" "first mount error ${t_err}s, sshd ${t_sshd}s after VM start, ${n_reports} reports")")
   lab_vm_stop "$N4" || true
 fi
 
