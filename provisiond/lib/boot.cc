@@ -145,6 +145,13 @@ HttpResponse BootService::NodeScript(const std::string& mac_text, const std::str
           node->image_version.empty()
               ? Result<ImageVersion>(Status::NotFound("it has no profile (and so no image)"))
               : images_.Resolve(node->image_version);
+      if (image.ok() && settings_.verify_image) {
+        Status verified = settings_.verify_image(*image);
+        if (!verified.ok())
+          image = Status::Error(
+              Code::kUnavailable,
+              "the root of " + image->ref() + " cannot be read over NFS: " + verified.message());
+      }
       if (!image.ok()) {
         v["reason"] = image.status().message();
         EventRecord e{

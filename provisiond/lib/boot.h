@@ -29,6 +29,9 @@ struct BootSettings {
   // Arguments that tell the node's initrd where its root is (images over
   // NFS); empty for images without a root.
   std::function<std::string(const ImageVersion& image)> root_args;
+  // Checks that the image's root can be read over NFS before a node is
+  // pointed at it; an error keeps the node waiting with that reason.
+  std::function<Status(const ImageVersion& image)> verify_image;
   // The node's overlay archive (GET /boot/<mac>/overlay.tar?token=...).
   std::function<Result<std::string>(const std::string& mac, const std::string& token,
                                     const std::string& remote)>

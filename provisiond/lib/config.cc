@@ -177,6 +177,17 @@ const std::vector<Setting>& Table() {
         "Where provision-facts and provision-mount are: static programs that image builds copy "
         "into every image and initrd."},
        PathSetting(&Config::tools_dir)},
+      {{"nfs.server", "ganesha|none", "ganesha",
+        "How image roots are exported to the nodes (with an interface): nfs-ganesha, run and "
+        "supervised by provisiond; none: images without a root only (kernel and initrd)."},
+       [](const std::string& v, const std::string&, Config& c) {
+         if (v != "ganesha" && v != "none")
+           return Status::Invalid("expected ganesha or none, found '" + v + "'");
+         c.nfs_server = v;
+         return Status::Ok();
+       }},
+      {{"nfs.ganesha", "path", "/usr/bin/ganesha.nfsd", "The nfs-ganesha program."},
+       PathSetting(&Config::ganesha_path)},
   };
   return table;
 }

@@ -46,6 +46,8 @@ struct Config {
   std::string ipmi_credentials_file;
   std::string power_command;  // program for the "command" power driver
   std::string tools_dir;      // provision-facts, provision-mount (static, copied into images)
+  std::string nfs_server;     // "ganesha" or "none"
+  std::string ganesha_path;
 
   std::string database_path() const { return data_dir + "/provisiond.db"; }
   std::string effective_tokens_file() const {

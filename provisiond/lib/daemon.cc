@@ -18,6 +18,7 @@
 #include "inventory.h"
 #include "netboot_api.h"
 #include "netinfo.h"
+#include "nfs.h"
 #include "phonehome.h"
 #include "preflight.h"
 #include "profile.h"
@@ -78,6 +79,7 @@ struct Daemon::Impl {
   std::unique_ptr<Router> router;
   std::unique_ptr<HttpServer> server;
   std::unique_ptr<DnsmasqService> dnsmasq;
+  std::unique_ptr<NfsService> nfs;
   std::optional<InterfaceAddress> iface;
   std::string url;
 };
@@ -87,6 +89,7 @@ Daemon::~Daemon() {
   // Stop dnsmasq and the server before the objects their threads use go away.
   impl_->dnsmasq.reset();
   impl_->server.reset();
+  impl_->nfs.reset();
   impl_->image_service.reset();  // stops a running build
   spdlog::info("provisiond stopped");
 }
@@ -154,6 +157,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   Impl* raw = impl.get();
   impl->phonehome = std::make_unique<PhoneHome>(*impl->inventory, control_key->public_key,
                                                 [raw] { return raw->boot->boot_url(); });
+  boot.root_args = [raw](const ImageVersion& image) {
+    return raw->nfs ? raw->nfs->RootArgs(image) : std::string();
+  };
+  boot.verify_image = [raw](const ImageVersion& image) {
+    return raw->nfs ? raw->nfs->Verify(image) : Status::Ok();
+  };
   boot.render_overlay = [raw](const std::string& mac, const std::string& token,
                               const std::string& remote) {
     return raw->phonehome->Overlay(mac, token, remote);
@@ -192,8 +201,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   impl->image_service =
       std::make_unique<ImageService>(*impl->inventory, *impl->images, config.images_dir, build);
   impl->netboot.reset(new NetbootContext{*impl->inventory, *impl->images, *impl->boot,
-                                         *impl->phonehome, *impl->image_service, power, config,
-                                         impl->iface ? impl->iface->address : ""});
+                                         *impl->phonehome, *impl->image_service, nullptr, power,
+                                         config, impl->iface ? impl->iface->address : ""});
   AddNetbootApiRoutes(*impl->router, *impl->netboot);
 
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(impl)));
@@ -247,6 +256,19 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
       for (const auto& n : store->ListNodes())
         if (n.ip == o.ip) boot->RecordStage(n.mac, "ipxe-binary", o.file);
     };
+    if (config.nfs_server == "ganesha") {
+      NfsSettings nfs;
+      nfs.ganesha = config.ganesha_path;
+      nfs.template_path = config.images_dir + "/nfs/ganesha.conf.in";
+      nfs.listen_address = d.iface->address;
+      nfs.clients = d.iface->network() + "/" + std::to_string(d.iface->prefix);
+      nfs.export_path = config.effective_image_store();
+      nfs.run_dir = config.data_dir + "/nfs";
+      auto service = NfsService::Start(nfs, *d.store, *d.images);
+      if (!service.ok()) return service.status();
+      d.nfs = std::move(*service);
+      d.netboot->nfs = d.nfs.get();
+    }
     auto dnsmasq = DnsmasqService::Start(dns, *d.store, observer);
     if (!dnsmasq.ok()) return dnsmasq.status();
     d.dnsmasq = std::move(*dnsmasq);

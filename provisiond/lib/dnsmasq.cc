@@ -171,16 +171,13 @@ Result<std::unique_ptr<DnsmasqService>> DnsmasqService::Start(const DnsmasqSetti
   spec.output_file = settings.run_dir + "/dnsmasq.stderr";
   // Often enough that a DHCP stage is recorded before the script request
   // that follows it a few milliseconds later.
-  auto process = SupervisedProcess::Start("dnsmasq", spec,
-                                          "on " + settings.iface.name + ", " + settings.mode + " DHCP",
-                                          store, 50, [p = svc.get()] { p->Tick(); });
+  auto process = SupervisedProcess::Start(
+      "dnsmasq", spec, "on " + settings.iface.name + ", " + settings.mode + " DHCP", store, 50,
+      [p = svc.get()] { p->Tick(); });
   if (!process.ok()) return process.status();
   svc->process_ = std::move(*process);
   return svc;
 }
-
-
-
 
 Status DnsmasqService::AssignAddresses() {
   if (settings_.mode != "full") return Status::Ok();
@@ -256,6 +253,5 @@ void DnsmasqService::ReadLog() {
   log_partial_.erase(0, start);
   if (log_partial_.size() > 65536) log_partial_.clear();  // a runaway line
 }
-
 
 }  // namespace prov

@@ -202,9 +202,13 @@ Result<ImageVersion> BuildImage(const ImageManifest& m, ImageCatalog& catalog,
   fs::create_symlink("/etc/systemd/system/provision-hello.service",
                      root + "/etc/systemd/system/multi-user.target.wants/provision-hello.service",
                      ec);
-  // The node's identity comes from its overlay at every boot, never from the image.
+  // The node's identity comes from its overlay at every boot, never from the
+  // image (mmdebstrap copies the build host's hostname and resolv.conf in).
   fs::remove(root + "/etc/machine-id", ec);
   WriteInto(root, "/etc/machine-id", "", 0444);
+  fs::remove(root + "/etc/hostname", ec);
+  fs::remove(root + "/etc/resolv.conf", ec);
+  WriteInto(root, "/etc/resolv.conf", "", 0644);
   for (const char* key : {"ssh_host_ed25519_key", "ssh_host_ed25519_key.pub", "ssh_host_rsa_key",
                           "ssh_host_rsa_key.pub", "ssh_host_ecdsa_key", "ssh_host_ecdsa_key.pub"})
     fs::remove(root + "/etc/ssh/" + key, ec);

@@ -177,6 +177,25 @@ void AddNetbootApiRoutes(Router& router, NetbootContext& ctx) {
     j["building"] = std::find(running.begin(), running.end(), v->name) != running.end();
     return HttpResponse::Json(200, j);
   });
+  router.Add("POST", v1 + "/images/{ref}/verify", Access::kWrite, [&ctx](const HttpRequest& r) {
+    auto v = ctx.images.Resolve(r.Param("ref"));
+    if (!v.ok()) return HttpResponse::FromStatus(v.status());
+    json out = {{"image", v->ref()},
+                {"kernel", v->kernel_size > 0},
+                {"initrd", v->initrd_size > 0},
+                {"root", !v->root.empty()}};
+    if (!ctx.nfs || v->root.empty()) {
+      out["nfs"] = v->root.empty() ? "no root to export"
+                                   : "no NFS server (no interface, or nfs.server: none)";
+      out["ok"] = v->kernel_size > 0 && v->initrd_size > 0;
+      return HttpResponse::Json(200, out);
+    }
+    Status s = ctx.nfs->Verify(*v, true);
+    out["nfs"] = s.ok() ? "os-release read back over NFS" : s.message();
+    out["root_args"] = ctx.nfs->RootArgs(*v);
+    out["ok"] = s.ok();
+    return HttpResponse::Json(200, out);
+  });
   router.Add("DELETE", v1 + "/images/{ref}", Access::kWrite, [&ctx](const HttpRequest& r) {
     Status s = ctx.image_service.Remove(r.Param("ref"), r.who);
     if (!s.ok()) return HttpResponse::FromStatus(s);

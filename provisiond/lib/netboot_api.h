@@ -7,6 +7,7 @@
 #include "image_catalog.h"
 #include "image_service.h"
 #include "inventory.h"
+#include "nfs.h"
 #include "phonehome.h"
 #include "power.h"
 
@@ -18,6 +19,7 @@ struct NetbootContext {
   BootService& boot;
   PhoneHome& phonehome;
   ImageService& image_service;
+  NfsService* nfs;  // null without a boot network
   PowerSettings power;
   Config config;
   std::string own_address;  // our address on the cluster interface

@@ -42,7 +42,8 @@ TEST_CASE("process: relative programs are refused, missing ones fail clearly") {
 
 TEST_CASE("process: a private /run is empty and does not leak to the host") {
   if (geteuid() != 0) return;  // needs CAP_SYS_ADMIN
-  ProcessSpec spec = Cmd({"/bin/sh", "-c", "ls -A /run | wc -l; touch /run/provision-private-test"});
+  ProcessSpec spec =
+      Cmd({"/bin/sh", "-c", "ls -A /run | wc -l; touch /run/provision-private-test"});
   spec.private_run = true;
   auto r = RunProcess(spec, 5000);
   REQUIRE(r.ok());

@@ -7,12 +7,13 @@
 
 namespace prov {
 
-Result<std::unique_ptr<SupervisedProcess>> SupervisedProcess::Start(std::string name, ProcessSpec spec,
+Result<std::unique_ptr<SupervisedProcess>> SupervisedProcess::Start(std::string name,
+                                                                    ProcessSpec spec,
                                                                     std::string what, Store& store,
                                                                     int tick_ms,
                                                                     std::function<void()> on_tick) {
-  std::unique_ptr<SupervisedProcess> p(
-      new SupervisedProcess(std::move(name), std::move(spec), std::move(what), store, tick_ms, std::move(on_tick)));
+  std::unique_ptr<SupervisedProcess> p(new SupervisedProcess(
+      std::move(name), std::move(spec), std::move(what), store, tick_ms, std::move(on_tick)));
   {
     std::lock_guard lock(p->mu_);
     Status s = p->Launch();
@@ -68,8 +69,9 @@ void SupervisedProcess::Run() {
       if (stop_) break;
       int status = 0;
       if (child_.Reap(status)) {
-        std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
-                                            : "was killed by signal " + std::to_string(WTERMSIG(status));
+        std::string how = WIFEXITED(status)
+                              ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                              : "was killed by signal " + std::to_string(WTERMSIG(status));
         spdlog::warn("{} {}; restarting in {} ms", name_, how, backoff_ms);
         Event(how + "; restarting");
         next_start = std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms);

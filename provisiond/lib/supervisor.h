@@ -34,8 +34,12 @@ class SupervisedProcess {
  private:
   SupervisedProcess(std::string name, ProcessSpec spec, std::string what, Store& store, int tick_ms,
                     std::function<void()> on_tick)
-      : name_(std::move(name)), spec_(std::move(spec)), what_(std::move(what)), store_(store),
-        tick_ms_(tick_ms), on_tick_(std::move(on_tick)) {}
+      : name_(std::move(name)),
+        spec_(std::move(spec)),
+        what_(std::move(what)),
+        store_(store),
+        tick_ms_(tick_ms),
+        on_tick_(std::move(on_tick)) {}
   Status Launch();  // requires mu_
   void Run();
   void Event(const std::string& detail);
