@@ -48,32 +48,46 @@ Result<std::string> BootService::Render(const std::string& name, TemplateValues 
   return RenderTemplate(templates_.at(name), values, settings_.pxe_dir + "/" + name + ".ipxe.in");
 }
 
-void BootService::RecordStage(const std::string& mac, const std::string& stage,
-                              const std::string& detail, const std::string& ip) {
+Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::string& stage,
+                                            const std::string& detail, const std::string& ip) {
+  constexpr int64_t kRepeatWindowMs = 3000;
+  const std::string key = mac + '\0' + stage;
+  const int64_t now = NowMs();
+  // The hot path (a storm of requests): a node already booting that asks for
+  // the same stage again needs no write.
+  auto found = store_.FindNode(mac);
+  if (found.ok() && found->state == NodeState::kBooting && found->stage == stage) {
+    std::lock_guard lock(recent_mu_);
+    auto it = recent_.find(key);
+    if (it != recent_.end() && now - it->second < kRepeatWindowMs) return found;
+  }
   const std::string text = stage + (detail.empty() ? "" : ": " + detail);
+  NodeRecord result;
   Status s = store_.Transact([&](StoreTx& tx) -> Status {
-    auto found = tx.FindNode(mac);
-    if (!found.ok()) {
+    auto current = tx.FindNode(mac);
+    if (!current.ok()) {
       NodeRecord n;
       n.mac = mac;
       n.ip = ip;
       n.state = NodeState::kDiscovered;
       n.stage = stage;
-      n.last_seen_ms = NowMs();
+      n.last_seen_ms = now;
       auto inserted = tx.InsertNode(n);
       if (!inserted.ok()) return inserted.status();
+      result = *inserted;
       EventRecord e{0, 0, inserted->id, mac, "discovered", "unknown MAC seen at " + text, "boot"};
       return tx.AppendEvent(e);
     }
-    NodeRecord node = *found;
+    NodeRecord node = *current;
     // A DHCP renewal from a running node is not a boot.
     if (stage == "dhcp" && !BootMovesToBooting(node.state) && node.state != NodeState::kBooting &&
         node.state != NodeState::kDiscovered) {
-      node.last_seen_ms = NowMs();
+      node.last_seen_ms = now;
+      result = node;
       return tx.UpdateNode(node);
     }
     node.stage = stage;
-    node.last_seen_ms = NowMs();
+    node.last_seen_ms = now;
     if (node.ip.empty() && !ip.empty()) node.ip = ip;
     if (BootMovesToBooting(node.state) && node.state != NodeState::kBooting &&
         !(stage == "dhcp" && node.state != NodeState::kEnrolled &&
@@ -84,10 +98,15 @@ void BootService::RecordStage(const std::string& mac, const std::string& stage,
       Status u = tx.UpdateNode(node);
       if (!u.ok()) return u;
     }
+    result = node;
     EventRecord e{0, 0, node.id, node.name(), "boot", text, "boot"};
     return tx.AppendEvent(e);
   });
-  (void)s;  // a lost stage event must not fail the boot itself
+  if (!s.ok()) return s;
+  std::lock_guard lock(recent_mu_);
+  if (recent_.size() > 100000) recent_.clear();  // bounded; only an optimization
+  recent_[key] = now;
+  return result;
 }
 
 void BootService::set_boot_url(const std::string& url) {
@@ -123,8 +142,7 @@ std::string BootService::KernelCommandLine(const NodeRecord& node,
 HttpResponse BootService::NodeScript(const std::string& mac_text, const std::string& remote) {
   auto mac = NormalizeMac(mac_text);
   if (!mac.ok()) return HttpResponse::FromStatus(mac.status());
-  RecordStage(*mac, "script", "from " + remote, remote);
-  auto node = store_.FindNode(*mac);
+  auto node = RecordStage(*mac, "script", "from " + remote, remote);
   if (!node.ok()) return HttpResponse::FromStatus(node.status());
   TemplateValues v = {{"mac", *mac},
                       {"mac_hyphen", Hyphen(*mac)},
@@ -161,13 +179,14 @@ HttpResponse BootService::NodeScript(const std::string& mac_text, const std::str
         text = Render("unavailable", v);
         break;
       }
-      std::random_device rd;
       v["profile"] = node->profile_version;
       v["image"] = image->ref();
       v["version"] = image->version;
       v["cmdline"] = KernelCommandLine(*node, *image);
       v["max_tries"] = std::to_string(settings_.max_tries);
-      v["jitter"] = std::to_string(1 + rd() % 5);
+      // Spreads the retries of many nodes; no need for a random device per request.
+      thread_local std::minstd_rand jitter(std::random_device{}());
+      v["jitter"] = std::to_string(1 + jitter() % 5);
       text = Render("node", v);
     }
   }

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include <functional>
 #include <memory>
@@ -47,10 +48,12 @@ class BootService {
   static Result<std::unique_ptr<BootService>> Create(const BootSettings& settings, Store& store,
                                                      ImageCatalog& images);
 
-  // Records that the node with `mac` passed `stage` (detail: what was seen).
-  // Unknown MACs become discovered nodes. Thread-safe.
-  void RecordStage(const std::string& mac, const std::string& stage, const std::string& detail,
-                   const std::string& ip = "");
+  // Records that the node with `mac` passed `stage` (detail: what was seen)
+  // and returns the node as it is now. Unknown MACs become discovered nodes.
+  // The same stage of the same node again within a few seconds (iPXE retries,
+  // a client asking twice) is not written again. Thread-safe.
+  Result<NodeRecord> RecordStage(const std::string& mac, const std::string& stage,
+                                 const std::string& detail, const std::string& ip = "");
 
   HttpResponse StartScript() const;
   HttpResponse NodeScript(const std::string& mac_text, const std::string& remote);
@@ -74,6 +77,8 @@ class BootService {
   Store& store_;
   ImageCatalog& images_;
   std::map<std::string, std::string> templates_;  // name -> text, read once
+  std::mutex recent_mu_;
+  std::unordered_map<std::string, int64_t> recent_;  // mac+stage -> ms; guarded by recent_mu_
 };
 
 // Registers GET /boot/start.ipxe, /boot/{mac}.ipxe, /boot/{mac}/{file}.

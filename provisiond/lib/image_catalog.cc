@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 
 #include "file_util.h"
 #include "store.h"
@@ -16,7 +15,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::regex kName("^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$");
+// Letters, digits, '.', '_', '-', starting with a letter or digit; checked by
+// hand (it runs for every boot request).
+bool IsName(const std::string& s) {
+  if (s.empty() || s.size() > 64 || !isalnum(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return false;
+  return true;
+}
 
 // SHA-256 over several files, streamed.
 Result<std::string> HashFiles(const std::vector<std::string>& paths) {
@@ -51,7 +57,7 @@ Result<std::string> HashFiles(const std::vector<std::string>& paths) {
 }  // namespace
 
 Status ValidateImageName(const std::string& name) {
-  if (!std::regex_match(name, kName))
+  if (!IsName(name))
     return Status::Invalid("image name '" + name + "' must be letters, digits, '.', '_' or '-'");
   return Status::Ok();
 }
@@ -65,8 +71,7 @@ Result<ImageVersion> ImageCatalog::Load(const std::string& name, const std::stri
     auto it = cache_.find(ref);
     if (it != cache_.end()) return it->second;
   }
-  if (!std::regex_match(version, kName))
-    return Status::Invalid("'" + version + "' is not an image version");
+  if (!IsName(version)) return Status::Invalid("'" + version + "' is not an image version");
   ImageVersion v;
   v.name = name;
   v.version = version;
@@ -99,12 +104,29 @@ Result<ImageVersion> ImageCatalog::Resolve(const std::string& ref) {
   if (at != std::string::npos) {
     version = ref.substr(at + 1);
   } else {
-    auto current = ReadFile(store_dir_ + "/" + name + "/current");
-    if (!current.ok())
+    // `current` is replaced by rename: its inode and mtime tell whether the
+    // cached answer still holds, for the price of one stat().
+    const std::string path = store_dir_ + "/" + name + "/current";
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0)
       return Status::NotFound("image '" + name + "' has not been built or imported");
-    version = *current;
-    while (!version.empty() && (version.back() == '\n' || version.back() == ' '))
-      version.pop_back();
+    const std::string stamp = std::to_string(st.st_ino) + ":" + std::to_string(st.st_mtim.tv_sec) +
+                              "." + std::to_string(st.st_mtim.tv_nsec);
+    {
+      std::lock_guard lock(mu_);
+      auto it = current_.find(name);
+      if (it != current_.end() && it->second.first == stamp) version = it->second.second;
+    }
+    if (version.empty()) {
+      auto current = ReadFile(path);
+      if (!current.ok())
+        return Status::NotFound("image '" + name + "' has not been built or imported");
+      version = *current;
+      while (!version.empty() && (version.back() == '\n' || version.back() == ' '))
+        version.pop_back();
+      std::lock_guard lock(mu_);
+      current_[name] = {stamp, version};
+    }
   }
   return Load(name, version);
 }
@@ -130,6 +152,7 @@ Status ImageCatalog::Remove(const ImageVersion& v) {
   {
     std::lock_guard lock(mu_);
     cache_.erase(v.ref());
+    current_.erase(v.name);
   }
   // Renamed first, so the version disappears at once and never half-deleted.
   const std::string doomed = v.dir + ".deleting." + RandomHex(4);

@@ -54,6 +54,8 @@ class ImageCatalog {
   std::string store_dir_;
   std::mutex mu_;
   std::map<std::string, ImageVersion> cache_;  // by ref "name@version"; guarded by mu_
+  // name -> (stat stamp of its `current` file, version); guarded by mu_
+  std::map<std::string, std::pair<std::string, std::string>> current_;
 };
 
 // Image names: letters, digits, '.', '_', '-'; used as directory names.

@@ -40,7 +40,7 @@ BootTimeline ComputeBootTimeline(const NodeRecord& node, const std::vector<Event
   BootTimeline t;
   int last_index = -1;
   for (const auto& e : events) {
-    if (e.kind == "boot-error") {
+    if (e.kind == "boot-error" || e.kind == "refused") {
       t.errors.push_back(e.detail);
       continue;
     }

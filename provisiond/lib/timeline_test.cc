@@ -76,6 +76,16 @@ TEST_CASE("node why: errors and states are explained") {
   CHECK(t.summary ==
         "n0 stopped after 'script': provisiond waits for iPXE to download the kernel; last error: "
         "script: image 'lab' has not been built");
+  t = ComputeBootTimeline(n, Events({{"boot", "dhcp: a"},
+                                     {"boot", "script: a"},
+                                     {"boot", "kernel: a"},
+                                     {"boot", "initrd: a"},
+                                     {"boot", "overlay: 7 files"},
+                                     {"refused", "phone-home from 10.99.0.5 with a wrong token"}}));
+  CHECK(t.last_stage == "overlay");
+  CHECK(t.summary ==
+        "n0 stopped after 'overlay': provisiond waits for the booted system to phone home; last "
+        "error: phone-home from 10.99.0.5 with a wrong token");
   n.state = NodeState::kDiscovered;
   n.hostname = "";
   n.mac = "52:54:00:00:00:01";
