@@ -25,7 +25,8 @@ Environment:
   PROVISIOND_URL    provisiond's base URL (default http://127.0.0.1:8080); --url wins
   PROVISIOND_TOKEN  API token for changes; --token-file wins
 
-Exit status: 0 done, 1 failed (provisiond said no, or cannot be reached), 2 usage error.)";
+Exit status: 0 done, 1 failed (provisiond said no, or cannot be reached), 2 usage error,
+130 stopped following with Ctrl-C (image build; the build goes on).)";
 
 // The words of a verb's path: "node list" -> {"node", "list"}.
 std::vector<std::string> Words(const char* path) {

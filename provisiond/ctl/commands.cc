@@ -28,6 +28,10 @@ const std::string kApi = "/api/v1";
 // files are hashed and copied.
 constexpr long kPowerTimeoutS = 120;
 constexpr long kImportTimeoutS = 600;
+// Verifying reads the image's os-release back over NFS.
+constexpr long kVerifyTimeoutS = 120;
+// Long polls of GET /events wait this long for an event.
+constexpr long kEventWaitS = 25;
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -54,6 +58,9 @@ void PrintJson(Context& ctx, const json& j) {
 
 std::string NodePath(const std::string& node) {
   return kApi + "/nodes/" + UrlEncode(node);
+}
+std::string ImagePath(const std::string& ref) {
+  return kApi + "/images/" + UrlEncode(ref);
 }
 std::string ProfilePath(const std::string& version) {
   return kApi + "/profiles/" + UrlEncode(version);
@@ -423,7 +430,7 @@ int FollowEvents(Context& ctx, const Args& a) {
     if (!found.ok()) return Fail(ctx, found.status());
     node = found->value("mac", a.node);
   }
-  constexpr long kWaitS = 25;
+  constexpr long kWaitS = kEventWaitS;
   const std::string limit = a.limit > 0 ? std::to_string(a.limit) : "";
   InterruptScope interrupt(ctx.client);
   while (!g_interrupted.load()) {
@@ -455,6 +462,159 @@ int RunEvents(Context& ctx, const Args& a) {
   if (static_cast<int64_t>(events.size()) >= page)
     ctx.err << "provisionctl: there may be more: provisionctl events --since "
             << r->value("next", after) << "\n";
+  return kExitOk;
+}
+
+// The image name of a ref: "lab@0123" -> "lab".
+std::string ImageName(const std::string& ref) {
+  return ref.substr(0, ref.find('@'));
+}
+
+// Checks the name part of a ref here, so a typo is a usage error and a '/'
+// never reaches the route.
+int CheckImageRef(Context& ctx, const std::string& ref) {
+  if (Status valid = ValidateImageName(ImageName(ref)); !valid.ok())
+    return UsageError(ctx, valid.message());
+  if (size_t at = ref.find('@'); at != std::string::npos && at + 1 == ref.size())
+    return UsageError(ctx, "'" + ref + "' has no version after '@'");
+  return kExitOk;
+}
+
+// "  " before every line of `text` after the first.
+std::string IndentRest(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', nl + 1))
+    text.insert(nl + 1, "  ");
+  return text;
+}
+
+// Follows the events of the build of `name` after event `after`, printing its
+// progress, until it ends or Ctrl-C.
+int FollowBuild(Context& ctx, const std::string& name, int64_t after) {
+  InterruptScope interrupt(ctx.client);
+  std::optional<int64_t> start;  // the time of the build's first event
+  while (!g_interrupted.load()) {
+    auto r = ctx.client.Get(
+        kApi + "/events" +
+            QueryString({{"after", std::to_string(after)}, {"wait", std::to_string(kEventWaitS)}}),
+        kEventWaitS + 15);
+    if (g_interrupted.load()) break;
+    if (!r.ok())
+      return Fail(ctx, r.status(),
+                  "lost the build of " + name + " (provisionctl image show " + name +
+                      " tells whether it goes on): ");
+    for (const auto& event : r->value("events", json::array())) {
+      auto build = ParseImageBuildEvent(event);
+      if (!build || build->image != name) continue;
+      if (!start) start = build->time_ms;
+      const int64_t elapsed = build->time_ms - *start;
+      if (build->kind == "image-build") {
+        ctx.out << RenderBuildProgress(build->text, elapsed) << std::flush;
+      } else if (build->kind == "image-built") {
+        ctx.out << "built " << build->text << " in " << FormatDuration(elapsed) << "\n";
+        return kExitOk;
+      } else {
+        ctx.err << "provisionctl: image " << name << " was not built: " << IndentRest(build->text)
+                << "\n";
+        return kExitFailed;
+      }
+    }
+    after = r->value("next", after);
+  }
+  ctx.err << (ctx.interactive ? "\n" : "") << "provisionctl: stopped following; the build of "
+          << name << " goes on in provisiond ('provisionctl events --follow' shows it, "
+          << "'provisionctl image show " << name << "' its result)\n";
+  return kExitInterrupted;
+}
+
+int RunImageBuild(Context& ctx, const Args& a) {
+  if (Status valid = ValidateImageName(a.target); !valid.ok())
+    return UsageError(ctx, valid.message());
+  // The cursor from before the build starts, so none of its events is missed.
+  int64_t after = 0;
+  if (!a.no_follow) {
+    auto status = ctx.client.Get(kApi + "/status");
+    if (!status.ok()) return Fail(ctx, status.status());
+    after = status->value("last_event", int64_t{0});
+  }
+  auto r = ctx.client.Post(ImagePath(a.target) + "/build");
+  if (!r.ok()) {
+    int rc = Fail(ctx, r.status());
+    if (r.status().code() == Code::kConflict)
+      ctx.err << "provisionctl: 'provisionctl events --follow' shows its progress\n";
+    return rc;
+  }
+  if (a.no_follow) {
+    ctx.out << "building " << a.target
+            << " in provisiond: 'provisionctl events --follow' shows its progress, "
+               "'provisionctl image show "
+            << a.target << "' its result\n";
+    return kExitOk;
+  }
+  return FollowBuild(ctx, a.target, after);
+}
+
+int RunImageShow(Context& ctx, const Args& a) {
+  if (int rc = CheckImageRef(ctx, a.target); rc != kExitOk) return rc;
+  auto r = ctx.client.Get(ImagePath(a.target));
+  if (!r.ok()) return Fail(ctx, r.status());
+  if (a.json) {
+    PrintJson(ctx, *r);
+    return kExitOk;
+  }
+  // Whether this is the version its name stands for: a bare name is; for
+  // NAME@VERSION, ask what NAME stands for (nothing, after its current
+  // version was removed).
+  json current = *r;
+  if (a.target.find('@') != std::string::npos && !r->contains("current")) {
+    auto named = ctx.client.Get(ImagePath(r->value("name", ImageName(a.target))));
+    if (named.ok())
+      current = *named;
+    else if (named.status().code() == Code::kNotFound)
+      current = nullptr;
+    else
+      return Fail(ctx, named.status());
+  }
+  ctx.out << RenderImage(*r, current);
+  return kExitOk;
+}
+
+int RunImageVerify(Context& ctx, const Args& a) {
+  if (int rc = CheckImageRef(ctx, a.target); rc != kExitOk) return rc;
+  auto r = ctx.client.Call("POST", ImagePath(a.target) + "/verify", nullptr, kVerifyTimeoutS);
+  if (!r.ok()) return Fail(ctx, r.status());
+  if (a.json)
+    PrintJson(ctx, *r);
+  else
+    ctx.out << RenderImageVerify(*r);
+  return ImageVerified(*r) ? kExitOk : kExitFailed;
+}
+
+int RunImageRm(Context& ctx, const Args& a) {
+  if (int rc = CheckImageRef(ctx, a.target); rc != kExitOk) return rc;
+  // Resolved first, so the version removed is the one printed, even when a
+  // build changes what NAME stands for meanwhile.
+  auto image = ctx.client.Get(ImagePath(a.target));
+  if (!image.ok()) return Fail(ctx, image.status());
+  const std::string name = image->value("name", ImageName(a.target));
+  const std::string ref = image->value("ref", a.target);
+  bool was_current = a.target.find('@') == std::string::npos;
+  if (!was_current) {
+    auto named = ctx.client.Get(ImagePath(name));
+    was_current = named.ok() && named->value("version", "") == image->value("version", "");
+  }
+  auto r = ctx.client.Delete(ImagePath(ref));
+  if (!r.ok()) return Fail(ctx, r.status());
+  ctx.out << "removed " << r->value("removed", ref) << "\n";
+  if (was_current) {
+    // What the name stands for now is provisiond's to say.
+    auto now = ctx.client.Get(ImagePath(name));
+    if (now.ok())
+      ctx.out << name << " now stands for " << now->value("ref", name) << "\n";
+    else if (now.status().code() == Code::kNotFound)
+      ctx.out << name << " stands for no version until the next 'provisionctl image build " << name
+              << "' or import\n";
+  }
   return kExitOk;
 }
 
@@ -698,14 +858,67 @@ Examples:
 
       {"image list", "image list [--json]", "List the boot images provisiond can serve",
        R"(Lists every version in provisiond's image store as a table: NAME, VERSION (the
-first 16 hex digits of the hash of its kernel and initrd), the sizes of KERNEL
-and INITRD, ROOT (whether it has a root tree to serve) and CREATED. A profile
-names an image as NAME, the version imported last, or as NAME@VERSION.
+first 16 hex digits of the hash of its content: the root tree of a built image,
+the kernel and initrd of an imported one), CURRENT ("yes" on the version NAME
+stands for: the one built or imported last), the sizes of KERNEL and INITRD,
+ROOT (whether it has a root tree to serve over NFS) and CREATED. A profile
+names an image as NAME, its current version, or as NAME@VERSION.
 
 Examples:
   provisionctl image list
-  provisionctl image list --json | jq -r '.images[].ref')",
+  provisionctl image list --json | jq -r '.images[] | select(.current) | .ref')",
        [](CLI::App& c, Args& a) { AddJson(c, a); }, RunImageList},
+
+      {"image show", "image show REF [--json]", "Show one image version and how it was built",
+       R"(Shows one version of an image, named as NAME (the version NAME stands for) or
+NAME@VERSION: whether it is NAME's current version (and if not, which one is),
+the sizes of its kernel (with the kernel's file name) and initrd, whether it has
+a root tree, its content hash, when it was made, and whether a build of NAME
+runs now. For a built image it shows how it was built, from its image.json: the
+suite and mirror, the packages of the manifest, the files and size of the root
+tree, how long the build took, and the hash of the manifest it was built from;
+an imported image says so instead. --json prints the API's image object.
+
+Examples:
+  provisionctl image show lab
+  provisionctl image show lab@0123456789abcdef
+  provisionctl image show lab --json | jq .build.packages)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("ref", a.target, "The image: NAME or NAME@VERSION")
+             ->type_name("REF")
+             ->required();
+         AddJson(c, a);
+       },
+       RunImageShow},
+
+      {"image build", "image build NAME [--no-follow]",
+       "Build an image from its manifest (images/NAME/image.yaml) and follow the build",
+       R"(Asks provisiond to build the image NAME from its manifest in provisiond's images
+directory (images/NAME/image.yaml: distribution, suite, mirror, packages,
+files): mmdebstrap makes a root tree, provisiond adds its phone-home agent and
+builds a netboot initrd for it, and the result becomes a new version of NAME
+and the one NAME stands for (building unchanged content again gives the same
+version). The build runs in provisiond, in the background, and takes minutes.
+
+provisionctl follows it: each progress line is printed with the time since the
+build started, "[ 12.3s] mmdebstrap: I: downloading packages with apt...", until
+the build ends with "built NAME@VERSION in 3m05s" (exit status 0) or with the
+reason it failed (exit status 1). Ctrl-C stops following (exit status 130), not
+the build, which goes on in provisiond; 'provisionctl events --follow' shows its
+progress, 'provisionctl image show NAME' its result. --no-follow starts the build
+and returns at once. A build of an image that is being built already is refused.
+
+Examples:
+  provisionctl image build lab
+  provisionctl image build debian-amd-npu --no-follow)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("name", a.target, "The image's name (its manifest is images/NAME/image.yaml)")
+             ->type_name("NAME")
+             ->required();
+         c.add_flag("--no-follow", a.no_follow,
+                    "Start the build and return, without following its progress");
+       },
+       RunImageBuild},
 
       {"image import", "image import NAME --kernel PATH --initrd PATH [--json]",
        "Import a kernel and an initrd as a version of a boot image",
@@ -730,6 +943,47 @@ Examples:
          AddJson(c, a);
        },
        RunImageImport},
+
+      {"image verify", "image verify REF [--json]",
+       "Check that an image version can be served: kernel, initrd, root, NFS export",
+       R"(Asks provisiond to check one version of an image (NAME, the version NAME stands
+for, or NAME@VERSION) as nodes would use it: its kernel and its initrd are
+there, whether it has a root tree, and for one with a root tree whether
+provisiond's NFS server exports it (its os-release is read back over NFS). Each
+check prints as "ok", "FAIL" or "-" (does not apply: an image without a root
+tree, or provisiond without an NFS server), with what was found, then the
+kernel arguments that mount the root, and a last line saying whether the image
+can be served. The exit status is 1 when it cannot, so a script can gate on it.
+
+Examples:
+  provisionctl image verify lab
+  provisionctl image verify lab@0123456789abcdef --json | jq -r .nfs)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("ref", a.target, "The image: NAME or NAME@VERSION")
+             ->type_name("REF")
+             ->required();
+         AddJson(c, a);
+       },
+       RunImageVerify},
+
+      {"image rm", "image rm REF", "Remove an image version that nothing uses",
+       R"(Removes one version of an image from provisiond's image store: NAME@VERSION, or
+NAME for the version NAME stands for. provisiond refuses (exit status 1, with
+the reason) while a profile names that version or a node is assigned it or runs
+it; apply another profile or move the nodes first. The version removed is
+printed in full; when it was the version NAME stood for, what NAME stands for
+now is printed too.
+
+Examples:
+  provisionctl image rm lab@0123456789abcdef
+  provisionctl image list --json | jq -r '.images[] | select(.current | not) | .ref' |
+    xargs -n1 provisionctl image rm)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("ref", a.target, "The version to remove: NAME@VERSION, or NAME")
+             ->type_name("REF")
+             ->required();
+       },
+       RunImageRm},
 
       {"profile list", "profile list [--json]",
        "List the profiles provisiond can load, and which is applied",

@@ -22,6 +22,7 @@ namespace prov::ctl {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
+inline constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as a shell reports Ctrl-C
 
 // Options that apply to every verb.
 struct GlobalArgs {
@@ -46,6 +47,7 @@ struct Args {
   std::optional<int64_t> since;  // events --since
   int64_t limit = 0;             // events --limit; 0: the API's default
   bool follow = false;           // events --follow
+  bool no_follow = false;        // image build --no-follow
 };
 
 // What a verb runs with. `cli` is the whole command line (for `doc`).

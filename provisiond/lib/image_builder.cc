@@ -140,6 +140,14 @@ Result<ImageVersion> BuildImage(const ImageManifest& m, ImageCatalog& catalog,
     if (progress) progress(line);
   };
   const auto start = std::chrono::steady_clock::now();
+  // What goes into every image must be there before minutes of mmdebstrap.
+  for (const std::string& need :
+       {opt.tools_dir + "/provision-facts", opt.tools_dir + "/provision-mount",
+        opt.agent_dir + "/provision-hello", opt.initrd_builder})
+    if (access(need.c_str(), R_OK) != 0)
+      return Status::NotFound("image builds need " + need +
+                              " (build provision-facts and provision-mount; "
+                              "tools_dir and images_dir in the config say where)");
   say("checking mirror " + m.mirror + " for " + m.suite);
   Status s = CheckMirror(m, opt.mirror_check_timeout_s);
   if (!s.ok()) return s;

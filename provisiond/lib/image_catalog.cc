@@ -161,8 +161,22 @@ Status ImageCatalog::Remove(const ImageVersion& v) {
   if (ec) return Status::Internal("cannot remove " + v.dir + ": " + ec.message());
   fs::remove_all(doomed, ec);
   auto current = ReadFile(store_dir_ + "/" + v.name + "/current");
-  if (current.ok() && current->rfind(v.version, 0) == 0)
-    fs::remove(store_dir_ + "/" + v.name + "/current", ec);
+  if (current.ok() && current->rfind(v.version, 0) == 0) {
+    // The name now stands for the newest version left, if any.
+    std::string newest;
+    int64_t newest_ms = -1;
+    for (const auto& other : List())
+      if (other.name == v.name && other.created_ms > newest_ms) {
+        newest = other.version;
+        newest_ms = other.created_ms;
+      }
+    if (newest.empty()) {
+      fs::remove(store_dir_ + "/" + v.name + "/current", ec);
+    } else {
+      Status s = WriteFileAtomic(store_dir_ + "/" + v.name + "/current", newest + "\n");
+      if (!s.ok()) return s;
+    }
+  }
   return Status::Ok();
 }
 

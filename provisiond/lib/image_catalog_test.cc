@@ -35,7 +35,12 @@ TEST_CASE("image catalog: import, resolve, immutable versions") {
   CHECK(catalog.Resolve("lab@" + v1->version)->version == v1->version);
   CHECK(*ReadFile(catalog.Resolve("lab@" + v1->version)->initrd) == "initrd-1");
   CHECK(catalog.List().size() == 2);
+  // Removing the current version makes the name stand for the one left.
+  REQUIRE(catalog.Remove(*catalog.Resolve("lab")).ok());
+  CHECK(catalog.Resolve("lab")->version == v1->version);
+  CHECK(catalog.List().size() == 1);
 
+  REQUIRE(catalog.Import("lab", (dir / "src/k").string(), (dir / "src/i").string()).ok());
   CHECK(catalog.Resolve("../etc").status().code() == Code::kInvalid);
   CHECK(catalog.Resolve("lab@../../x").status().code() == Code::kInvalid);
   CHECK(catalog.Import("lab", "/nonexistent", "/nonexistent").status().code() == Code::kNotFound);

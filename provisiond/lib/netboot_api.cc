@@ -173,6 +173,8 @@ void AddNetbootApiRoutes(Router& router, NetbootContext& ctx) {
     json j = ImageJson(*v);
     auto meta = ReadFile(v->dir + "/image.json");
     if (meta.ok()) j["build"] = json::parse(*meta, nullptr, false);
+    auto current = ctx.images.Resolve(v->name);
+    j["current"] = current.ok() && current->version == v->version;
     auto running = ctx.image_service.Running();
     j["building"] = std::find(running.begin(), running.end(), v->name) != running.end();
     return HttpResponse::Json(200, j);
@@ -193,7 +195,7 @@ void AddNetbootApiRoutes(Router& router, NetbootContext& ctx) {
     Status s = ctx.nfs->Verify(*v, true);
     out["nfs"] = s.ok() ? "os-release read back over NFS" : s.message();
     out["root_args"] = ctx.nfs->RootArgs(*v);
-    out["ok"] = s.ok();
+    out["ok"] = s.ok() && v->kernel_size > 0 && v->initrd_size > 0;
     return HttpResponse::Json(200, out);
   });
   router.Add("DELETE", v1 + "/images/{ref}", Access::kWrite, [&ctx](const HttpRequest& r) {
