@@ -221,8 +221,12 @@ Result<ImageVersion> BuildImage(const ImageManifest& m, ImageCatalog& catalog,
                           "ssh_host_rsa_key.pub", "ssh_host_ecdsa_key", "ssh_host_ecdsa_key.pub"})
     fs::remove(root + "/etc/ssh/" + key, ec);
   // sshd makes its host keys at boot when they are missing (in the RAM overlay).
+  // (Debian's unit checks the config with `sshd -t` first, which fails
+  // without keys: make the keys, then check.)
   WriteInto(root, "/etc/systemd/system/ssh.service.d/provision-hostkeys.conf",
-            "[Service]\nExecStartPre=/usr/bin/ssh-keygen -A\n", 0644);
+            "[Service]\nExecStartPre=\nExecStartPre=/usr/bin/ssh-keygen "
+            "-A\nExecStartPre=/usr/sbin/sshd -t\n",
+            0644);
 
   // The kernel: the newest /boot/vmlinuz-* the kernel package installed.
   std::string kernel;

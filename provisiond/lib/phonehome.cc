@@ -10,9 +10,9 @@ namespace prov {
 
 Result<NodeRecord> PhoneHome::Authenticate(const std::string& mac_text, const std::string& token,
                                            const std::string& what, const std::string& remote) {
+  // Nodes name themselves by MAC; a hostname works too.
   auto mac = NormalizeMac(mac_text);
-  if (!mac.ok()) return mac.status();
-  auto node = inventory_.store().FindNode(*mac);
+  auto node = inventory_.store().FindNode(mac.ok() ? *mac : mac_text);
   if (!node.ok()) return node.status();
   bool good = !token.empty() && token.size() == node->token.size() &&
               CRYPTO_memcmp(token.data(), node->token.data(), token.size()) == 0;
