@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# The main job, as far as it goes today: installs what is needed, builds, and
-# runs provisiond on a fresh data directory with the shipped profiles; shows
-# the API answering through provisionctl; then serves until Ctrl-C.
-# Usage: scripts/demo.sh [--no-install] [--once]   (--once: stop after showing)
+# The main job, end to end as far as it goes today: installs what is needed,
+# builds provisiond, builds the lab image (once per machine), starts a private
+# lab network (a network namespace: nothing touches this machine's own
+# interfaces) with provisiond, dnsmasq and the NFS server, enrolls two virtual
+# machines, applies the lab profile, powers them on, and shows them netboot
+# all the way to `booted` (phoned home with their facts). Then it keeps
+# serving, with provisiond's API on this machine's loopback
+# (http://127.0.0.1:8080), until Ctrl-C tears everything down.
+# Usage: scripts/demo.sh [--no-install] [--once]   (root; --once: stop when both are booted)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO="$(pwd)"
@@ -14,50 +19,96 @@ for arg in "$@"; do
     *) echo "usage: scripts/demo.sh [--no-install] [--once]" >&2; exit 2 ;;
   esac
 done
+if [ "$(id -u)" -ne 0 ]; then
+  echo "the demo creates a network namespace and virtual machines: run it as root (sudo)" >&2
+  exit 2
+fi
 [ "$install" -eq 0 ] || scripts/install-deps.sh
 scripts/build.sh build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 BIN="$REPO/build/provisiond"
+PORT="${DEMO_PORT:-8080}"
 
-DEMO="$(mktemp -d "${TMPDIR:-/tmp}/provisiond-demo.XXXXXX")"
-pid=""
-cleanup() {
-  [ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }
-  rm -rf "$DEMO"
-}
-trap cleanup EXIT
-trap 'echo; echo "stopping"; exit 0' INT TERM
+source tests/lab/lab.sh
+source tests/lab/lab-image.sh
+say() { printf '\n== %s\n' "$*"; }
+forward=""
+stop_forward() { [ -z "$forward" ] || { kill "$forward" 2>/dev/null; wait "$forward" 2>/dev/null || true; }; }
+trap stop_forward EXIT
 
-cat >"$DEMO/provisiond.yaml" <<CONF
-listen: 127.0.0.1:0
-data_dir: $DEMO/data
+say "lab image"
+STORE="$(lab_image_store "$BIN/provisiond" "$BIN/provisionctl" "$REPO/profiles")"
+echo "lab image $(cat "$STORE/lab/current") in $STORE"
+
+say "private lab network"
+lab_init demo
+cat >"$LAB_DIR/provisiond.yaml" <<CONF
+listen: 0.0.0.0:8080
+data_dir: $LAB_DIR/data
 profiles_dir: $REPO/profiles
 playbooks_dir: $REPO/playbooks
+images_dir: $REPO/images
+pxe_dir: $REPO/pxe
+image_store: $STORE
+tools_dir: $BIN
+interface: $LAB_BRIDGE
+dhcp:
+  range: 10.99.0.100-10.99.0.199
+power:
+  command: $REPO/tests/lab/power.sh
 CONF
-"$BIN/provisiond" --check --config "$DEMO/provisiond.yaml"
-"$BIN/provisiond" --config "$DEMO/provisiond.yaml" >"$DEMO/provisiond.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 200); do
-  [ -s "$DEMO/data/provisiond.url" ] && break
-  kill -0 "$pid" 2>/dev/null || { cat "$DEMO/provisiond.log"; exit 1; }
-  sleep 0.05
+lab_spawn provisiond "$BIN/provisiond" --config "$LAB_DIR/provisiond.yaml"
+for _ in $(seq 1 300); do
+  [ -s "$LAB_DIR/data/provisiond.url" ] && break
+  sleep 0.1
 done
-export PROVISIOND_URL="$(cat "$DEMO/data/provisiond.url")"
-export PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$DEMO/data/tokens")"
-ctl() { echo "\$ provisionctl $*"; "$BIN/provisionctl" "$@"; echo; }
+[ -s "$LAB_DIR/data/provisiond.url" ] || { cat "$LAB_DIR/provisiond.log"; exit 1; }
+export PROVISIOND_URL="http://$LAB_ADDR:8080"
+export PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$LAB_DIR/data/tokens")"
+ctl() { echo "\$ provisionctl $*"; lab_exec "$BIN/provisionctl" "$@"; }
+# provisiond's API on this machine's loopback, forwarded into the namespace.
+socat "TCP-LISTEN:$PORT,bind=127.0.0.1,fork,reuseaddr" \
+  "EXEC:ip netns exec $LAB_NS socat STDIO TCP\\:$LAB_ADDR\\:8080" 2>/dev/null &
+forward=$!
 
-echo "provisiond is running at $PROVISIOND_URL (data in $DEMO/data)"
-echo
-ctl status
-ctl profile list
-ctl node add node0 --mac 52:54:00:00:00:10 --ip 10.99.0.10
-ctl node add node1 --mac 52:54:00:00:00:11 --ip 10.99.0.11
-ctl profile apply v0.1 --yes
+ctl preflight
+ctl image verify lab
+say "enroll two nodes, apply the lab profile, power them on"
+ctl node add lab0 --mac 52:54:00:de:00:10 --power command
+ctl node add lab1 --mac 52:54:00:de:00:11 --power command
+ctl profile apply lab --yes
+ctl node power on 'lab[0-1]'
+
+say "waiting for both to netboot and phone home (TCG: about a minute)"
+start="${EPOCHREALTIME//[!0-9]/}"
+last=""
+while :; do
+  states="$(lab_exec "$BIN/provisionctl" node list 'lab[0-1]' --json |
+    grep -o '"hostname":"[^"]*"\|"state":"[^"]*"\|"stage":"[^"]*"' | cut -d'"' -f4 | paste -sd' ')"
+  if [ "$states" != "$last" ]; then
+    printf '[%5.1fs] %s\n' "$(((${EPOCHREALTIME//[!0-9]/} - start) / 100000))e-1" "$states"
+    last="$states"
+  fi
+  [ "$(grep -o booted <<<"$states" | wc -l)" -eq 2 ] && break
+  if [ $(((${EPOCHREALTIME//[!0-9]/} - start) / 1000000)) -gt 600 ]; then
+    echo "the nodes did not boot in 10 minutes" >&2
+    ctl node why lab0
+    ctl node why lab1
+    exit 1
+  fi
+  sleep 1
+done
 ctl node list
-ctl events
+ctl node why lab0
+ctl node show lab1
 
-if [ "$once" -eq 1 ]; then exit 0; fi
-echo "provisiond keeps serving at $PROVISIOND_URL; in another terminal:"
-echo "  export PROVISIOND_URL=$PROVISIOND_URL PROVISIOND_TOKEN=<first word of $DEMO/data/tokens>"
-echo "  $BIN/provisionctl status"
-echo "Ctrl-C stops it and removes $DEMO."
-wait "$pid"
+[ "$once" -eq 0 ] || exit 0
+say "the lab keeps running"
+cat <<TEXT
+provisiond's API is on http://127.0.0.1:$PORT. In another terminal:
+  export PROVISIOND_URL=http://127.0.0.1:$PORT
+  export PROVISIOND_TOKEN=\$(awk '!/^#/ && NF {print \$1; exit}' $LAB_DIR/data/tokens)
+  $BIN/provisionctl node list
+  $BIN/provisionctl events --follow
+Serial consoles: $LAB_DIR/lab0.serial, $LAB_DIR/lab1.serial. Ctrl-C stops everything.
+TEXT
+while kill -0 "$(cat "$LAB_DIR/pids" | head -1)" 2>/dev/null; do sleep 5; done

@@ -79,6 +79,20 @@ Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::s
       return tx.AppendEvent(e);
     }
     NodeRecord node = *current;
+    // After the initrd is downloaded, a DHCP request is the initrd bringing
+    // up the network: a stage of its own, not a new boot.
+    if (stage == "dhcp" && node.state == NodeState::kBooting &&
+        (node.stage == "initrd" || node.stage == "kernel")) {
+      node.stage = "network";
+      node.last_seen_ms = now;
+      Status u = tx.UpdateNode(node);
+      if (!u.ok()) return u;
+      result = node;
+      EventRecord e{0,           0,      node.id,
+                    node.name(), "boot", "network: " + detail + " (the initrd's DHCP)",
+                    "boot"};
+      return tx.AppendEvent(e);
+    }
     // A DHCP renewal from a running node is not a boot.
     if (stage == "dhcp" && !BootMovesToBooting(node.state) && node.state != NodeState::kBooting &&
         node.state != NodeState::kDiscovered) {

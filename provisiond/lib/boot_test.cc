@@ -113,6 +113,19 @@ goto kernel
                                  "boot script: from 10.99.0.100"});
 }
 
+TEST_CASE("boot: the initrd's DHCP is the network stage of the same boot") {
+  Fixture f;
+  f.Enroll("lab0", "52:54:00:00:00:01", "lab");
+  f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100");
+  f.boot->NodeScript("52:54:00:00:00:01", "10.99.0.100");
+  HttpRequest req;
+  f.boot->NodeFile(req, "52:54:00:00:00:01", "initrd.img");
+  f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100");
+  auto n = f.store->FindNode("lab0");
+  CHECK(n->stage == "network");
+  CHECK(f.Kinds("lab0").back() == "boot network: 10.99.0.100 (the initrd's DHCP)");
+}
+
 TEST_CASE("boot: unknown MACs are discovered and wait; retired nodes boot locally") {
   Fixture f;
   HttpResponse r = f.boot->NodeScript("52:54:00:00:00:99", "10.99.0.150");

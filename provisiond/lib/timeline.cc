@@ -23,7 +23,8 @@ const char* Expectation(const std::string& next) {
   if (next == "script") return "iPXE to ask provisiond for its boot script";
   if (next == "kernel") return "iPXE to download the kernel";
   if (next == "initrd") return "iPXE to download the initrd";
-  if (next == "overlay") return "the initrd to mount its root and fetch its overlay";
+  if (next == "network") return "the initrd to bring up the network (DHCP)";
+  if (next == "overlay") return "the initrd to mount its root over NFS and fetch its overlay";
   if (next == "hello") return "the booted system to phone home";
   return "the next stage";
 }
@@ -31,8 +32,8 @@ const char* Expectation(const std::string& next) {
 }  // namespace
 
 const std::vector<std::string>& BootStageOrder() {
-  static const std::vector<std::string> order = {"dhcp",   "ipxe-binary", "script", "kernel",
-                                                 "initrd", "overlay",     "hello"};
+  static const std::vector<std::string> order = {"dhcp",   "ipxe-binary", "script",  "kernel",
+                                                 "initrd", "network",     "overlay", "hello"};
   return order;
 }
 

@@ -43,7 +43,7 @@ TEST_CASE("node why: the stage where a boot stopped") {
         {"boot", "kernel: lab@1"},
         {"boot", "initrd: lab@1"}},
        "initrd",
-       "overlay",
+       "network",
        4},
       {"a second attempt replaces the first",
        {{"boot", "dhcp: a"}, {"boot", "script: a"}, {"boot", "kernel: a"}, {"boot", "dhcp: b"}},

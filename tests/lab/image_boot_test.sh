@@ -53,22 +53,17 @@ more_hellos() { [ "$(hellos "$1")" -gt "$2" ]; }
 
 [ "$(id -u)" -eq 0 ] || fail "run as root (network namespaces, taps)"
 
-# The image store cache: keyed by everything that goes into the lab image.
-key="$(cat "$REPO/images/lab/image.yaml" "$REPO"/images/initramfs/* "$REPO"/images/agent/* \
-  "$REPO"/provisiond/agent/*.cc "$REPO"/provisiond/agent/*.h "$REPO"/provisiond/tools/*.cc \
-  "$REPO"/provisiond/lib/image_builder.cc |
-  sha256sum | cut -c1-16)"
-STORE="${LAB_CACHE_DIR:-/var/tmp/provisiond-lab-cache}/image-store-$key"
-mkdir -p "$STORE"
-chmod 0755 "$(dirname "$STORE")" "$STORE"
-
 source "$HERE/lab.sh"
+source "$HERE/lab-image.sh"
 lab_init images
 DATA="$LAB_DIR/data"
 # The shipped profiles, plus one whose image has an export nobody can read.
 cp -r "$REPO/profiles" "$LAB_DIR/profiles"
 mkdir -p "$LAB_DIR/profiles/broken"
 printf 'version: broken\nimage: {name: broken}\nnodes: {pattern: "bad*"}\n' >"$LAB_DIR/profiles/broken/profile.yaml"
+t="${EPOCHREALTIME//[!0-9]/}"
+STORE="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$LAB_DIR/profiles")" || fail "the lab image was not built"
+say "lab image ready in $STORE ($(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s): $(cat "$STORE/lab/current")"
 cat >"$LAB_DIR/provisiond.yaml" <<CONF
 listen: 0.0.0.0:8080
 data_dir: $DATA
@@ -91,36 +86,6 @@ export PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$DATA/tokens")"
 wait_for "dnsmasq" 20 lab_wait_port udp 67 1
 wait_for "the NFS server" 20 lab_wait_port tcp 2049 1
 
-if ctl image show lab >/dev/null 2>&1; then
-  say "lab image cached in $STORE: $(ctl image show lab --json | sed -n 's/.*"ref":"\([^"]*\)".*/\1/p')"
-else
-  # The lab network reaches nothing outside; the image is built by a second
-  # provisiond on this machine's loopback (as a control node builds with its
-  # own uplink), into the same store.
-  say "building the lab image (mmdebstrap; only the first run on this machine)"
-  mkdir -p "$LAB_DIR/builder"
-  cat >"$LAB_DIR/builder/provisiond.yaml" <<CONF
-listen: 127.0.0.1:0
-data_dir: $LAB_DIR/builder/data
-profiles_dir: $LAB_DIR/profiles
-playbooks_dir: $REPO/playbooks
-images_dir: $REPO/images
-pxe_dir: $REPO/pxe
-image_store: $STORE
-tools_dir: $TOOLS
-CONF
-  "$PROVISIOND" --config "$LAB_DIR/builder/provisiond.yaml" >"$LAB_DIR/builder.log" 2>&1 &
-  builder=$!
-  lab_register_pid "$builder"
-  wait_for "the builder's URL file" 30 test -s "$LAB_DIR/builder/data/provisiond.url"
-  t="${EPOCHREALTIME//[!0-9]/}"
-  PROVISIOND_URL="$(cat "$LAB_DIR/builder/data/provisiond.url")" \
-    PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$LAB_DIR/builder/data/tokens")" \
-    "$PROVISIONCTL" image build lab >"$LAB_DIR/build.log" 2>&1 || { tail -30 "$LAB_DIR/build.log"; fail "image build failed"; }
-  kill "$builder"
-  wait "$builder" 2>/dev/null || true
-  say "built in $(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s: $(tail -1 "$LAB_DIR/build.log")"
-fi
 ctl image verify lab >"$LAB_DIR/verify.out" || { cat "$LAB_DIR/verify.out"; fail "image verify failed"; }
 ctl events --limit 10000 | grep -q "image-verified.*reads" || fail "no image-verified event (libnfs read)"
 say "the export reads back over NFS (libnfs): $(grep -i nfs "$LAB_DIR/verify.out" | head -1)"

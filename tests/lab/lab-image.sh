@@ -1,0 +1,57 @@
+# shellcheck shell=bash
+# lab_image_store PROVISIOND PROVISIONCTL PROFILES_DIR
+#   Prints the image store that holds a built `lab` image, building it first
+#   when missing. The store is cached under LAB_CACHE_DIR (default
+#   /var/tmp/provisiond-lab-cache), keyed by everything that goes into the
+#   image, so only the first run on a machine builds it. The build runs in a
+#   provisiond on this machine's loopback (the lab network reaches nothing
+#   outside), as a control node builds images over its own uplink.
+#   Progress goes to stderr.
+lab_image_store() {
+  local provisiond="$1" provisionctl="$2" profiles="$3"
+  local repo key store work pid rc=0
+  repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+  key="$(cat "$repo/images/lab/image.yaml" "$repo"/images/initramfs/* "$repo"/images/agent/* \
+    "$repo"/provisiond/agent/*.cc "$repo"/provisiond/agent/*.h "$repo"/provisiond/tools/*.cc \
+    "$repo"/provisiond/lib/image_builder.cc | sha256sum | cut -c1-16)"
+  store="${LAB_CACHE_DIR:-/var/tmp/provisiond-lab-cache}/image-store-$key"
+  mkdir -p "$store"
+  chmod 0755 "$(dirname "$store")" "$store"
+  if [ -s "$store/lab/current" ] && [ -d "$store/lab/$(cat "$store/lab/current")/root" ]; then
+    echo "$store"
+    return 0
+  fi
+  work="$(mktemp -d)"
+  cat >"$work/provisiond.yaml" <<CONF
+listen: 127.0.0.1:0
+data_dir: $work/data
+profiles_dir: $profiles
+playbooks_dir: $repo/playbooks
+images_dir: $repo/images
+pxe_dir: $repo/pxe
+image_store: $store
+tools_dir: $(dirname "$provisiond")
+CONF
+  "$provisiond" --config "$work/provisiond.yaml" >"$work/provisiond.log" 2>&1 &
+  pid=$!
+  local i
+  for i in $(seq 1 300); do
+    [ -s "$work/data/provisiond.url" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -s "$work/data/provisiond.url" ]; then
+    echo "building the lab image into $store (only the first time on this machine)" >&2
+    PROVISIOND_URL="$(cat "$work/data/provisiond.url")" \
+      PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$work/data/tokens")" \
+      "$provisionctl" image build lab >&2 || rc=$?
+  else
+    cat "$work/provisiond.log" >&2
+    rc=1
+  fi
+  kill "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null || true
+  rm -rf "$work"
+  [ "$rc" -eq 0 ] && echo "$store"
+  return "$rc"
+}
