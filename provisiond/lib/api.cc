@@ -1,5 +1,7 @@
 #include "api.h"
 
+#include <sys/stat.h>
+
 #include <chrono>
 
 #include <set>
@@ -269,6 +271,44 @@ void AddApiRoutes(Router& router, Inventory& inv, const ApiOptions& opt) {
   router.Add("GET", "/metrics", Access::kRead, [&inv, &router](const HttpRequest&) {
     return HttpResponse::Text(200, Metrics(inv, router), "text/plain; version=0.0.4");
   });
+}
+
+namespace {
+std::string ContentType(const std::string& name) {
+  auto ends = [&](const char* ext) {
+    std::string e(ext);
+    return name.size() > e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0;
+  };
+  if (ends(".html")) return "text/html; charset=utf-8";
+  if (ends(".js")) return "text/javascript; charset=utf-8";
+  if (ends(".css")) return "text/css; charset=utf-8";
+  if (ends(".svg")) return "image/svg+xml";
+  if (ends(".png")) return "image/png";
+  if (ends(".json")) return "application/json";
+  return "application/octet-stream";
+}
+
+HttpResponse WebFile(const HttpRequest& r, const std::string& dir, const std::string& name) {
+  bool plain = !name.empty() && name[0] != '.' && name.find('/') == std::string::npos &&
+               name.find("..") == std::string::npos;
+  if (!plain) return HttpResponse::Error(404, "no such page");
+  const std::string path = dir + "/" + name;
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    return HttpResponse::Error(404, "no such page: " + name);
+  HttpResponse resp =
+      ServeFile(r, path, static_cast<uint64_t>(st.st_size),
+                "\"" + std::to_string(st.st_mtim.tv_sec) + "-" + std::to_string(st.st_size) + "\"",
+                ContentType(name));
+  return resp;
+}
+}  // namespace
+
+void AddWebRoutes(Router& router, const std::string& web_dir) {
+  router.Add("GET", "/", Access::kRead,
+             [web_dir](const HttpRequest& r) { return WebFile(r, web_dir, "index.html"); });
+  router.Add("GET", "/web/{file}", Access::kRead,
+             [web_dir](const HttpRequest& r) { return WebFile(r, web_dir, r.Param("file")); });
 }
 
 }  // namespace prov

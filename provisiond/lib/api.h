@@ -18,4 +18,8 @@ struct ApiOptions {
 // Registers every API route on `router`. `inventory` must outlive it.
 void AddApiRoutes(Router& router, Inventory& inventory, const ApiOptions& options = {});
 
+// Serves the web page: GET / is web_dir/index.html, GET /web/<file> a file of
+// web_dir (names of plain files only: no path from a URL leaves web_dir).
+void AddWebRoutes(Router& router, const std::string& web_dir);
+
 }  // namespace prov

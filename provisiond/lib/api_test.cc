@@ -1,6 +1,11 @@
 #include "api.h"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "file_util.h"
 
 namespace prov {
 namespace {
@@ -227,6 +232,36 @@ TEST_CASE("tokens file: names, comments and bad lines") {
   CHECK(TokenSet::Parse("short\n", "tokens").status().message() ==
         "tokens:1: token is shorter than 16 characters");
   CHECK_FALSE(TokenSet::Parse("0123456789abcdef a b\n", "tokens").ok());
+}
+
+}  // namespace prov
+
+namespace prov {
+
+TEST_CASE("web routes: index at /, plain files only") {
+  namespace fs = std::filesystem;
+  auto dir = fs::temp_directory_path() / ("provision-web-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  WriteFileAtomic((dir / "index.html").string(), "<html>inventory</html>");
+  WriteFileAtomic((dir / "app.js").string(), "let x = 1;");
+  Router router(nullptr);
+  AddWebRoutes(router, dir.string());
+  auto get = [&](const std::string& path) {
+    HttpRequest r;
+    r.method = "GET";
+    r.path = path;
+    return router.Handle(r);
+  };
+  HttpResponse index = get("/");
+  CHECK(index.status == 200);
+  CHECK(index.file_path == (dir / "index.html").string());
+  CHECK(index.content_type == "text/html; charset=utf-8");
+  CHECK(get("/web/app.js").content_type == "text/javascript; charset=utf-8");
+  CHECK(get("/web/nope.js").status == 404);
+  CHECK(get("/web/..").status == 404);
+  CHECK(get("/web/.hidden").status == 404);
+  CHECK(get("/web/../../etc/passwd").status == 404);
+  fs::remove_all(dir);
 }
 
 }  // namespace prov

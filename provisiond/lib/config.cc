@@ -188,6 +188,9 @@ const std::vector<Setting>& Table() {
        }},
       {{"nfs.ganesha", "path", "/usr/bin/ganesha.nfsd", "The nfs-ganesha program."},
        PathSetting(&Config::ganesha_path)},
+      {{"web_dir", "path", PROVISION_DATADIR "/web",
+        "The inventory web page's files, served at / (no outside fetches: it works offline)."},
+       PathSetting(&Config::web_dir)},
   };
   return table;
 }

@@ -47,6 +47,7 @@ struct Config {
   std::string power_command;  // program for the "command" power driver
   std::string tools_dir;      // provision-facts, provision-mount (static, copied into images)
   std::string nfs_server;     // "ganesha" or "none"
+  std::string web_dir;        // the inventory web page
   std::string ganesha_path;
 
   std::string database_path() const { return data_dir + "/provisiond.db"; }

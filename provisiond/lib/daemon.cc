@@ -141,6 +141,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
       std::make_unique<Inventory>(*impl->store, config.profiles_dir, config.playbooks_dir);
   impl->router = std::make_unique<Router>(nullptr);
   AddApiRoutes(*impl->router, *impl->inventory);
+  AddWebRoutes(*impl->router, config.web_dir);
 
   // Netboot: boot scripts and files are served always (a site's own DHCP
   // server may point at them); dnsmasq runs only with an interface.
