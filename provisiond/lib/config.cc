@@ -139,6 +139,15 @@ const std::vector<Setting>& Table() {
          c.dhcp_range_last = v.substr(dash + 1);
          return Status::Ok();
        }},
+      {{"dhcp.uefi_binary", "ipxe.efi|snponly.efi", "ipxe.efi",
+        "The iPXE binary UEFI firmware gets by TFTP: ipxe.efi (iPXE's own NIC drivers) or "
+        "snponly.efi (the firmware's network driver; for NICs iPXE does not drive)."},
+       [](const std::string& v, const std::string&, Config& c) {
+         if (v != "ipxe.efi" && v != "snponly.efi")
+           return Status::Invalid("expected ipxe.efi or snponly.efi, found '" + v + "'");
+         c.uefi_binary = v;
+         return Status::Ok();
+       }},
       {{"boot_url", "URL", "",
         "The URL nodes use to reach provisiond (plain http: iPXE has no HTTPS here). Empty: "
         "http://<interface address>:<listen port>."},

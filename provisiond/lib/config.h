@@ -38,7 +38,8 @@ struct Config {
   std::string dhcp_mode;         // "full" or "proxy"
   std::string dhcp_range_first;  // full mode; empty: derived from the interface's subnet
   std::string dhcp_range_last;
-  std::string boot_url;  // empty: http://<interface address>:<listen port>
+  std::string uefi_binary;  // ipxe.efi or snponly.efi
+  std::string boot_url;     // empty: http://<interface address>:<listen port>
   std::string dnsmasq_path;
   std::string ipxe_dir;
   std::string pxe_dir;      // templates

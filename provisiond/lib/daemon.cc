@@ -242,6 +242,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     if (!s.ok()) return s;
     dns.boot_url = boot_url;
     dns.ipxe_dir = config.ipxe_dir;
+    dns.uefi_binary = config.uefi_binary;
     dns.pxe_dir = config.pxe_dir;
     dns.run_dir = config.data_dir + "/netboot";
     dns.router_advertisements = config.dhcp_mode == "full" && HasRoutableIpv6(config.interface);

@@ -22,7 +22,7 @@ namespace {
 // ("undionly.0"/"ipxe.0" are what pxe-service basenames become in proxy mode).
 const std::pair<const char*, const char*> kTftpFiles[] = {
     {"undionly.kpxe", "undionly.kpxe"}, {"ipxe.efi", "ipxe.efi"}, {"snponly.efi", "snponly.efi"},
-    {"undionly.kpxe", "undionly.0"},    {"ipxe.efi", "ipxe.0"},
+    {"undionly.kpxe", "undionly.0"},    {"ipxe.efi", "ipxe.0"},   {"snponly.efi", "snponly.0"},
 };
 
 std::string_view Word(std::string_view s, size_t& pos) {
@@ -93,6 +93,8 @@ Result<std::string> RenderDnsmasqConfig(const DnsmasqSettings& s, const std::str
   v["hosts_file"] = s.run_dir + "/hosts";
   v["tftp_root"] = s.run_dir + "/tftp";
   const std::string script = s.boot_url + "/boot/start.ipxe";
+  const std::string efi_base =
+      s.uefi_binary.substr(0, s.uefi_binary.find('.'));  // pxe-service adds ".0"
   if (s.mode == "proxy") {
     v["dhcp_range"] =
         "# proxy-DHCP: another server hands out addresses on this network.\n"
@@ -101,8 +103,12 @@ Result<std::string> RenderDnsmasqConfig(const DnsmasqSettings& s, const std::str
     v["boot_options"] =
         "# PXE ROMs are offered iPXE by TFTP; iPXE is sent to provisiond's script.\n"
         "pxe-service=tag:!ipxe,x86PC,\"provisiond (BIOS)\",undionly\n"
-        "pxe-service=tag:!ipxe,X86-64_EFI,\"provisiond (UEFI)\",ipxe\n"
-        "pxe-service=tag:!ipxe,BC_EFI,\"provisiond (UEFI)\",ipxe\n"
+        "pxe-service=tag:!ipxe,X86-64_EFI,\"provisiond (UEFI)\"," +
+        efi_base +
+        "\n"
+        "pxe-service=tag:!ipxe,BC_EFI,\"provisiond (UEFI)\"," +
+        efi_base +
+        "\n"
         "pxe-service=tag:ipxe,x86PC,\"provisiond\"," +
         script +
         "\n"
@@ -116,7 +122,9 @@ Result<std::string> RenderDnsmasqConfig(const DnsmasqSettings& s, const std::str
                       ",12h\ndhcp-authoritative";
     v["boot_options"] =
         "dhcp-boot=tag:!ipxe,tag:!efi64,undionly.kpxe\n"
-        "dhcp-boot=tag:!ipxe,tag:efi64,ipxe.efi\n"
+        "dhcp-boot=tag:!ipxe,tag:efi64," +
+        s.uefi_binary +
+        "\n"
         "dhcp-boot=tag:ipxe," +
         script +
         "\n"

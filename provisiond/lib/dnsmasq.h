@@ -29,6 +29,7 @@ struct DnsmasqSettings {
   InterfaceAddress iface;
   std::string range_first, range_last;  // full mode
   std::string boot_url;
+  std::string uefi_binary = "ipxe.efi";  // what UEFI firmware gets by TFTP
   std::string ipxe_dir;
   std::string pxe_dir;
   std::string run_dir;  // config, hosts, leases, log, tftp root

@@ -65,6 +65,9 @@ TEST_CASE("dnsmasq config: full and proxy mode (golden lines)") {
     INFO(line);
     CHECK(full->find(line) != std::string::npos);
   }
+  s.uefi_binary = "snponly.efi";
+  auto snp = RenderDnsmasqConfig(s, *text);
+  CHECK(snp->find("\ndhcp-boot=tag:!ipxe,tag:efi64,snponly.efi\n") != std::string::npos);
   s.mode = "proxy";
   auto proxy = RenderDnsmasqConfig(s, *text);
   REQUIRE(proxy.ok());
@@ -72,6 +75,8 @@ TEST_CASE("dnsmasq config: full and proxy mode (golden lines)") {
   CHECK(proxy->find("pxe-service=tag:!ipxe,x86PC,\"provisiond (BIOS)\",undionly\n") !=
         std::string::npos);
   CHECK(proxy->find("dhcp-authoritative") == std::string::npos);
+  CHECK(proxy->find("pxe-service=tag:!ipxe,X86-64_EFI,\"provisiond (UEFI)\",snponly\n") !=
+        std::string::npos);
 }
 
 }  // namespace prov

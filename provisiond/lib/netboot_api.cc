@@ -99,6 +99,7 @@ HttpResponse Preflight(NetbootContext& ctx) {
     if (state != NodeState::kDiscovered && state != NodeState::kRetired)
       opt.enrolled_nodes += static_cast<int>(n);
   opt.own_address = ctx.own_address;
+  opt.check_ports = false;  // our own dnsmasq holds them now
   json checks = json::array();
   bool ok = true;
   for (const auto& c : RunPreflight(ctx.config, opt)) {

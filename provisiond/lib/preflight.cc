@@ -115,6 +115,23 @@ Result<std::vector<std::string>> ProbeDhcpServers(const std::string& interface, 
   return std::vector<std::string>(servers.begin(), servers.end());
 }
 
+namespace {
+// Whether UDP `port` can be bound on `interface` (what dnsmasq will do).
+std::string UdpPortBusy(const std::string& interface, int port) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::string("socket: ") + strerror(errno);
+  setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, interface.c_str(),
+             static_cast<socklen_t>(interface.size()));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  std::string busy;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) busy = strerror(errno);
+  close(fd);
+  return busy;
+}
+}  // namespace
+
 std::vector<PreflightCheck> RunPreflight(const Config& config, const PreflightOptions& options) {
   std::vector<PreflightCheck> checks;
   auto add = [&](std::string name, bool ok, bool fatal, std::string detail) {
@@ -181,6 +198,19 @@ std::vector<PreflightCheck> RunPreflight(const Config& config, const PreflightOp
           ? "dnsmasq (as nobody) can reach " + config.data_dir
           : blocked + " is not searchable by others; dnsmasq runs as nobody (chmod o+x " + blocked +
                 ")");
+  if (iface.ok() && options.check_ports) {
+    std::string busy;
+    for (int port : {67, 69}) {
+      std::string why = UdpPortBusy(config.interface, port);
+      if (!why.empty())
+        busy += (busy.empty() ? "" : ", ") + std::string("UDP ") + std::to_string(port) + " (" +
+                why + ")";
+    }
+    add("dhcp and tftp ports", busy.empty(), true,
+        busy.empty() ? "UDP 67 and 69 are free on " + config.interface
+                     : "in use on " + config.interface + ": " + busy +
+                           "; another DHCP/TFTP server (a system dnsmasq?) runs on this machine");
+  }
   if (iface.ok() && options.probe_dhcp) {
     auto servers = ProbeDhcpServers(config.interface, options.probe_ms, options.own_address);
     if (!servers.ok()) {

@@ -26,6 +26,8 @@ struct PreflightOptions {
   int probe_ms = 4000;
   // Our own dnsmasq's address: its answers are not "another server".
   std::string own_address;
+  // Check that the DHCP and TFTP ports are free (before our dnsmasq runs).
+  bool check_ports = true;
 };
 
 std::vector<PreflightCheck> RunPreflight(const Config& config, const PreflightOptions& options);
