@@ -125,4 +125,17 @@ for verb in "status" "node list" "node show" "node add" "node set" "node rm" "pr
   expect_output "doc has '$verb'" "$verb"
 done
 
+echo "== image build with a mirror that cannot be reached"
+mkdir -p "$WORK/images/unreachable"
+cp -r "$REPO/images/agent" "$REPO/images/initramfs" "$WORK/images/"
+printf 'name: unreachable\ndistribution: debian\nsuite: bookworm\nmirror: http://127.0.0.1:9/debian\nkernel_package: linux-image-amd64\n' \
+  >"$WORK/images/unreachable/image.yaml"
+start_provisiond builder "images_dir: $WORK/images" "tools_dir: $(dirname "$(realpath "$PROVISIOND")")"
+expect_exit 1 "the build fails" ctl image build unreachable
+expect_output "and says why" "mirror http://127.0.0.1:9/debian cannot be reached"
+expect_exit 1 "a missing manifest is refused" ctl image build nosuch
+expect_output "naming what it looked for" "no image manifest 'nosuch'"
+check "no version was left behind" ctl image list
+if grep -q unreachable "$WORK/out"; then fail "a failed build left an image"; else pass "no image from the failed build"; fi
+
 finish
