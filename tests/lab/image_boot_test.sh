@@ -48,7 +48,12 @@ wait_for() {
 node_json() { ctl node show "$1" --json; }
 field() { node_json "$1" | sed -n "s/.*\"$2\":\"\\([^\"]*\\)\".*/\\1/p"; }
 state_is() { [ "$(field "$1" state)" = "$2" ]; }
-hellos() { ctl events --node "$1" --limit 10000 | grep -c "hello: from" || true; }
+# Output is captured before grep: `cmd | grep -q` fails under pipefail when
+# grep stops reading early (SIGPIPE in cmd).
+hellos() {
+  ctl events --node "$1" --limit 100000 >"$LAB_DIR/hellos.out"
+  grep -c "hello: from" "$LAB_DIR/hellos.out" || true
+}
 more_hellos() { [ "$(hellos "$1")" -gt "$2" ]; }
 
 [ "$(id -u)" -eq 0 ] || fail "run as root (network namespaces, taps)"
@@ -87,7 +92,8 @@ wait_for "dnsmasq" 20 lab_wait_port udp 67 1
 wait_for "the NFS server" 20 lab_wait_port tcp 2049 1
 
 ctl image verify lab >"$LAB_DIR/verify.out" || { cat "$LAB_DIR/verify.out"; fail "image verify failed"; }
-ctl events --limit 10000 | grep -q "image-verified.*reads" || fail "no image-verified event (libnfs read)"
+ctl events --limit 100000 >"$LAB_DIR/events.out"
+grep -q "image-verified.*reads" "$LAB_DIR/events.out" || fail "no image-verified event (libnfs read)"
 say "the export reads back over NFS (libnfs): $(grep -i nfs "$LAB_DIR/verify.out" | head -1)"
 ctl profile apply lab --yes >/dev/null
 

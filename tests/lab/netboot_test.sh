@@ -49,7 +49,12 @@ wait_for() {
 }
 node_field() { ctl node show "$1" --json | sed -n "s/.*\"$2\":\"\\([^\"]*\\)\".*/\\1/p"; }
 state_is() { [ "$(node_field "$1" state)" = "$2" ]; }
-has_event() { ctl events --node "$1" --limit 1000 | grep -q -- "$2"; }
+# Output is captured before grep: `cmd | grep -q` fails under pipefail when
+# grep stops reading early (SIGPIPE in cmd).
+has_event() {
+  ctl events --node "$1" --limit 100000 >"$LAB_DIR/events.out"
+  grep -q -- "$2" "$LAB_DIR/events.out"
+}
 
 [ "$(id -u)" -eq 0 ] || fail "run as root (network namespaces, taps)"
 say "kernel and marker initrd in $CACHE"
@@ -93,8 +98,8 @@ say "unknown machine $M0 discovered after $(lab_vm_elapsed lab0)s and waits"
 ctl node add lab0 --mac "$M0"
 lab_wait_serial lab0 "$MARKER.*provision.node=lab0 " "$TIMEOUT" || fail "lab0's kernel did not start"
 say "lab0 enrolled: kernel started $(lab_vm_elapsed lab0)s after power-on"
-grep -a "$MARKER" "$LAB_DIR/lab0.serial" | grep -q "provision.mac=$M0" || fail "lab0's command line lacks its MAC"
-grep -a "$MARKER" "$LAB_DIR/lab0.serial" | grep -q "console=ttyS0" || fail "the profile's kernel_args are missing"
+grep -a "$MARKER.*provision.mac=$M0" "$LAB_DIR/lab0.serial" >/dev/null || fail "lab0's command line lacks its MAC"
+grep -a "$MARKER.*console=ttyS0" "$LAB_DIR/lab0.serial" >/dev/null || fail "the profile's kernel_args are missing"
 state_is lab0 booting || fail "lab0 is $(node_field lab0 state), not booting"
 for stage in "dhcp:" "script:" "kernel:" "initrd:"; do
   has_event lab0 "$stage" || fail "lab0 has no '$stage' boot event"
@@ -143,7 +148,8 @@ kill -9 "$old"
 dns_restarted() { local p; p="$(dns_pid)"; [ -n "$p" ] && [ "$p" != "$old" ]; }
 wait_for "provisiond to start a new dnsmasq" 30 dns_restarted
 new="$(dns_pid)"
-ctl events --limit 1000 | grep -q "was killed by signal 9; restarting" || fail "no event for dnsmasq's death"
+ctl events --limit 100000 >"$LAB_DIR/events.out"
+grep -q "was killed by signal 9; restarting" "$LAB_DIR/events.out" || fail "no event for dnsmasq's death"
 M4=52:54:00:99:00:14
 ctl node add lab4 --mac "$M4"
 lab_vm_start lab4 "$M4" bios
