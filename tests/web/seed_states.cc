@@ -1,0 +1,139 @@
+// web_seed_states: fills a NEW provisiond database with a handful of nodes,
+// one or more in every life-cycle state, for the browser test of the web
+// page (tests/web/web_test.sh). The API only lets an operator set enrolled,
+// maintenance and retired, so the other states are written here through
+// prov::Store before the daemon starts, with the events a real boot leaves
+// (kind "boot", detail "<stage>: ...") so /why has a timeline to show.
+//
+//   web_seed_states DB_PATH
+//
+// Refuses a path that exists: it never writes into a live inventory.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "store.h"
+
+namespace {
+
+struct Seed {
+  std::string hostname;  // empty: discovered
+  std::string mac;
+  std::string ip;
+  prov::NodeState state;
+  std::string reason;
+  std::string profile;
+  std::string image;
+  std::string stage;
+  std::string facts;
+  std::vector<std::string> stages;  // boot events, one per 1.5 s
+  std::string error;                // a boot-error event after the stages
+};
+
+const char* kArcFacts = R"json({"cpu":{"model":"AMD Ryzen 9 7950X","cores":16},
+ "memory_bytes":68719476736,"kernel":"6.1.0-28-amd64","os":"Debian GNU/Linux 12 (bookworm)",
+ "pci":[{"slot":"0000:03:00.0","vendor_id":"8086","device_id":"56a0","class":"0300",
+         "vendor":"Intel Corporation","device":"DG2 [Arc A770]","driver":"i915"},
+        {"slot":"0000:04:00.0","vendor_id":"8086","device_id":"125c","class":"0200",
+         "vendor":"Intel Corporation","device":"Ethernet Controller I226-V","driver":"igc"}],
+ "nics":[{"name":"enp4s0","mac":"52:54:00:10:00:05"}],
+ "disks":[{"name":"nvme0n1","model":"Samsung SSD 990 PRO 2TB","bytes":2000398934016}]})json";
+
+const char* kNvidiaFacts = R"json({"cpu":{"model":"Intel Xeon w5-2455X","cores":12},
+ "memory_bytes":137438953472,"kernel":"6.1.0-28-amd64",
+ "pci":[{"slot":"0000:17:00.0","vendor_id":"10de","device_id":"2684","class":"0300",
+         "vendor":"NVIDIA Corporation","device":"AD102 [GeForce RTX 4090]","driver":"nvidia"},
+        {"slot":"0000:18:00.0","vendor_id":"10de","device_id":"22ba","class":"0403",
+         "vendor":"NVIDIA Corporation","device":"AD102 High Definition Audio","driver":""}]})json";
+
+const std::vector<std::string> kFullBoot = {"dhcp",   "ipxe-binary", "script",  "kernel",
+                                            "initrd", "network",     "overlay", "hello"};
+
+std::vector<Seed> Seeds() {
+  using S = prov::NodeState;
+  return {
+      {"", "52:54:00:10:00:00", "", S::kDiscovered, "", "", "", "dhcp", "{}", {"dhcp"}, ""},
+      {"gpu01", "52:54:00:10:00:01", "10.20.0.11", S::kEnrolled, "", "v0.1", "", "", "{}", {}, ""},
+      {"gpu02", "52:54:00:10:00:02", "10.20.0.12", S::kBooting, "", "v0.1", "lab", "kernel", "{}",
+       {"dhcp", "ipxe-binary", "script", "kernel"}, ""},
+      {"gpu03", "52:54:00:10:00:03", "10.20.0.13", S::kBooted, "", "v0.1", "lab", "hello",
+       kNvidiaFacts, kFullBoot, ""},
+      {"gpu04", "52:54:00:10:00:04", "10.20.0.14", S::kConfiguring, "", "v0.2", "lab", "hello",
+       kNvidiaFacts, kFullBoot, ""},
+      {"gpu05", "52:54:00:10:00:05", "10.20.0.15", S::kReady, "", "v0.2", "lab", "hello", kArcFacts,
+       kFullBoot, ""},
+      {"gpu06", "52:54:00:10:00:06", "10.20.0.16", S::kFailed,
+       "initrd download timed out after 60 s", "v0.2", "lab", "kernel", "{}",
+       {"dhcp", "ipxe-binary", "script", "kernel"}, "initrd: connection reset by peer"},
+      {"gpu07", "52:54:00:10:00:07", "10.20.0.17", S::kMaintenance, "fan swap", "v0.1", "lab",
+       "hello", kNvidiaFacts, kFullBoot, ""},
+      {"gpu08", "52:54:00:10:00:08", "10.20.0.18", S::kRetired, "", "", "", "", "{}", {}, ""},
+  };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: " << argv[0] << " DB_PATH\n";
+    return 2;
+  }
+  const std::string path = argv[1];
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) || ec) {
+    std::cerr << "web_seed_states: " << path
+              << " exists; this tool only seeds a new database that no daemon has open\n";
+    return 1;
+  }
+  auto store = prov::Store::Open(path);
+  if (!store.ok()) {
+    std::cerr << "web_seed_states: " << store.status().message() << "\n";
+    return 1;
+  }
+  const int64_t base = prov::NowMs() - 10 * 60 * 1000;
+  const auto seeds = Seeds();
+  prov::Status s = (*store)->Transact([&](prov::StoreTx& tx) -> prov::Status {
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      const Seed& seed = seeds[i];
+      prov::NodeRecord node;
+      node.hostname = seed.hostname;
+      node.mac = seed.mac;
+      node.ip = seed.ip;
+      node.state = seed.state;
+      node.reason = seed.reason;
+      node.profile_version = seed.profile;
+      node.image_version = seed.image;
+      node.stage = seed.stage;
+      node.facts = seed.facts;
+      const int64_t start = base + static_cast<int64_t>(i) * 30000;
+      node.last_seen_ms = seed.stages.empty() ? 0 : start + 1500 * (seed.stages.size() - 1);
+      auto inserted = tx.InsertNode(node);
+      if (!inserted.ok()) return inserted.status();
+      auto event = [&](int64_t t, const std::string& kind, const std::string& detail) {
+        prov::EventRecord e{0, t, inserted->id, inserted->name(), kind, detail, "seed"};
+        return tx.AppendEvent(e);
+      };
+      prov::Status a = event(start - 60000, seed.hostname.empty() ? "discovered" : "enrolled",
+                             "mac " + seed.mac + (seed.ip.empty() ? "" : ", ip " + seed.ip));
+      for (size_t k = 0; a.ok() && k < seed.stages.size(); ++k)
+        a = event(start + 1500 * static_cast<int64_t>(k), "boot",
+                  seed.stages[k] + ": seen from " + seed.mac);
+      if (a.ok() && !seed.error.empty())
+        a = event(start + 1500 * static_cast<int64_t>(seed.stages.size()), "boot-error",
+                  seed.error);
+      if (a.ok() && !seed.reason.empty())
+        a = event(start + 20000, "state",
+                  std::string(prov::ToString(seed.state)) + ": " + seed.reason);
+      if (!a.ok()) return a;
+    }
+    return prov::Status::Ok();
+  });
+  if (!s.ok()) {
+    std::cerr << "web_seed_states: " << s.message() << "\n";
+    return 1;
+  }
+  std::printf("seeded %zu nodes into %s\n", seeds.size(), path.c_str());
+  return 0;
+}
