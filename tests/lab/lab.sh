@@ -19,6 +19,12 @@
 #                                       sets LAB_LAST_PID. Call it directly, not inside $(...).
 #   lab_register_pid PID                have cleanup kill PID too (only if it runs in the namespace).
 #   lab_wait_port PROTO PORT TIMEOUT_S  wait until something listens on PORT (tcp|udp) in the ns.
+#   lab_start_repo [DIR] [PORT]         serve the lab's apt repository (DIR, default: lab_repo_dir from
+#                                       tests/lab/lab-repo.sh, built or taken from the cache) over HTTP
+#                                       on $LAB_ADDR:PORT (default 8081) in the namespace, for
+#                                       profiles/lab's lab_apt_repo http://10.99.0.1:8081/debian-lab.
+#                                       python3 -m http.server, PID registered (killed at cleanup) and
+#                                       in LAB_REPO_PID; returns once it listens. Log: $LAB_DIR/repo.log.
 #   lab_vm_start NAME MAC [bios|uefi|uefi-pxe]
 #                                       power a VM on (again): tap in the namespace on br0, QEMU
 #                                       (TCG) netbooting from a virtio-net NIC with MAC. Files:
@@ -310,6 +316,30 @@ lab_wait_port() {
     fi
     sleep 0.05
   done
+}
+
+lab_start_repo() {
+  local dir="${1:-}" port="${2:-8081}"
+  [ -n "${LAB_NS:-}" ] || { _lab_log "lab_start_repo: lab_init first"; return 1; }
+  command -v python3 >/dev/null || { _lab_log "lab_start_repo: missing python3"; return 1; }
+  if [ -z "$dir" ]; then
+    # shellcheck source=tests/lab/lab-repo.sh
+    source "$(dirname "${BASH_SOURCE[0]}")/lab-repo.sh" || return 1
+    dir="$(lab_repo_dir)" || { _lab_log "lab_start_repo: no lab apt repository"; return 1; }
+  fi
+  [ -s "$dir/debian-lab/Packages" ] || {
+    _lab_log "lab_start_repo: $dir has no debian-lab/Packages"
+    return 1
+  }
+  lab_spawn repo python3 -m http.server --bind "$LAB_ADDR" --directory "$dir" "$port" || return 1
+  LAB_REPO_PID="$LAB_LAST_PID"
+  export LAB_REPO_PID
+  if ! lab_wait_port tcp "$port" 10; then
+    _lab_log "lab_start_repo: the repository server did not start:"
+    tail -n 20 "$LAB_DIR/repo.log" >&2
+    return 1
+  fi
+  _lab_log "apt repository $dir served on http://$LAB_ADDR:$port/debian-lab (pid $LAB_REPO_PID)"
 }
 
 # ---------------------------------------------------------------- VMs
