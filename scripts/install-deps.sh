@@ -13,21 +13,39 @@ PACKAGES=(
   libspdlog-dev doctest-dev nlohmann-json3-dev libcurl4-openssl-dev libcli11-dev libssl-dev
   sqlite3 curl clang-format
 )
-# The netboot lab (QEMU, iPXE, OVMF, dnsmasq, busybox): tests/lab/packages.txt.
+# The netboot lab (QEMU, iPXE, OVMF, dnsmasq, busybox) and the browser test
+# (chromium, nodejs, npm): tests/lab/packages.txt.
 while read -r p; do
   case "$p" in ""|\#*) ;; *) PACKAGES+=("$p") ;; esac
 done <"$(dirname "$0")/../tests/lab/packages.txt"
 
+# Also present: a package another installed one provides (npm comes with
+# NodeSource's nodejs, which conflicts with Debian's npm).
+provided() {
+  dpkg-query -W -f='${Status}|${Provides}\n' 2>/dev/null |
+    grep '^install ok installed|' | cut -d'|' -f2 | tr ',' '\n' | awk '{print $1}' | grep -qx "$1"
+}
 missing=()
 for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || provided "$p" ||
+    missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  # --no-install-recommends keeps services we do not want (and their daemons) off the machine.
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-# --no-install-recommends keeps services we do not want (and their daemons) off the machine.
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+# The browser test's driver (tests/web): playwright-core from the npm registry,
+# the exact version in package-lock.json; it drives Debian's chromium, so no
+# browser is downloaded. Skipped when node_modules matches the lock file.
+WEB="$(dirname "$0")/../tests/web"
+if ! cmp -s "$WEB/package-lock.json" "$WEB/node_modules/.package-lock.json.installed" 2>/dev/null; then
+  echo "install-deps: npm ci in tests/web"
+  (cd "$WEB" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
+  cp "$WEB/package-lock.json" "$WEB/node_modules/.package-lock.json.installed"
+fi

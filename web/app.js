@@ -1,7 +1,10 @@
-// provisiond web page: the node inventory, one node's boot timeline and the
-// profiles. Read-only; talks only to the provisiond that served it (same
-// origin, /api/v1). No framework: the node table is built as one HTML string
-// per page of rows, so 10,000 nodes stay responsive.
+// provisiond web page: the node inventory, one node's facts, boot timeline,
+// runs and health checks, and the profiles with their plans. Talks only to
+// the provisiond that served it (same origin, /api/v1); nothing is fetched
+// from anywhere else, so it works offline. Reads need no token; the actions
+// (power cycle, profile apply) send the token the operator entered, kept in
+// sessionStorage for this tab only. No framework: the node table is built as
+// one HTML string per page of rows, so 10,000 nodes stay responsive.
 'use strict';
 
 const STATES = ['discovered', 'enrolled', 'booting', 'booted', 'configuring', 'ready', 'failed',
@@ -13,10 +16,23 @@ const $ = (id) => document.getElementById(id);
 const esc = (s) => String(s ?? '').replace(/[&<>"']/g,
   (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 
-async function api(path) {
-  const r = await fetch('/api/v1' + path, { headers: { Accept: 'application/json' } });
+const TOKEN_KEY = 'provisiond-token';
+const token = () => sessionStorage.getItem(TOKEN_KEY) || '';
+
+class ApiError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+async function api(path, opts = {}) {
+  const headers = { Accept: 'application/json' };
+  if (opts.write && token()) headers.Authorization = 'Bearer ' + token();
+  if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
+  const r = await fetch('/api/v1' + path, {
+    method: opts.method || 'GET', headers, cache: 'no-store',
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+  });
   const body = await r.json().catch(() => ({}));
-  if (!r.ok) throw new Error(body.error || `${path}: HTTP ${r.status}`);
+  if (!r.ok) throw new ApiError(r.status, body.error || `${path}: HTTP ${r.status}`);
   return body;
 }
 
@@ -59,7 +75,7 @@ const model = {
 function prepare(n) {
   const acc = accelerators(n.facts);
   n._accel = acc.map((d) => `${d.vendor_id}:${d.device_id} ${d.device || ''}`.trim()).join(', ');
-  n._key = [n.hostname, n.mac, n.ip, n.profile].join(' ').toLowerCase();
+  n._key = [n.hostname, n.mac, n.ip, n.profile, n.image, n._accel].join(' ').toLowerCase();
   n._html = null;
   return n;
 }
@@ -184,6 +200,8 @@ async function applyEvents(events) {
   if (model.loaded) refreshTable();
   const route = currentRoute();
   if (route.view === 'node' && names.has(route.node)) renderNode(route.node, false);
+  if (route.view === 'profiles' && events.some((e) => e.kind.startsWith('profile') || e.kind === 'released'))
+    renderProfiles();
 }
 
 async function pollEvents() {
@@ -248,6 +266,8 @@ function factsHtml(n) {
     `<details><summary>all facts (JSON)</summary><pre>${esc(JSON.stringify(f, null, 2))}</pre></details>`;
 }
 
+const clock = (ms) => (ms ? new Date(ms).toISOString().replace('T', ' ').slice(0, 19) : '');
+
 function timelineHtml(why, state) {
   const steps = why.steps || [];
   const stopped = why.next_stage && !['booted', 'configuring', 'ready'].includes(state);
@@ -256,8 +276,10 @@ function timelineHtml(why, state) {
     const last = i === steps.length - 1;
     const cls = last && stopped ? (state === 'failed' || (why.errors || []).length ? 'failed' : 'stopped') : 'done';
     html += `<li class="${cls}" data-stage="${esc(s.stage)}"><span class="at">+${(s.after_ms / 1000).toFixed(1)} s</span>` +
-      `<span class="stage">${esc(s.stage)}</span> <span class="muted">${esc(s.detail)}</span></li>`;
+      `<span class="stage">${esc(s.stage)}</span> <span class="clock mono" title="UTC">${esc(clock(s.time))}</span> ` +
+      `<span class="muted">${esc(s.detail)}</span></li>`;
   });
+  if (!steps.length) html += '<li class="pending">no boot seen yet</li>';
   if (stopped && why.next_stage)
     html += `<li class="pending"><span class="at"></span><span class="stage">${esc(why.next_stage)}</span> not reached</li>`;
   html += '</ol>';
@@ -270,11 +292,180 @@ function timelineHtml(why, state) {
 
 function eventsHtml(events) {
   if (!events.length) return '<p class="muted">no events</p>';
-  return '<table class="events"><thead><tr><th>time</th><th>kind</th><th>detail</th><th>who</th></tr></thead><tbody>' +
-    events.slice().reverse().map((e) => `<tr><td class="mono">${esc(new Date(e.time).toISOString().replace('T', ' ').slice(0, 19))}</td>` +
+  return '<table class="events"><thead><tr><th>time (UTC)</th><th>kind</th><th>detail</th><th>who</th></tr></thead><tbody>' +
+    events.slice().reverse().map((e) => `<tr data-kind="${esc(e.kind)}"><td class="mono">${esc(clock(e.time))}</td>` +
       `<td>${esc(e.kind)}</td><td>${esc(e.detail)}</td><td>${esc(e.who)}</td></tr>`).join('') +
     '</tbody></table>';
 }
+
+// ---- runs and health checks (GET /api/v1/runs?node=, /api/v1/runs/<id>) -------------------
+// Runs are listed when provisiond answers the route; a 404 (no such route or
+// no run) or an empty list reads "no runs yet". A run is one node's run of a
+// kind (configure, playbook, command) with its task results; the profile's
+// health checks are tasks of playbook "health" named after the check.
+
+const pick = (o, ...keys) => { for (const k of keys) if (o && o[k] !== undefined && o[k] !== null) return o[k]; return undefined; };
+const runList = (body) => (Array.isArray(body) ? body : body.runs || []);
+const runId = (r) => pick(r, 'id', 'run', 'run_id');
+const runStatus = (r) => pick(r, 'status', 'result') || '';
+const runStart = (r) => pick(r, 'started_ms', 'started');
+const runEnd = (r) => pick(r, 'finished_ms', 'finished');
+const statusClass = (s) => 'status-' + String(s).replace(/[^a-z]/g, '');
+
+// The tasks of one node in a run: a flat task list (each with its node) or
+// one entry per node holding its tasks.
+function nodeTasks(run, node) {
+  if (Array.isArray(run.tasks)) return run.tasks.filter((t) => !t.node || t.node === node.hostname || t.node === node.mac);
+  if (Array.isArray(run.nodes)) {
+    const mine = run.nodes.find((x) => x && (x.node === node.hostname || x.node === node.mac));
+    return mine && Array.isArray(mine.tasks) ? mine.tasks : [];
+  }
+  return [];
+}
+
+function durationText(ms) {
+  if (ms === undefined || ms === null || ms === '') return '';
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+function tasksHtml(tasks) {
+  if (!tasks.length) return '<p class="muted">no task results recorded</p>';
+  return '<table class="tasks"><thead><tr><th>task</th><th>module</th><th>status</th><th>exit</th><th>time</th><th>output</th></tr></thead><tbody>' +
+    tasks.map((t) => {
+      const status = pick(t, 'status', 'result') || '';
+      const out = [pick(t, 'msg'), pick(t, 'stdout', 'stdout_tail'), pick(t, 'stderr', 'stderr_tail')]
+        .filter((x) => x).join('\n');
+      const where = pick(t, 'location', 'where');
+      const name = pick(t, 'task', 'name') || '';
+      const exit = pick(t, 'exit_code', 'rc');
+      return `<tr class="${statusClass(status)}" data-task="${esc(name)}"><td>${esc(name)}` +
+        (t.item ? ` <span class="mono">(${esc(t.item)})</span>` : '') +
+        (where ? ` <span class="muted mono">${esc(where)}</span>` : '') + '</td>' +
+        `<td class="mono">${esc(t.module)}</td><td><span class="result ${statusClass(status)}">${esc(status)}</span>` +
+        `${t.changed && status !== 'changed' ? ' <span class="muted">changed</span>' : ''}</td>` +
+        `<td class="mono">${exit === undefined || exit === -1 ? '' : esc(exit)}</td>` +
+        `<td class="mono">${esc(durationText(pick(t, 'duration_ms')))}</td>` +
+        `<td>${out ? `<details><summary>log</summary><pre class="log">${esc(out)}</pre></details>` : ''}</td></tr>`;
+    }).join('') + '</tbody></table>';
+}
+
+async function runsFor(node) {
+  let list;
+  try {
+    list = runList(await api('/runs?node=' + encodeURIComponent(nodeName(node))));
+  } catch (e) {
+    if (e.status === 404) return { runs: [], details: new Map() };
+    throw e;
+  }
+  list = list.slice().sort((a, b) => (runStart(b) || 0) - (runStart(a) || 0) || (runId(b) || 0) - (runId(a) || 0));
+  // The tasks of the newest few runs; older ones load on demand.
+  const details = new Map();
+  await Promise.all(list.slice(0, 3).map((r) => api('/runs/' + encodeURIComponent(runId(r)))
+    .then((d) => details.set(String(runId(r)), d), () => {})));
+  return { runs: list, details };
+}
+
+function runsHtml(node, runs) {
+  if (!runs.runs.length) return '<p class="muted" id="no-runs">no runs yet</p>';
+  return runs.runs.map((r, i) => {
+    const id = String(runId(r));
+    const d = runs.details.get(id);
+    const status = runStatus(d || r);
+    const what = [r.kind, pick(r, 'what', 'playbook')].filter((x) => x).join(' ');
+    const counts = ['ok', 'changed', 'failed', 'skipped'].filter((k) => typeof r[k] === 'number')
+      .map((k) => `${k} ${r[k]}`).join(', ');
+    return `<details class="run" data-run="${esc(id)}"${i === 0 ? ' open' : ''}><summary>` +
+      `run <b>${esc(id)}</b> <span class="result ${statusClass(status)}">${esc(status)}</span> ` +
+      `${esc(what)} <span class="muted">${esc(clock(runStart(r)))}` +
+      `${runEnd(r) ? ' → ' + esc(clock(runEnd(r))) : ''}${counts ? ' · ' + esc(counts) : ''}` +
+      `${r.who ? ' · by ' + esc(r.who) : ''}</span>` +
+      `${r.message ? ` <span class="run-message">${esc(r.message)}</span>` : ''}</summary>` +
+      `<div class="run-tasks">${d ? tasksHtml(nodeTasks(d, node)) : '<p class="muted">loading…</p>'}</div></details>`;
+  }).join('');
+}
+
+// The profile's health checks, each with its latest result from the runs
+// (a task with the check's name), newest run first.
+function healthHtml(node, profile, runs) {
+  const checks = (profile && profile.health_checks) || [];
+  if (!node.profile) return '<p class="muted">no profile assigned, so no health checks</p>';
+  if (!profile) return '<p class="muted">profile ' + esc(node.profile) + ' could not be read</p>';
+  if (!checks.length) return `<p class="muted">profile ${esc(node.profile)} has no health checks</p>`;
+  const latest = (name) => {
+    for (const r of runs.runs) {
+      const d = runs.details.get(String(runId(r)));
+      const t = d && nodeTasks(d, node).find((x) => pick(x, 'task', 'name') === name &&
+        (!x.playbook || x.playbook === 'health'));
+      if (t) return t;
+    }
+    return null;
+  };
+  return '<table class="health"><thead><tr><th>check</th><th>command</th><th>timeout</th><th>result</th></tr></thead><tbody>' +
+    checks.map((c) => {
+      const t = latest(c.name);
+      const status = t ? pick(t, 'status', 'result') : '';
+      return `<tr data-check="${esc(c.name)}"><td>${esc(c.name)}</td><td class="mono">${esc(c.command)}</td>` +
+        `<td>${esc(c.timeout)} s</td><td>${t ? `<span class="result ${statusClass(status)}">${esc(status)}</span>` : '<span class="muted">not run yet</span>'}</td></tr>`;
+    }).join('') + '</tbody></table>';
+}
+
+// ---- actions (need a token) ----------------------------------------------------------
+
+function actionButton(id, label, data = '') {
+  return `<button type="button" class="action" id="${id}" ${data}>${esc(label)}</button>`;
+}
+
+function updateAuthUi() {
+  const has = !!token();
+  document.body.classList.toggle('can-write', has);
+  $('token-state').textContent = has ? 'token set: actions enabled' : 'read-only';
+  $('token').hidden = has;
+  $('token-use').hidden = has;
+  $('token-forget').hidden = !has;
+  for (const b of document.querySelectorAll('button.action')) {
+    b.disabled = !has;
+    b.title = has ? '' : 'enter an API token to enable actions';
+  }
+}
+
+// Shows an action's answer: a line saying what happened, and the whole JSON
+// answer folded under it.
+function showResult(what, ok, text, body) {
+  const el = $('action-result');
+  el.hidden = false;
+  el.className = 'action-result ' + (ok ? 'ok' : 'failed');
+  el.innerHTML = `<button type="button" class="close" aria-label="close">×</button><b>${esc(what)}</b>: ${esc(text)}` +
+    (body ? `<details><summary>answer (JSON)</summary><pre>${esc(JSON.stringify(body, null, 2))}</pre></details>` : '');
+}
+
+async function act(what, path, body, summary) {
+  showResult(what, true, 'sending…');
+  try {
+    const r = await api(path, { method: 'POST', body, write: true });
+    showResult(what, true, '200 OK: ' + summary(r), r);
+    return r;
+  } catch (e) {
+    showResult(what, false, `${e.status ? 'HTTP ' + e.status + ': ' : ''}${e.message}`);
+    return null;
+  }
+}
+
+async function powerCycle(name) {
+  if (!window.confirm(`Power cycle ${name}? It reboots now.`)) return;
+  await act(`power cycle ${name}`, `/nodes/${encodeURIComponent(name)}/power`, { action: 'cycle' },
+    (r) => r.result);
+}
+
+async function applyProfile(version) {
+  if (!window.confirm(`Apply profile ${version}? Its nodes move to it.`)) return;
+  const summary = (p) => `${p.version} applied (sha256 ${String(p.sha256).slice(0, 12)}), ` +
+    `${(p.nodes || []).length} node(s) in its plan` + ((p.nodes || []).length ? ': ' +
+      p.nodes.map((n) => `${n.node} ${n.action}`).join(', ') : '');
+  if (await act(`apply profile ${version}`, `/profiles/${encodeURIComponent(version)}/apply`, {}, summary) &&
+      currentRoute().view === 'profiles') await renderProfiles(version);
+}
+
+// ---- pages ---------------------------------------------------------------------------
 
 async function renderNode(name, loading = true) {
   const el = $('view-node');
@@ -283,57 +474,86 @@ async function renderNode(name, loading = true) {
   try {
     const [n, why, ev] = await Promise.all([api('/nodes/' + q), api(`/nodes/${q}/why`),
       api(`/events?node=${q}&last=50`)]);
+    const [runs, profile] = await Promise.all([
+      runsFor(n).catch((e) => ({ runs: [], details: new Map(), error: e })),
+      n.profile ? api('/profiles/' + encodeURIComponent(n.profile)).catch(() => null) : null]);
     if (currentRoute().node !== name) return;
+    // Keep what the operator opened (runs, logs) across live re-renders.
+    const open = new Set([...el.querySelectorAll('details[open][data-run]')].map((d) => d.dataset.run));
     el.innerHTML = `<p><a href="#">← all nodes</a></p><h2>${esc(nodeName(n))} ${stateBadge(n.state)}</h2>` +
+      `<div class="actions">${actionButton('power-cycle', 'power cycle', `data-node="${esc(nodeName(n))}"`)}</div>` +
       `<div class="grid"><div id="node-facts"><h3>facts</h3>${factsHtml(n)}</div>` +
       `<div id="node-timeline"><h3>boot timeline</h3>${timelineHtml(why, n.state)}</div></div>` +
+      `<h3>runs</h3><div id="node-runs">${runs.error ? `<p class="error">${esc(runs.error.message)}</p>` : runsHtml(n, runs)}</div>` +
+      `<h3>health checks</h3><div id="node-health">${healthHtml(n, profile, runs)}</div>` +
       `<h3>events (last 50)</h3><div id="node-events">${eventsHtml(ev.events)}</div>`;
+    if (!loading) for (const d of el.querySelectorAll('details[data-run]')) d.open = open.has(d.dataset.run);
+    el.dataset.node = name;
+    updateAuthUi();
   } catch (e) {
     el.innerHTML = `<p><a href="#">← all nodes</a></p><h2>${esc(name)}</h2><p class="error">${esc(e.message)}</p>`;
   }
 }
 
-async function renderProfiles() {
+async function loadRun(details) {
+  const box = details.querySelector('.run-tasks');
+  if (!box || !box.querySelector('.muted')) return;
+  try {
+    const d = await api('/runs/' + encodeURIComponent(details.dataset.run));
+    const n = await api('/nodes/' + encodeURIComponent($('view-node').dataset.node));
+    box.innerHTML = tasksHtml(nodeTasks(d, n));
+  } catch (e) { box.innerHTML = `<p class="error">${esc(e.message)}</p>`; }
+}
+
+async function renderProfiles(planVersion = model.planVersion) {
   const el = $('view-profiles');
-  el.innerHTML = '<h2>Profiles</h2><p class="muted">loading…</p>';
+  if (!el.querySelector('table.profiles')) el.innerHTML = '<h2>Profiles</h2><p class="muted">loading…</p>';
   try {
     const body = await api('/profiles');
     const applied = body.history.length ? body.history[body.history.length - 1] : null;
     let html = '<h2>Profiles</h2>';
     html += applied
-      ? `<p>applied: <b>${esc(applied.version)}</b> <span class="mono">${esc(applied.sha256)}</span> <span class="muted">by ${esc(applied.who)}, ${esc(ago(applied.time))}</span></p>`
-      : '<p class="muted">no profile applied yet</p>';
+      ? `<p id="applied">applied: <b>${esc(applied.version)}</b> <span class="mono" title="sha256 of the profile when it was applied">${esc(applied.sha256)}</span> <span class="muted">by ${esc(applied.who)}, ${esc(ago(applied.time))}</span></p>`
+      : '<p id="applied" class="muted">no profile applied yet</p>';
     if (body.errors.length) html += '<ul>' + body.errors.map((e) => `<li class="error">${esc(e)}</li>`).join('') + '</ul>';
-    html += '<table class="profiles"><thead><tr><th>version</th><th>description</th><th>image</th><th>nodes</th><th>sha256</th><th></th></tr></thead><tbody>';
+    html += '<table class="profiles"><thead><tr><th>version</th><th>description</th><th>image</th><th>nodes</th><th>sha256</th><th></th><th></th></tr></thead><tbody>';
     for (const p of body.profiles) {
       const badge = p.applied ? (p.applied_sha256_matches ? '<span class="badge">applied</span>'
         : '<span class="badge warn" title="the file changed since it was applied">applied, changed since</span>') : '';
-      html += `<tr data-version="${esc(p.version)}"><td><b>${esc(p.version)}</b></td><td>${esc(p.description)}</td><td>${esc(p.image)}</td>` +
-        `<td class="mono">${esc(p.nodes)}</td><td class="mono" title="${esc(p.sha256)}">${esc(p.sha256.slice(0, 12))}</td><td>${badge}</td></tr>`;
+      html += `<tr data-version="${esc(p.version)}"${p.applied ? ' class="applied"' : ''}><td><b>${esc(p.version)}</b></td><td>${esc(p.description)}</td><td>${esc(p.image)}</td>` +
+        `<td class="mono">${esc(p.nodes)}</td><td class="mono" title="${esc(p.sha256)}">${esc(p.sha256.slice(0, 12))}</td><td>${badge}</td>` +
+        `<td>${actionButton('apply-' + esc(p.version), 'apply', `data-apply="${esc(p.version)}"`)}</td></tr>`;
     }
-    html += '</tbody></table><div id="plan"><p class="muted">click a version to see its plan</p></div>';
+    html += '</tbody></table><div id="plan"><p class="muted">click a version to see its plan against today</p></div>';
+    if (currentRoute().view !== 'profiles') return;
     el.innerHTML = html;
+    updateAuthUi();
+    if (planVersion) await renderPlan(planVersion);
   } catch (e) {
     el.innerHTML = `<h2>Profiles</h2><p class="error">${esc(e.message)}</p>`;
   }
 }
 
 async function renderPlan(version) {
-  for (const tr of document.querySelectorAll('table.profiles tr'))
+  model.planVersion = version;
+  for (const tr of document.querySelectorAll('table.profiles tbody tr'))
     tr.classList.toggle('selected', tr.dataset.version === version);
   const el = $('plan');
   el.innerHTML = `<h3>plan of ${esc(version)}</h3><p class="muted">loading…</p>`;
   try {
     const p = await api('/profiles/' + encodeURIComponent(version) + '/plan');
-    let html = `<h3>plan of ${esc(version)}</h3><p>${p.changes ? 'applying it changes these nodes:' : 'nothing changes'}` +
-      (p.current_version ? ` <span class="muted">(current: ${esc(p.current_version)})</span>` : '') + '</p>';
+    let html = `<h3>plan of ${esc(version)}</h3><p id="plan-summary">` +
+      `${p.changes ? 'applying it changes these nodes:' : 'applying it changes nothing'}` +
+      ` <span class="muted">(today: ${p.current_version ? esc(p.current_version) + ' <span class="mono">' + esc((p.current_sha256 || '').slice(0, 12)) + '</span>' : 'no profile applied'})</span></p>`;
     const nodes = p.nodes || [];
     if (nodes.length) {
       html += '<table class="plan"><thead><tr><th>node</th><th>state</th><th>action</th><th>profile</th><th>image</th><th>playbooks</th><th>reboot</th><th>why</th></tr></thead><tbody>' +
-        nodes.map((n) => `<tr><td>${esc(n.node)}</td><td>${stateBadge(n.state)}</td><td><b>${esc(n.action)}</b></td>` +
+        nodes.map((n) => `<tr data-node="${esc(n.node)}"><td>${esc(n.node)}</td><td>${stateBadge(n.state)}</td><td><b>${esc(n.action)}</b></td>` +
           `<td>${esc(n.from_profile)} → ${esc(n.to_profile ?? version)}</td><td>${esc(n.from_image)} → ${esc(n.to_image)}</td>` +
           `<td>${esc((n.playbooks || []).join(', '))}</td><td>${n.reboot ? 'yes' : ''}</td><td>${esc((n.reasons || []).join('; '))}</td></tr>`).join('') +
         '</tbody></table>';
+    } else {
+      html += '<p class="muted">no node is covered by this version</p>';
     }
     html += `<details><summary>plan (JSON)</summary><pre>${esc(JSON.stringify(p, null, 2))}</pre></details>`;
     el.innerHTML = html;
@@ -382,9 +602,33 @@ function init() {
   $('prev').addEventListener('click', () => { model.page--; renderTable(); });
   $('next').addEventListener('click', () => { model.page++; renderTable(); });
   $('view-profiles').addEventListener('click', (e) => {
+    const apply = e.target.closest('button[data-apply]');
+    if (apply) { applyProfile(apply.dataset.apply); return; }
     const tr = e.target.closest('table.profiles tbody tr');
     if (tr) renderPlan(tr.dataset.version);
   });
+  $('view-node').addEventListener('click', (e) => {
+    const b = e.target.closest('#power-cycle');
+    if (b) powerCycle(b.dataset.node);
+  });
+  $('view-node').addEventListener('toggle', (e) => {
+    if (e.target.matches && e.target.matches('details[data-run]') && e.target.open) loadRun(e.target);
+  }, true);
+  $('action-result').addEventListener('click', (e) => {
+    if (e.target.closest('.close')) $('action-result').hidden = true;
+  });
+  $('token-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const t = $('token').value.trim();
+    $('token').value = '';
+    if (t) sessionStorage.setItem(TOKEN_KEY, t);
+    updateAuthUi();
+  });
+  $('token-forget').addEventListener('click', () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    updateAuthUi();
+  });
+  updateAuthUi();
   window.addEventListener('hashchange', route);
   // The cursor comes from /status, read before the node list, so no event
   // between the two reads is lost (it only causes one redundant refresh).

@@ -7,7 +7,8 @@
 //
 //   web_seed_states DB_PATH
 //
-// Refuses a path that exists: it never writes into a live inventory.
+// Refuses a path that exists: it never writes into a live inventory. Every
+// enrolled node gets the 'command' power driver.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -48,6 +49,7 @@ const char* kNvidiaFacts = R"json({"cpu":{"model":"Intel Xeon w5-2455X","cores":
         {"slot":"0000:18:00.0","vendor_id":"10de","device_id":"22ba","class":"0403",
          "vendor":"NVIDIA Corporation","device":"AD102 High Definition Audio","driver":""}]})json";
 
+const std::vector<std::string> kToKernel = {"dhcp", "ipxe-binary", "script", "kernel"};
 const std::vector<std::string> kFullBoot = {"dhcp",   "ipxe-binary", "script",  "kernel",
                                             "initrd", "network",     "overlay", "hello"};
 
@@ -57,7 +59,7 @@ std::vector<Seed> Seeds() {
       {"", "52:54:00:10:00:00", "", S::kDiscovered, "", "", "", "dhcp", "{}", {"dhcp"}, ""},
       {"gpu01", "52:54:00:10:00:01", "10.20.0.11", S::kEnrolled, "", "v0.1", "", "", "{}", {}, ""},
       {"gpu02", "52:54:00:10:00:02", "10.20.0.12", S::kBooting, "", "v0.1", "lab", "kernel", "{}",
-       {"dhcp", "ipxe-binary", "script", "kernel"}, ""},
+       kToKernel, ""},
       {"gpu03", "52:54:00:10:00:03", "10.20.0.13", S::kBooted, "", "v0.1", "lab", "hello",
        kNvidiaFacts, kFullBoot, ""},
       {"gpu04", "52:54:00:10:00:04", "10.20.0.14", S::kConfiguring, "", "v0.2", "lab", "hello",
@@ -65,8 +67,8 @@ std::vector<Seed> Seeds() {
       {"gpu05", "52:54:00:10:00:05", "10.20.0.15", S::kReady, "", "v0.2", "lab", "hello", kArcFacts,
        kFullBoot, ""},
       {"gpu06", "52:54:00:10:00:06", "10.20.0.16", S::kFailed,
-       "initrd download timed out after 60 s", "v0.2", "lab", "kernel", "{}",
-       {"dhcp", "ipxe-binary", "script", "kernel"}, "initrd: connection reset by peer"},
+       "initrd download timed out after 60 s", "v0.2", "lab", "kernel", "{}", kToKernel,
+       "initrd: connection reset by peer"},
       {"gpu07", "52:54:00:10:00:07", "10.20.0.17", S::kMaintenance, "fan swap", "v0.1", "lab",
        "hello", kNvidiaFacts, kFullBoot, ""},
       {"gpu08", "52:54:00:10:00:08", "10.20.0.18", S::kRetired, "", "", "", "", "{}", {}, ""},
@@ -107,6 +109,10 @@ int main(int argc, char** argv) {
       node.image_version = seed.image;
       node.stage = seed.stage;
       node.facts = seed.facts;
+      // Enrolled nodes can be power cycled through the config's power.command
+      // (web_test.sh points it at a script that logs its arguments).
+      if (!seed.hostname.empty() && seed.state != prov::NodeState::kRetired)
+        node.power = R"({"driver":"command"})";
       const int64_t start = base + static_cast<int64_t>(i) * 30000;
       node.last_seen_ms = seed.stages.empty() ? 0 : start + 1500 * (seed.stages.size() - 1);
       auto inserted = tx.InsertNode(node);

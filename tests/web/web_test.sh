@@ -1,50 +1,65 @@
 #!/usr/bin/env bash
 # Browser test of the web page (web/): a provisiond seeded with nodes in every
 # state, then one with 10,000 nodes, each driven by tests/web/web_test.js
-# (playwright-core + Debian's Chromium, loopback only).
-# Usage: web_test.sh PROVISIOND PROVISIONCTL
-# Seeders: web_seed_states and bench_seed_nodes from the same build tree as
-# PROVISIOND (override with WEB_SEED_STATES / BENCH_SEED_NODES). Screenshots
-# and web_render_bench.json go to $WEB_TEST_OUT (default: a new dir in $TMPDIR).
+# (playwright-core + Debian's Chromium, loopback only, nothing else reachable).
+#
+# Usage: web_test.sh PROVISIOND PROVISIONCTL WEB_SEED_STATES BENCH_SEED_NODES
+# (ctest passes all four: ctest -R web.browser). Screenshots and
+# web_render.json go to $WEB_TEST_OUT (ctest: <build>/tests/web/web-test-out;
+# by hand: a new directory under $TMPDIR); the path is printed at the end.
+# Needs /usr/bin/chromium and tests/web/node_modules (scripts/install-deps.sh).
+[ $# -eq 4 ] || { echo "usage: $0 PROVISIOND PROVISIONCTL WEB_SEED_STATES BENCH_SEED_NODES" >&2; exit 2; }
 PROVISIOND="$(realpath "$1")"
 PROVISIONCTL="$(realpath "$2")"
+SEED_STATES="$(realpath "$3")"
+SEED_NODES="$(realpath "$4")"
 source "$(dirname "$0")/../lib.sh"
 HERE="$REPO/tests/web"
-BUILD="$(dirname "$(dirname "$PROVISIOND")")"
-SEED_STATES="${WEB_SEED_STATES:-$BUILD/tests/web/web_seed_states}"
-SEED_NODES="${BENCH_SEED_NODES:-$BUILD/tests/bench/bench_seed_nodes}"
+CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 OUT="${WEB_TEST_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/provision-web-test.XXXXXX")}"
 mkdir -p "$OUT"
+rm -rf "$OUT/states" "$OUT/big"  # no stale screenshots from an earlier run
 
-for need in /usr/bin/chromium "$SEED_STATES" "$HERE/node_modules/playwright-core"; do
-  [ -e "$need" ] || { echo "web_test: $need is missing (scripts/install-deps.sh; npm ci in tests/web)"; exit 1; }
+for need in "$CHROMIUM" "$PROVISIONCTL" "$SEED_STATES" "$SEED_NODES" "$HERE/node_modules/playwright-core"; do
+  [ -e "$need" ] || {
+    echo "FAIL: $need is missing (scripts/install-deps.sh installs chromium and runs npm ci in tests/web; build web_seed_states and bench_seed_nodes)"
+    exit 1
+  }
 done
+command -v node >/dev/null || { echo "FAIL: node is missing (apt-get install nodejs npm)"; exit 1; }
 
-# seeded_provisiond NAME SEEDER ARGS...: seeds NAME's database, then starts it.
-seeded_provisiond() {
-  local name="$1"
-  shift
-  mkdir -p "$WORK/$name/data"
-  "$@" "$WORK/$name/data/provisiond.db"
-  start_provisiond "$name" "web_dir: $REPO/web"
-}
+# The 'command' power driver of the seeded nodes: logs its arguments, so the
+# test sees that a power cycle from the page reached it (and that a refused
+# one did not).
+cat >"$WORK/power.sh" <<EOF
+#!/bin/sh
+echo "\$*" >>"$WORK/power.log"
+echo "power \$1 of \$2 done"
+EOF
+chmod +x "$WORK/power.sh"
+: >"$WORK/power.log"
 
-echo "== every state"
-seeded_provisiond states "$SEED_STATES"
-if MODE=states URL="$URL" TOKEN="$TOKEN" OUT="$OUT/states" node "$HERE/web_test.js"; then
+# The browser's HOME, cache and crash dumps stay in the work dir.
+export HOME="$WORK/home" XDG_CONFIG_HOME="$WORK/home/.config" XDG_CACHE_HOME="$WORK/home/.cache"
+mkdir -p "$HOME"
+
+echo "== nodes in every state"
+mkdir -p "$WORK/states/data"
+"$SEED_STATES" "$WORK/states/data/provisiond.db"
+start_provisiond states "web_dir: $REPO/web" "power:" "  command: $WORK/power.sh"
+if MODE=states URL="$URL" TOKEN="$TOKEN" PROVISIONCTL="$PROVISIONCTL" POWER_LOG="$WORK/power.log" \
+  CHROMIUM="$CHROMIUM" OUT="$OUT/states" node "$HERE/web_test.js"; then
   pass "web page with nodes in every state"
 else fail "web page with nodes in every state"; fi
+kill "$PROVISIOND_PID" 2>/dev/null && wait "$PROVISIOND_PID" 2>/dev/null || true
 
-if [ -x "$SEED_NODES" ]; then
-  echo "== 10,000 nodes"
-  mkdir -p "$WORK/big/data"
-  "$SEED_NODES" "$WORK/big/data/provisiond.db" 10000
-  start_provisiond big "web_dir: $REPO/web"
-  if MODE=big COUNT=10000 URL="$URL" OUT="$OUT/big" node "$HERE/web_test.js"; then
-    pass "web page with 10,000 nodes"
-  else fail "web page with 10,000 nodes"; fi
-else
-  fail "$SEED_NODES is missing: build the bench_seed_nodes target"
-fi
-echo "screenshots and web_render_bench.json: $OUT"
+echo "== 10,000 nodes"
+mkdir -p "$WORK/big/data"
+"$SEED_NODES" "$WORK/big/data/provisiond.db" 10000
+start_provisiond big "web_dir: $REPO/web"
+if MODE=big COUNT=10000 URL="$URL" TOKEN="$TOKEN" CHROMIUM="$CHROMIUM" OUT="$OUT/big" \
+  node "$HERE/web_test.js"; then
+  pass "web page with 10,000 nodes"
+else fail "web page with 10,000 nodes"; fi
+echo "screenshots: $OUT"
 finish

@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# web_render_bench.sh: time to the first rendered rows of the web page's node
+# table with 10,000 nodes, loaded in Debian's Chromium from provisiond, next
+# to nginx serving the same page with static snapshots of the API answers the
+# page reads first (/api/v1/status and /api/v1/nodes, the exact bytes
+# provisiond sent). The difference is what provisiond's live answers cost
+# against static files; the page's own work (parse 10,000 nodes, sort, build
+# 500 rows) is the same on both.
+#
+# provisiond runs on a fresh data dir in a mktemp directory, seeded with
+# bench_seed_nodes before it starts. nginx runs as our own process (not the
+# system service) with a generated config, pid file and logs in the same
+# directory; its /api/v1/events answers 503, so the page's long-poll backs
+# off (3 s) instead of spinning on a static file. Both are stopped by pid and
+# the directory removed when the script ends, also on failure or Ctrl-C.
+#
+# Usage: tests/bench/web_render_bench.sh [options]
+#   --build-dir DIR    where provisiond and bench_seed_nodes were built
+#                      (default: <repo>/build-bench)
+#   --provisiond PATH  the daemon (default: DIR/provisiond/provisiond)
+#   --seeder PATH      default: DIR/tests/bench/bench_seed_nodes
+#   --nginx PATH       default: nginx from PATH, else /usr/sbin/nginx
+#   --chromium PATH    default: /usr/bin/chromium
+#   --nodes N          nodes in the inventory (default 10000)
+#   --loads N          measured page loads per server (default 5)
+#   --json FILE        results (default: DIR/tests/bench/web_render_bench.json)
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build_dir=$repo/build-bench
+provisiond='' seeder='' nginx_bin='' json_out='' chromium=/usr/bin/chromium
+nodes=10000 loads=5
+
+usage() {
+  sed -n '/^# Usage:/,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
+  exit 2
+}
+while (($#)); do
+  case $1 in
+    --build-dir) build_dir=${2:?}; shift 2 ;;
+    --provisiond) provisiond=${2:?}; shift 2 ;;
+    --seeder) seeder=${2:?}; shift 2 ;;
+    --nginx) nginx_bin=${2:?}; shift 2 ;;
+    --chromium) chromium=${2:?}; shift 2 ;;
+    --nodes) nodes=${2:?}; shift 2 ;;
+    --loads) loads=${2:?}; shift 2 ;;
+    --json) json_out=${2:?}; shift 2 ;;
+    -h | --help) usage ;;
+    *) echo "web_render_bench: unknown argument '$1'" >&2; usage ;;
+  esac
+done
+[[ $nodes =~ ^[1-9][0-9]*$ && $nodes -le 99999 && $nodes -ge 500 ]] || { echo "--nodes must be 500..99999" >&2; exit 2; }
+[[ $loads =~ ^[1-9][0-9]*$ && $loads -le 100 ]] || { echo "--loads must be 1..100" >&2; exit 2; }
+provisiond=${provisiond:-$build_dir/provisiond/provisiond}
+seeder=${seeder:-$build_dir/tests/bench/bench_seed_nodes}
+json_out=${json_out:-$build_dir/tests/bench/web_render_bench.json}
+if [[ -z $nginx_bin ]]; then
+  nginx_bin=$(command -v nginx || true)
+  [[ -n $nginx_bin ]] || nginx_bin=/usr/sbin/nginx
+fi
+
+die() { echo "web_render_bench: $*" >&2; exit 1; }
+for f in "$provisiond" "$seeder"; do
+  [[ -x $f ]] || die "$f is not built (cmake --build $build_dir), or pass its path"
+done
+[[ -x $nginx_bin ]] || die "nginx not found: apt-get install nginx-light, or pass --nginx PATH"
+[[ -x $chromium ]] || die "chromium not found: apt-get install chromium, or pass --chromium PATH"
+[[ -d $repo/tests/web/node_modules/playwright-core ]] || die "playwright-core is missing: (cd tests/web && npm ci)"
+command -v node >/dev/null || die "node not found: apt-get install nodejs"
+command -v curl >/dev/null || die "curl not found"
+mkdir -p "$(dirname "$json_out")"
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/web-render-bench.XXXXXX")
+provisiond_pid='' nginx_pid=''
+
+stop_pid() {
+  local pid=$1 i
+  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+  local rc=$?
+  stop_pid "$nginx_pid"
+  stop_pid "$provisiond_pid"
+  if ((rc != 0)); then
+    for log in "$tmp/provisiond.log" "$tmp/nginx/error.log"; do
+      [[ -s $log ]] && { echo "--- $log (last lines)" >&2; tail -n 20 "$log" >&2; }
+    done
+  fi
+  rm -rf "$tmp"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+# The browser's HOME, cache and crash dumps stay in the directory.
+export HOME="$tmp/home" XDG_CONFIG_HOME="$tmp/home/.config" XDG_CACHE_HOME="$tmp/home/.cache"
+mkdir -p "$HOME"
+
+# --- provisiond, seeded before it starts -----------------------------------
+mkdir -p "$tmp/data"
+chmod 700 "$tmp/data"
+cat >"$tmp/provisiond.yaml" <<EOF
+listen: 127.0.0.1:0
+data_dir: $tmp/data
+profiles_dir: $repo/profiles
+playbooks_dir: $repo/playbooks
+web_dir: $repo/web
+EOF
+"$seeder" "$tmp/data/provisiond.db" "$nodes" >&2
+"$provisiond" -c "$tmp/provisiond.yaml" >"$tmp/provisiond.log" 2>&1 &
+provisiond_pid=$!
+for ((i = 0; i < 200; i++)); do  # up to 10 s
+  [[ -s $tmp/data/provisiond.url ]] && break
+  kill -0 "$provisiond_pid" 2>/dev/null || die "provisiond exited during start"
+  sleep 0.05
+done
+[[ -s $tmp/data/provisiond.url ]] || die "provisiond wrote no $tmp/data/provisiond.url in 10 s"
+provisiond_url=$(<"$tmp/data/provisiond.url")
+
+# --- the same page and snapshots for nginx ----------------------------------
+mkdir -p "$tmp/www/web" "$tmp/www/api/v1"
+cp "$repo/web/index.html" "$tmp/www/index.html"
+cp "$repo/web/"*.js "$repo/web/"*.css "$tmp/www/web/"
+for p in status nodes; do
+  code=$(curl -sS --noproxy '*' -o "$tmp/www/api/v1/$p" -w '%{http_code}' "$provisiond_url/api/v1/$p")
+  [[ $code == 200 ]] || die "GET $provisiond_url/api/v1/$p answered $code"
+done
+count=$(tail -c 40 "$tmp/www/api/v1/nodes" | sed -n 's/.*"count":\([0-9]*\)}$/\1/p')
+[[ $count == "$nodes" ]] || die "GET /api/v1/nodes listed '${count}' nodes, expected $nodes"
+chmod 711 "$tmp"
+chmod -R a+rX "$tmp/www"
+mkdir -p "$tmp/nginx"
+start_nginx() {  # $1: port; returns 0 once nginx answers on it
+  local port=$1 i
+  cat >"$tmp/nginx/nginx.conf" <<EOF
+worker_processes 1;
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/error.log warn;
+events { worker_connections 64; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  client_body_temp_path $tmp/nginx/body;
+  proxy_temp_path $tmp/nginx/proxy;
+  fastcgi_temp_path $tmp/nginx/fastcgi;
+  uwsgi_temp_path $tmp/nginx/uwsgi;
+  scgi_temp_path $tmp/nginx/scgi;
+  types { text/html html; text/javascript js; text/css css; }
+  server {
+    listen 127.0.0.1:$port;
+    root $tmp/www;
+    location /api/v1/ { default_type application/json; }
+    location = /api/v1/events { return 503; }
+  }
+}
+EOF
+  "$nginx_bin" -p "$tmp/nginx" -e "$tmp/nginx/error.log" -c "$tmp/nginx/nginx.conf" \
+    -g 'daemon off;' >>"$tmp/nginx/stdout.log" 2>&1 &
+  nginx_pid=$!
+  for ((i = 0; i < 100; i++)); do  # up to 5 s
+    curl -sfI --noproxy '*' -o /dev/null "http://127.0.0.1:$port/api/v1/nodes" && return 0
+    kill -0 "$nginx_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  stop_pid "$nginx_pid"
+  nginx_pid=
+  return 1
+}
+nginx_port=
+for ((try = 0; try < 5; try++)); do
+  port=$((20000 + RANDOM % 40000))
+  ss -Htln "sport = :$port" | grep -q . && continue
+  if start_nginx "$port"; then nginx_port=$port; break; fi
+done
+[[ -n $nginx_port ]] || die "nginx did not start (see its error log below)"
+nginx_url="http://127.0.0.1:$nginx_port"
+curl -sS --noproxy '*' -o "$tmp/nginx-body" "$nginx_url/api/v1/nodes"
+cmp -s "$tmp/nginx-body" "$tmp/www/api/v1/nodes" || die "nginx does not serve the same bytes"
+
+# --- measurement -------------------------------------------------------------
+servers="[{\"name\":\"provisiond\",\"url\":\"$provisiond_url\"},{\"name\":\"nginx\",\"url\":\"$nginx_url\"}]"
+SERVERS=$servers LOADS=$loads COUNT=$nodes CHROMIUM=$chromium \
+  node "$repo/tests/bench/web_render_bench.js" >"$tmp/result.json"
+
+nginx_version=$("$nginx_bin" -v 2>&1 | sed 's/^nginx version: //')
+date_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+node - "$tmp/result.json" "$json_out" "$date_utc" "$(uname -n)" "$(nproc)" "$load_before" "$nginx_version" <<'EOF'
+const fs = require('fs');
+const [file, out, date, host, cpus, load, nginx] = process.argv.slice(2);
+const r = JSON.parse(fs.readFileSync(file, 'utf8'));
+const p = r.servers.provisiond, n = r.servers.nginx;
+const f = (x) => x.toFixed(0).padStart(10);
+console.log(`web_render_bench: the node table's first rows, ${r.nodes} nodes, ${r.loads} loads per server ` +
+  `after 1 warm-up, alternating; a new browser context per load`);
+console.log(`${cpus} CPUs, load average ${load} at start, Chromium ${r.chromium}, ${nginx}`);
+console.log('server'.padEnd(28) + 'first render ms'.padStart(16) + 'nodes JSON ms'.padStart(16) + 'render after ms'.padStart(16) + '   (medians)');
+for (const [name, s] of [['provisiond', p], ['nginx (static snapshots)', n]])
+  console.log(name.padEnd(28) + f(s.median_first_render_ms).padStart(16) + f(s.median_nodes_json_ms).padStart(16) +
+    f(s.median_render_after_json_ms).padStart(16));
+console.log('first render per load, ms: provisiond ' + p.runs.map((x) => x.first_render_ms.toFixed(0)).join(' ') +
+  '; nginx ' + n.runs.map((x) => x.first_render_ms.toFixed(0)).join(' '));
+const ratio = p.median_first_render_ms / n.median_first_render_ms;
+console.log(`ratio provisiond/nginx (median first render): ${ratio.toFixed(2)}`);
+fs.writeFileSync(out, JSON.stringify({ benchmark: 'web_render', date, machine: { hostname: host, cpus: Number(cpus),
+  loadavg_at_start: load }, nginx, ...r, ratio_provisiond_over_nginx: Number(ratio.toFixed(3)) }, null, 2) + '\n');
+EOF
+echo "results: $json_out"
