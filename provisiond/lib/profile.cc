@@ -9,38 +9,13 @@
 #include "file_util.h"
 #include "hostlist.h"
 #include "node_state.h"
+#include "playbook.h"
 #include "yaml_reader.h"
 
 namespace prov {
 namespace {
 
 namespace fs = std::filesystem;
-
-// YAML values to JSON for playbook variables: plain scalars that read as
-// booleans or integers keep that type (as Ansible does), quoted ones stay
-// strings.
-nlohmann::json YamlToJson(const YAML::Node& n) {
-  if (n.IsMap()) {
-    nlohmann::json out = nlohmann::json::object();
-    for (const auto& kv : n) out[kv.first.Scalar()] = YamlToJson(kv.second);
-    return out;
-  }
-  if (n.IsSequence()) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& item : n) out.push_back(YamlToJson(item));
-    return out;
-  }
-  if (!n.IsScalar()) return nullptr;
-  const std::string& s = n.Scalar();
-  if (n.Tag() == "?") {
-    if (s == "true" || s == "True" || s == "yes") return true;
-    if (s == "false" || s == "False" || s == "no") return false;
-    if (!s.empty() && s.find_first_not_of("-0123456789") == std::string::npos && s.size() < 18 &&
-        s.find('-', 1) == std::string::npos)
-      return std::stoll(s);
-  }
-  return s;
-}
 
 const std::regex kPciId("^[0-9a-f]{4}:[0-9a-f]{4}$");
 const std::regex kVersion("^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$");
@@ -157,11 +132,18 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
       } else {
         std::string path = playbooks_dir + "/" + ref.file;
         auto content = ReadFile(path);
-        if (!content.ok())
+        if (!content.ok()) {
           pb.errors().Add(pb.Raw("playbook"),
                           "playbook '" + ref.file + "' not found (looked for " + path + ")");
-        else
+        } else {
           combined += std::string(1, '\0') + ref.file + std::string(1, '\0') + *content;
+          // A profile with a broken playbook is a broken profile: its errors
+          // (each with the playbook's own file:line:col) are the profile's.
+          auto loaded = ParsePlaybook(*content, path);
+          if (!loaded.ok())
+            pb.errors().Add(pb.Raw("playbook"), "playbook '" + ref.file + "' does not load:\n" +
+                                                    loaded.status().message());
+        }
       }
     }
     YAML::Node vars = pb.Raw("vars");

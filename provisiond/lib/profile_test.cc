@@ -17,6 +17,9 @@ std::string PlaybooksDir() {
              ("provision-profile-test-" + std::to_string(getpid()));
     std::filesystem::create_directories(d);
     WriteFileAtomic((d / "a.yml").string(), "- hosts: all\n  tasks: []\n");
+    WriteFileAtomic(
+        (d / "bad.yml").string(),
+        "- hosts: all\n  tasks:\n    - name: x\n      ansible.builtin.frobnicate: {}\n");
     return d.string();
   }();
   return dir;
@@ -149,6 +152,20 @@ TEST_CASE("profile: every broken file gets its own clear error with file:line:co
     REQUIRE_FALSE(p.ok());
     CHECK_MESSAGE(p.status().message().find(c.error) != std::string::npos, p.status().message());
   }
+}
+
+TEST_CASE("profile: a playbook that does not load makes the profile fail, at the playbook's line") {
+  auto p = ParseProfile(
+      "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nplaybooks:\n"
+      "  - playbook: a.yml\n  - playbook: bad.yml\n",
+      "p.yaml", "v9", PlaybooksDir());
+  REQUIRE_FALSE(p.ok());
+  const std::string& m = p.status().message();
+  CHECK_MESSAGE(m.find("p.yaml:6:15: playbook 'bad.yml' does not load") != std::string::npos, m);
+  CHECK_MESSAGE(
+      m.find(PlaybooksDir() + "/bad.yml:4:7: unknown module 'ansible.builtin.frobnicate'") !=
+          std::string::npos,
+      m);
 }
 
 TEST_CASE("profile: every shipped profile loads") {
