@@ -20,14 +20,15 @@ while read -r p; do
 done <"$(dirname "$0")/../tests/lab/packages.txt"
 
 # Also present: a package another installed one provides (npm comes with
-# NodeSource's nodejs, which conflicts with Debian's npm).
-provided() {
-  dpkg-query -W -f='${Status}|${Provides}\n' 2>/dev/null |
-    grep '^install ok installed|' | cut -d'|' -f2 | tr ',' '\n' | awk '{print $1}' | grep -qx "$1"
-}
+# NodeSource's nodejs, which conflicts with Debian's npm). The list is read
+# once into a variable: `grep -q` at the end of a pipe would end it early and
+# fail it under pipefail.
+PROVIDED="$(dpkg-query -W -f='${Status}|${Provides}\n' 2>/dev/null |
+  sed -n 's/^install ok installed|//p' | tr ',' '\n' | awk 'NF {print $1}')"
+provided() { grep -qx -- "$1" <<<"$PROVIDED"; }
 missing=()
 for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || provided "$p" ||
+  [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || provided "$p" ||
     missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
