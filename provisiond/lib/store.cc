@@ -19,7 +19,7 @@ namespace {
 
 constexpr const char* kNodeColumns =
     "id, mac, hostname, ip, state, reason, profile_version, image_version, facts, host_key, "
-    "token, stage, last_seen, created, updated, power";
+    "token, stage, last_seen, created, updated, power, configured";
 
 // SQL texts, each prepared once (the cache is keyed by these pointers).
 const std::string kSelectNodeByName =
@@ -32,12 +32,12 @@ const std::string kSelectNodes = std::string("SELECT ") + kNodeColumns +
                                  "ORDER BY hostname IS NULL, hostname, mac";
 constexpr const char* kInsertNode =
     "INSERT INTO nodes (mac, hostname, ip, state, reason, profile_version, image_version, facts, "
-    "host_key, token, stage, last_seen, created, updated, power) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16)";
+    "host_key, token, stage, last_seen, created, updated, power, configured) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16, ?17)";
 constexpr const char* kUpdateNode =
     "UPDATE nodes SET mac = ?1, hostname = ?2, ip = ?3, state = ?4, reason = ?5, "
     "profile_version = ?6, image_version = ?7, facts = ?8, host_key = ?9, token = ?10, "
-    "stage = ?11, last_seen = ?12, updated = ?14, power = ?16 WHERE id = ?15";
+    "stage = ?11, last_seen = ?12, updated = ?14, power = ?16, configured = ?17 WHERE id = ?15";
 constexpr const char* kDeleteNode = "DELETE FROM nodes WHERE id = ?1";
 constexpr const char* kInsertEvent =
     "INSERT INTO events (time, node_id, node, kind, detail, who) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
@@ -84,6 +84,7 @@ NodeRecord ReadNode(sqlite3_stmt* s) {
   n.created_ms = sqlite3_column_int64(s, 13);
   n.updated_ms = sqlite3_column_int64(s, 14);
   n.power = ColumnText(s, 15);
+  n.configured = ColumnText(s, 16);
   return n;
 }
 
@@ -106,6 +107,7 @@ void BindNode(sqlite3_stmt* s, const NodeRecord& n) {
   sqlite3_bind_int64(s, 13, n.created_ms);
   sqlite3_bind_int64(s, 14, n.updated_ms);
   BindText(s, 16, n.power.empty() ? "{}" : n.power);
+  BindText(s, 17, n.configured);
 }
 
 Status SqlError(sqlite3* db, const std::string& what) {
@@ -468,6 +470,202 @@ std::vector<AppliedProfile> Store::AppliedProfiles() {
 std::optional<AppliedProfile> Store::CurrentProfile() {
   std::lock_guard lock(mu_);
   return StoreTx(*this).CurrentProfile();
+}
+
+}  // namespace prov
+
+namespace prov {
+namespace {
+
+constexpr const char* kRunColumns =
+    "id, node_id, node, kind, what, profile_sha256, status, started, finished, ok, changed, "
+    "failed, skipped, message, who";
+constexpr const char* kInsertRun =
+    "INSERT INTO runs (node_id, node, kind, what, profile_sha256, status, started, finished, ok, "
+    "changed, failed, skipped, message, who) "
+    "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+constexpr const char* kUpdateRun =
+    "UPDATE runs SET status = ?7, finished = ?9, ok = ?10, changed = ?11, failed = ?12, "
+    "skipped = ?13, message = ?14 WHERE id = ?1";
+constexpr const char* kInsertRunTask =
+    "INSERT INTO run_tasks (run_id, playbook, play, task, module, location, item, status, "
+    "changed, exit_code, stdout, stderr, msg, duration_ms) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+constexpr const char* kSelectRunTasks =
+    "SELECT id, run_id, playbook, play, task, module, location, item, status, changed, "
+    "exit_code, stdout, stderr, msg, duration_ms FROM run_tasks WHERE run_id = ?1 ORDER BY id";
+const std::string kSelectRunById =
+    std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?1";
+const std::string kSelectRuns = std::string("SELECT ") + kRunColumns +
+                                " FROM runs WHERE (?1 = 0 OR node_id = ?1) AND "
+                                "(?2 = '' OR status = ?2) ORDER BY id DESC LIMIT ?3";
+const std::string kSelectRunning =
+    std::string("SELECT ") + kRunColumns + " FROM runs WHERE status = 'running' ORDER BY id";
+
+void BindRun(sqlite3_stmt* s, const RunRecord& r) {
+  sqlite3_bind_int64(s, 1, r.id);
+  sqlite3_bind_int64(s, 2, r.node_id);
+  BindText(s, 3, r.node);
+  BindText(s, 4, r.kind);
+  BindText(s, 5, r.what);
+  BindText(s, 6, r.profile_sha256);
+  BindText(s, 7, r.status);
+  sqlite3_bind_int64(s, 8, r.started_ms);
+  sqlite3_bind_int64(s, 9, r.finished_ms);
+  sqlite3_bind_int64(s, 10, r.ok);
+  sqlite3_bind_int64(s, 11, r.changed);
+  sqlite3_bind_int64(s, 12, r.failed);
+  sqlite3_bind_int64(s, 13, r.skipped);
+  BindText(s, 14, r.message);
+  BindText(s, 15, r.who);
+}
+
+RunRecord ReadRun(sqlite3_stmt* s) {
+  RunRecord r;
+  r.id = sqlite3_column_int64(s, 0);
+  r.node_id = sqlite3_column_int64(s, 1);
+  r.node = ColumnText(s, 2);
+  r.kind = ColumnText(s, 3);
+  r.what = ColumnText(s, 4);
+  r.profile_sha256 = ColumnText(s, 5);
+  r.status = ColumnText(s, 6);
+  r.started_ms = sqlite3_column_int64(s, 7);
+  r.finished_ms = sqlite3_column_int64(s, 8);
+  r.ok = sqlite3_column_int64(s, 9);
+  r.changed = sqlite3_column_int64(s, 10);
+  r.failed = sqlite3_column_int64(s, 11);
+  r.skipped = sqlite3_column_int64(s, 12);
+  r.message = ColumnText(s, 13);
+  r.who = ColumnText(s, 14);
+  return r;
+}
+
+}  // namespace
+
+Status StoreTx::InsertRun(RunRecord& run) {
+  if (!run.started_ms) run.started_ms = NowMs();
+  Store::Stmt s(store_, kInsertRun);
+  BindRun(s.get(), run);
+  if (sqlite3_step(s.get()) != SQLITE_DONE)
+    return SqlError(store_.db_, "cannot record a run on " + run.node);
+  run.id = sqlite3_last_insert_rowid(store_.db_);
+  return Status::Ok();
+}
+
+Status StoreTx::UpdateRun(const RunRecord& run) {
+  Store::Stmt s(store_, kUpdateRun);
+  BindRun(s.get(), run);
+  if (sqlite3_step(s.get()) != SQLITE_DONE)
+    return SqlError(store_.db_, "cannot update run " + std::to_string(run.id));
+  return Status::Ok();
+}
+
+Status StoreTx::AppendRunTask(RunTaskRecord& t) {
+  Store::Stmt s(store_, kInsertRunTask);
+  sqlite3_stmt* q = s.get();
+  sqlite3_bind_int64(q, 1, t.run_id);
+  BindText(q, 2, t.playbook);
+  BindText(q, 3, t.play);
+  BindText(q, 4, t.task);
+  BindText(q, 5, t.module);
+  BindText(q, 6, t.location);
+  BindText(q, 7, t.item);
+  BindText(q, 8, t.status);
+  sqlite3_bind_int(q, 9, t.changed ? 1 : 0);
+  sqlite3_bind_int64(q, 10, t.exit_code);
+  BindText(q, 11, t.stdout_tail);
+  BindText(q, 12, t.stderr_tail);
+  BindText(q, 13, t.msg);
+  sqlite3_bind_int64(q, 14, t.duration_ms);
+  if (sqlite3_step(q) != SQLITE_DONE)
+    return SqlError(store_.db_, "cannot record a task of run " + std::to_string(t.run_id));
+  t.id = sqlite3_last_insert_rowid(store_.db_);
+  return Status::Ok();
+}
+
+Status Store::AppendRunTask(RunTaskRecord& task) {
+  return Transact([&](StoreTx& tx) { return tx.AppendRunTask(task); });
+}
+
+std::vector<RunRecord> Store::ListRuns(const RunFilter& filter) {
+  std::lock_guard lock(mu_);
+  std::vector<RunRecord> out;
+  if (!filter.ids.empty()) {
+    Stmt s(*this, kSelectRunById.c_str());
+    for (int64_t id : filter.ids) {
+      sqlite3_bind_int64(s.get(), 1, id);
+      if (sqlite3_step(s.get()) == SQLITE_ROW) out.push_back(ReadRun(s.get()));
+      sqlite3_reset(s.get());
+    }
+    return out;
+  }
+  Stmt s(*this, kSelectRuns.c_str());
+  sqlite3_bind_int64(s.get(), 1, filter.node_id);
+  BindText(s.get(), 2, filter.status);
+  sqlite3_bind_int64(s.get(), 3, filter.limit);
+  while (sqlite3_step(s.get()) == SQLITE_ROW) out.push_back(ReadRun(s.get()));
+  return out;
+}
+
+Result<RunRecord> Store::GetRun(int64_t id) {
+  auto runs = ListRuns(RunFilter{0, "", {id}, 1});
+  if (runs.empty()) return Status::NotFound("no run with id " + std::to_string(id));
+  return runs.front();
+}
+
+std::vector<RunTaskRecord> Store::RunTasks(int64_t run_id) {
+  std::lock_guard lock(mu_);
+  Stmt s(*this, kSelectRunTasks);
+  sqlite3_bind_int64(s.get(), 1, run_id);
+  std::vector<RunTaskRecord> out;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+    sqlite3_stmt* q = s.get();
+    RunTaskRecord t;
+    t.id = sqlite3_column_int64(q, 0);
+    t.run_id = sqlite3_column_int64(q, 1);
+    t.playbook = ColumnText(q, 2);
+    t.play = ColumnText(q, 3);
+    t.task = ColumnText(q, 4);
+    t.module = ColumnText(q, 5);
+    t.location = ColumnText(q, 6);
+    t.item = ColumnText(q, 7);
+    t.status = ColumnText(q, 8);
+    t.changed = sqlite3_column_int(q, 9) != 0;
+    t.exit_code = sqlite3_column_int64(q, 10);
+    t.stdout_tail = ColumnText(q, 11);
+    t.stderr_tail = ColumnText(q, 12);
+    t.msg = ColumnText(q, 13);
+    t.duration_ms = sqlite3_column_int64(q, 14);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+int64_t Store::InterruptRunningRuns() {
+  int64_t count = 0;
+  Status s = Transact([&](StoreTx& tx) -> Status {
+    std::vector<RunRecord> running;
+    {
+      Stmt q(*this, kSelectRunning.c_str());
+      while (sqlite3_step(q.get()) == SQLITE_ROW) running.push_back(ReadRun(q.get()));
+    }
+    for (RunRecord& r : running) {
+      r.status = "interrupted";
+      r.finished_ms = NowMs();
+      r.message = "provisiond stopped while it ran";
+      Status u = tx.UpdateRun(r);
+      if (!u.ok()) return u;
+      EventRecord e{0, 0, r.node_id, r.node, "run",
+                    "run " + std::to_string(r.id) + " (" + r.kind + " " + r.what +
+                        ") interrupted: provisiond stopped while it ran",
+                    "provisiond"};
+      u = tx.AppendEvent(e);
+      if (!u.ok()) return u;
+      ++count;
+    }
+    return Status::Ok();
+  });
+  return s.ok() ? count : 0;
 }
 
 }  // namespace prov

@@ -36,6 +36,9 @@ struct NodeRecord {
   std::string token;
   std::string stage;
   std::string power = "{}";  // JSON: {"driver": ...}
+  // The profile hash this boot of the node was configured with ("" since
+  // its last hello, or never).
+  std::string configured;
   int64_t last_seen_ms = 0;
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
@@ -60,6 +63,44 @@ struct AppliedProfile {
   std::string sha256;
   int64_t time_ms = 0;
   std::string who;
+};
+
+// One run over SSH on one node: the profile's playbooks ("configure"), a
+// playbook run by hand ("playbook"), or a command ("cmd").
+struct RunRecord {
+  int64_t id = 0;
+  int64_t node_id = 0;
+  std::string node;
+  std::string kind;  // configure | playbook | cmd
+  std::string what;  // profile version, playbook file or command
+  std::string profile_sha256;
+  // running | ok | failed | unreachable | interrupted | rebooted
+  std::string status = "running";
+  int64_t started_ms = 0;
+  int64_t finished_ms = 0;
+  int64_t ok = 0, changed = 0, failed = 0, skipped = 0;
+  std::string message;  // the failed task and why
+  std::string who;
+};
+
+struct RunTaskRecord {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  std::string playbook, play, task, module;
+  std::string location;  // file:line
+  std::string item;
+  std::string status;  // ok | changed | failed | skipped | unreachable
+  bool changed = false;
+  int64_t exit_code = -1;
+  std::string stdout_tail, stderr_tail, msg;
+  int64_t duration_ms = 0;
+};
+
+struct RunFilter {
+  int64_t node_id = 0;  // 0: all nodes
+  std::string status;   // "": any
+  std::vector<int64_t> ids;  // empty: any
+  int64_t limit = 100;  // the newest ones
 };
 
 struct NodeFilter {
@@ -90,6 +131,10 @@ class StoreTx {
                     const std::string& who);
   Status InsertAppliedProfile(AppliedProfile& applied);
   std::vector<NodeRecord> ListNodes(const NodeFilter& filter = {});
+  // Fills id (and started when 0).
+  Status InsertRun(RunRecord& run);
+  Status UpdateRun(const RunRecord& run);
+  Status AppendRunTask(RunTaskRecord& task);
   std::vector<AppliedProfile> AppliedProfiles();
   std::optional<AppliedProfile> CurrentProfile();
 
@@ -128,6 +173,15 @@ class Store {
   int64_t LastEventId();
   std::optional<AppliedProfile> CurrentProfile();
   std::vector<AppliedProfile> AppliedProfiles();
+
+  // Runs, newest first.
+  std::vector<RunRecord> ListRuns(const RunFilter& filter);
+  Result<RunRecord> GetRun(int64_t id);
+  std::vector<RunTaskRecord> RunTasks(int64_t run_id);
+  Status AppendRunTask(RunTaskRecord& task);
+  // Runs still "running" from a provisiond that stopped become
+  // "interrupted" (with an event each); returns how many.
+  int64_t InterruptRunningRuns();
 
   int schema_version();
 
