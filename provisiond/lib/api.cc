@@ -259,14 +259,16 @@ void AddApiRoutes(Router& router, Inventory& inv, const ApiOptions& opt) {
     return HttpResponse::Json(200, ToJson(*p));
   });
   router.Add("POST", v1 + "/profiles/{version}/apply", Access::kWrite,
-             [&inv](const HttpRequest& r) {
+             [&inv, opt](const HttpRequest& r) {
                if (!r.body.empty()) {
                  auto body = ParseJsonObject(r.body, {});
                  if (!body.ok()) return HttpResponse::FromStatus(body.status());
                }
                auto p = inv.ApplyProfile(r.Param("version"), r.who);
                if (!p.ok()) return HttpResponse::FromStatus(p.status());
-               return HttpResponse::Json(200, ToJson(*p));
+               json answer = ToJson(*p);
+               if (opt.after_apply) answer["configure"] = opt.after_apply(*p, r.who);
+               return HttpResponse::Json(200, answer);
              });
   router.Add("GET", "/metrics", Access::kRead, [&inv, &router](const HttpRequest&) {
     return HttpResponse::Text(200, Metrics(inv, router), "text/plain; version=0.0.4");

@@ -3,6 +3,7 @@
 // every write needs a bearer token.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "http.h"
@@ -13,6 +14,9 @@ namespace prov {
 struct ApiOptions {
   std::string version = PROVISION_VERSION;
   int64_t max_event_wait_ms = 25000;  // long-poll cap for GET /events?wait=
+  // Called after a profile was applied: starts configuring its nodes and
+  // returns what it started (the "configure" field of the answer).
+  std::function<nlohmann::json(const Plan&, const std::string& who)> after_apply = nullptr;
 };
 
 // Registers every API route on `router`. `inventory` must outlive it.

@@ -182,6 +182,38 @@ const std::vector<Setting>& Table() {
          c.power_command = ResolvePath(v, base);
          return Status::Ok();
        }},
+      {{"ssh.user", "name", "root",
+        "The user provisiond logs in as on the nodes with its control key (the overlay puts the "
+        "key in root's authorized_keys)."},
+       [](const std::string& v, const std::string&, Config& c) {
+         if (v.empty() || v.find_first_of(" /:@") != std::string::npos)
+           return Status::Invalid("expected a user name, found '" + v + "'");
+         c.ssh_user = v;
+         return Status::Ok();
+       }},
+      {{"ssh.port", "integer", "22", "The nodes' SSH port."},
+       [](const std::string& v, const std::string&, Config& c) {
+         uint64_t port = 0;
+         Status s = ParseUint(v, 1, 65535, port);
+         c.ssh_port = static_cast<int>(port);
+         return s;
+       }},
+      {{"configure.workers", "integer", "64",
+        "Nodes configured (playbooks run) at the same time; more wait their turn."},
+       [](const std::string& v, const std::string&, Config& c) {
+         uint64_t n = 0;
+         Status s = ParseUint(v, 1, 4096, n);
+         c.configure_workers = static_cast<int>(n);
+         return s;
+       }},
+      {{"configure.task_timeout", "seconds", "600",
+        "How long one task may run on a node unless the task sets its own timeout."},
+       [](const std::string& v, const std::string&, Config& c) {
+         uint64_t n = 0;
+         Status s = ParseUint(v, 1, 86400, n);
+         c.task_timeout_s = static_cast<int>(n);
+         return s;
+       }},
       {{"tools_dir", "path", PROVISION_TOOLSDIR,
         "Where provision-facts and provision-mount are: static programs that image builds copy "
         "into every image and initrd."},

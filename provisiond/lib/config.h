@@ -46,6 +46,10 @@ struct Config {
   std::string image_store;  // empty: <data_dir>/images
   std::string ipmi_credentials_file;
   std::string power_command;  // program for the "command" power driver
+  std::string ssh_user = "root";
+  int ssh_port = 22;
+  int configure_workers = 64;
+  int task_timeout_s = 600;
   std::string tools_dir;      // provision-facts, provision-mount (static, copied into images)
   std::string nfs_server;     // "ganesha" or "none"
   std::string web_dir;        // the inventory web page

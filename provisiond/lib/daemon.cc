@@ -10,6 +10,7 @@
 
 #include "api.h"
 #include "boot.h"
+#include "configurator.h"
 #include "dnsmasq.h"
 #include "file_util.h"
 #include "http_server.h"
@@ -22,6 +23,7 @@
 #include "phonehome.h"
 #include "preflight.h"
 #include "profile.h"
+#include "run_api.h"
 #include "ssh_keys.h"
 #include "store.h"
 
@@ -80,6 +82,7 @@ struct Daemon::Impl {
   std::unique_ptr<HttpServer> server;
   std::unique_ptr<DnsmasqService> dnsmasq;
   std::unique_ptr<NfsService> nfs;
+  std::unique_ptr<Configurator> configurator;
   std::optional<InterfaceAddress> iface;
   std::string url;
 };
@@ -89,6 +92,7 @@ Daemon::~Daemon() {
   // Stop dnsmasq and the server before the objects their threads use go away.
   impl_->dnsmasq.reset();
   impl_->server.reset();
+  impl_->configurator.reset();  // interrupts runs, records them as interrupted
   impl_->nfs.reset();
   impl_->image_service.reset();  // stops a running build
   spdlog::info("provisiond stopped");
@@ -140,7 +144,23 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   impl->inventory =
       std::make_unique<Inventory>(*impl->store, config.profiles_dir, config.playbooks_dir);
   impl->router = std::make_unique<Router>(nullptr);
-  AddApiRoutes(*impl->router, *impl->inventory);
+  Impl* raw = impl.get();
+  ApiOptions api;
+  // Applying a profile configures its nodes that are up; the others are
+  // configured when they phone home.
+  api.after_apply = [raw](const Plan& plan, const std::string& who) {
+    nlohmann::json started = nlohmann::json::array(), later = nlohmann::json::array();
+    for (const auto& n : plan.nodes) {
+      if (n.action == "release" || n.action == "missing") continue;
+      std::string why;
+      if (raw->configurator->Configure(n.node, who, false, &why))
+        started.push_back(n.node);
+      else
+        later.push_back({{"node", n.node}, {"why", why}});
+    }
+    return nlohmann::json{{"started", started}, {"not_started", later}};
+  };
+  AddApiRoutes(*impl->router, *impl->inventory, api);
   AddWebRoutes(*impl->router, config.web_dir);
 
   // Netboot: boot scripts and files are served always (a site's own DHCP
@@ -155,7 +175,16 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   boot.profile_kernel_args = [cache = impl->kernel_args.get()](const std::string& v) {
     return cache->Get(v);
   };
-  Impl* raw = impl.get();
+  ConfigureSettings configure;
+  configure.key_path = control_key->private_key_path;
+  configure.public_key = control_key->public_key;
+  configure.playbooks_dir = config.playbooks_dir;
+  configure.ssh_user = config.ssh_user;
+  configure.ssh_port = config.ssh_port;
+  configure.workers = config.configure_workers;
+  configure.task_timeout_s = config.task_timeout_s;
+  impl->configurator = std::make_unique<Configurator>(*impl->inventory, configure);
+  AddRunApiRoutes(*impl->router, *impl->inventory, *impl->configurator, config.playbooks_dir);
   impl->phonehome = std::make_unique<PhoneHome>(*impl->inventory, control_key->public_key,
                                                 [raw] { return raw->boot->boot_url(); });
   boot.root_args = [raw](const ImageVersion& image) {
@@ -204,6 +233,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   impl->netboot.reset(new NetbootContext{*impl->inventory, *impl->images, *impl->boot,
                                          *impl->phonehome, *impl->image_service, nullptr, power,
                                          config, impl->iface ? impl->iface->address : ""});
+  impl->netboot->on_booted = [raw](const NodeRecord& node) {
+    if (!node.profile_version.empty()) raw->configurator->Configure(node.name(), "node");
+  };
   AddNetbootApiRoutes(*impl->router, *impl->netboot);
 
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(impl)));

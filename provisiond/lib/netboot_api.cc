@@ -122,6 +122,7 @@ HttpResponse Hello(NetbootContext& ctx, const HttpRequest& r) {
     return HttpResponse::Error(400, "the hello body must be a JSON object of facts");
   auto node = ctx.phonehome.Hello(r.Param("node"), BearerToken(r), facts, r.remote);
   if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  if (node->state == NodeState::kBooted && ctx.on_booted) ctx.on_booted(*node);
   return HttpResponse::Json(200, {{"node", node->name()},
                                   {"state", std::string(ToString(node->state))},
                                   {"reason", node->reason}});

@@ -1,6 +1,8 @@
 // API routes of the boot network: node why, power, images, preflight.
 #pragma once
 
+#include <functional>
+
 #include "boot.h"
 #include "config.h"
 #include "http.h"
@@ -23,6 +25,8 @@ struct NetbootContext {
   PowerSettings power;
   Config config;
   std::string own_address;  // our address on the cluster interface
+  // Called after a hello made a node `booted` (its configuration starts).
+  std::function<void(const NodeRecord&)> on_booted = nullptr;
 };
 
 void AddNetbootApiRoutes(Router& router, NetbootContext& context);

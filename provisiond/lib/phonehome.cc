@@ -115,6 +115,7 @@ Result<NodeRecord> PhoneHome::Hello(const std::string& mac, const std::string& t
     NodeRecord updated = *n;
     updated.facts = facts.dump();
     updated.stage = "hello";
+    updated.configured.clear();  // a new boot: its RAM overlay is fresh
     updated.last_seen_ms = NowMs();
     std::string key = facts.value("ssh_host_key", "");
     // Host keys are made in the node's RAM overlay at every boot: the hello,
