@@ -353,9 +353,11 @@ int RunProfilePlan(Context& ctx, const Args& a) {
 int RunProfileApply(Context& ctx, const Args& a) {
   auto plan = ctx.client.Get(ProfilePath(a.target) + "/plan");
   if (!plan.ok()) return Fail(ctx, plan.status());
-  ctx.out << RenderPlan(*plan);
-  if (!plan->value("changes", true)) return kExitOk;
-  if (!a.yes) {
+  // Without changes, what apply answers says it all.
+  if (plan->value("changes", true)) ctx.out << RenderPlan(*plan);
+  // Nothing to assign still configures the profile's nodes that are up and
+  // not configured with it (a run that was interrupted, a failed node).
+  if (plan->value("changes", true) && !a.yes) {
     if (!ctx.interactive)
       return UsageError(ctx,
                         "not applied: stdin is not a terminal, so there is no one to confirm; "
@@ -371,7 +373,14 @@ int RunProfileApply(Context& ctx, const Args& a) {
   auto applied = ctx.client.Post(ProfilePath(a.target) + "/apply");
   if (!applied.ok()) return Fail(ctx, applied.status());
   ctx.out << RenderApplied(*applied);
-  return kExitOk;
+  std::vector<std::string> started;
+  if (applied->contains("configure"))
+    for (const auto& n : (*applied)["configure"].value("started", json::array()))
+      started.push_back(n.get<std::string>());
+  if (started.empty() || a.no_wait) return kExitOk;
+  ctx.out << "configuring " << started.size() << " node(s) (Ctrl-C stops watching, not the runs):\n"
+          << std::flush;
+  return WaitForNodes(ctx, started, "ready", a.timeout_s > 0 ? a.timeout_s : 3600);
 }
 
 // Set by SIGINT while `events --follow` waits; the client polls it.
@@ -637,13 +646,31 @@ void AddJson(CLI::App& c, Args& a) {
 
 }  // namespace
 
+int FailRequest(Context& ctx, const Status& s) {
+  return Fail(ctx, s);
+}
+
+void AddJsonFlag(CLI::App& c, Args& a) {
+  AddJson(c, a);
+}
+
+struct WaitScope::Impl {
+  explicit Impl(Client& client) : scope(client) {}
+  InterruptScope scope;
+};
+WaitScope::WaitScope(Client& client) : impl_(std::make_unique<Impl>(client)) {}
+WaitScope::~WaitScope() = default;
+bool WaitScope::interrupted() const {
+  return g_interrupted.load();
+}
+
 int UsageError(Context& ctx, const std::string& message) {
   ctx.err << "provisionctl: " << message << "\nRun with --help for more information.\n";
   return kExitUsage;
 }
 
 const std::vector<Verb>& Verbs() {
-  static const std::vector<Verb> verbs = {
+  static const std::vector<Verb> verbs = WithRunVerbs({
       {"status", "status [--json]",
        "Show provisiond's version, node counts, the applied profile and the profiles",
        R"(Asks provisiond for its status: the service version, how many nodes are in each
@@ -1040,8 +1067,13 @@ version is the rollback. Without a terminal on stdin, --yes is required.
 provisiond records the assignment and serves a node its new image at its next
 network boot, but does not restart nodes by itself: the output names each node
 whose image changes, with the command that reboots it (node power cycle).
-Configuring nodes over SSH (their playbooks) is not implemented yet, and the
-output says so for each node rather than claiming it happened.
+Nodes that are up (booted, ready or failed) are configured at once over SSH:
+configuring, the profile's playbooks in order, its health checks, then ready
+(or failed with the task and output that failed); provisionctl shows each
+node's progress until all are done (--no-wait returns at once). Nodes that are
+down are configured when they phone home. A node already configured with the
+same profile content since its last boot runs nothing; applying an unchanged
+version again still finishes interrupted or failed configurations.
 
 Examples:
   provisionctl profile apply v0.2
@@ -1049,6 +1081,9 @@ Examples:
        [](CLI::App& c, Args& a) {
          c.add_option("version", a.target, "Profile version")->type_name("VERSION")->required();
          c.add_flag("-y,--yes", a.yes, "Apply without asking");
+         c.add_flag("--no-wait", a.no_wait, "Do not wait for the nodes being configured");
+         c.add_option("--timeout", a.timeout_s, "Stop waiting after this many seconds")
+             ->type_name("SECONDS");
        },
        RunProfileApply},
 
@@ -1089,7 +1124,7 @@ the same text --help shows per command comes from the same table.
 Example:
   provisionctl doc | less)",
        [](CLI::App&, Args&) {}, RunDoc},
-  };
+  });
   return verbs;
 }
 

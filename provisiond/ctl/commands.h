@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,15 @@ struct Args {
   int64_t limit = 0;             // events --limit; 0: the API's default
   bool follow = false;           // events --follow
   bool no_follow = false;        // image build --no-follow
+  std::string user;              // cmd --user
+  int64_t timeout_s = 0;         // cmd, wait, playbook run --timeout
+  std::vector<std::string> command;     // cmd -- COMMAND...
+  std::vector<std::string> extra_vars;  // playbook run -e key=value
+  std::string playbook;                 // playbook run PLAYBOOK
+  std::string wait_state = "ready";     // wait --state
+  std::string format;                   // export FORMAT
+  std::string run_id;                   // run show/logs ID
+  bool no_wait = false;                 // profile apply --no-wait
 };
 
 // What a verb runs with. `cli` is the whole command line (for `doc`).
@@ -72,6 +82,34 @@ struct Verb {
 
 // Every verb, in the order help and doc list them.
 const std::vector<Verb>& Verbs();
+
+// `verbs` with the verbs of configuration over SSH (run, cmd, wait,
+// playbook run, export) inserted before the last one (doc).
+std::vector<Verb> WithRunVerbs(std::vector<Verb> verbs);
+
+// Prints a failed request's message (with a token hint) and returns
+// kExitFailed.
+int FailRequest(Context& ctx, const Status& s);
+void AddJsonFlag(CLI::App& c, Args& a);
+
+// Waits until every node in `names` is in `state` (or failed), showing each
+// node's state (and the task it runs) as it changes. 0: all arrived;
+// kExitFailed: one failed or the timeout passed; kExitInterrupted on Ctrl-C.
+int WaitForNodes(Context& ctx, const std::vector<std::string>& names, const std::string& state,
+                 int64_t timeout_s);
+
+// While alive, the first Ctrl-C sets interrupted() and abandons the
+// client's request in flight, so a waiting loop stops cleanly.
+class WaitScope {
+ public:
+  explicit WaitScope(Client& client);
+  ~WaitScope();
+  bool interrupted() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Prints "provisionctl: <message>" on ctx.err and returns kExitUsage.
 int UsageError(Context& ctx, const std::string& message);

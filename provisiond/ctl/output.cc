@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "hostlist.h"
 
@@ -616,33 +617,65 @@ std::string RenderPlan(const json& plan) {
 
 std::string RenderApplied(const json& plan) {
   const std::string version = Str(plan, "version");
-  if (!Bool(plan, "changes")) return NothingChanges(plan);
+  const bool configuring = plan.contains("configure") && !Array(plan["configure"], "started").empty();
+  if (!Bool(plan, "changes") && !configuring) {
+    // Nothing to assign and nothing to run: say so, and for each node why.
+    std::string out = NothingChanges(plan);
+    if (plan.contains("configure") && plan["configure"].is_object()) {
+      const json& later = Array(plan["configure"], "not_started");
+      size_t width = 0;
+      for (const auto& n : later) width = std::max(width, Str(n, "node").size());
+      for (const auto& n : later) {
+        const std::string why = Str(n, "why");
+        out += "  " + Pad(Str(n, "node"), width) + "  " +
+               (why.find("ready with profile") != std::string::npos ? "configure: already done"
+                                                                    : "configure: not now (" + why + ")") +
+               "\n";
+      }
+    }
+    return out;
+  }
   const json& nodes = Array(plan, "nodes");
   size_t name_width = 0;
   for (const auto& n : nodes) name_width = std::max(name_width, Str(n, "node").size());
   std::string out;
   std::vector<std::string> to_reboot;
+  // What provisiond started configuring (nodes that are up), and why not the
+  // others (they are configured when they phone home).
+  std::set<std::string> started;
+  std::map<std::string, std::string> not_started;
+  if (plan.contains("configure") && plan["configure"].is_object()) {
+    for (const auto& n : Array(plan["configure"], "started"))
+      if (n.is_string()) started.insert(n.get<std::string>());
+    for (const auto& n : Array(plan["configure"], "not_started"))
+      not_started[Str(n, "node")] = Str(n, "why");
+  }
+  auto configure = [&](const std::string& node) -> std::string {
+    if (started.count(node)) return "configure: started";
+    auto it = not_started.find(node);
+    if (it != not_started.end() && it->second.find("ready with profile") != std::string::npos)
+      return "configure: already done";
+    return "configure: when it phones home";
+  };
   for (const auto& n : nodes) {
     const std::string action = Str(n, "action"), node = Str(n, "node");
     std::string stages;
     if (action == "assign") {
       // provisiond serves the new image at the node's next boot but does not
-      // restart it by itself, and SSH configuration does not exist yet; say
-      // so rather than imply either happened.
+      // restart it by itself: say so rather than imply it happened.
       std::string boot = "boot: no change";
       if (Bool(n, "reboot")) {
         boot = "boot: needs a reboot into " + Dash(Str(n, "to_image")) +
                " (provisionctl node power cycle " + node + ")";
         to_reboot.push_back(node);
       }
-      stages = "assign: done   " + boot +
-               "   configure: pending (SSH configuration not implemented yet)";
+      stages = "assign: done   " + boot + "   " + configure(node);
     } else if (action == "release") {
       stages = "release: done";
     } else if (action == "missing") {
       stages = "missing: not enrolled";
     } else if (action == "unchanged") {
-      stages = "unchanged: already on " + version;
+      stages = "unchanged: already on " + version + "   " + configure(node);
     } else {
       stages = action;
     }
@@ -664,8 +697,8 @@ std::string RenderApplied(const json& plan) {
   if (counts["assign"])
     out +=
         "note: provisiond records the assignment and serves the new image at each node's next "
-        "boot; it does not restart nodes by itself, and SSH configuration (playbooks) is not "
-        "implemented yet\n";
+        "boot; it does not restart nodes by itself. Nodes that are up are configured now (their "
+        "playbooks, then health checks), the others when they phone home\n";
   return out;
 }
 

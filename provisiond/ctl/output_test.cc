@@ -117,33 +117,37 @@ TEST_CASE("a plan without changes says so and nothing else") {
   plan["changes"] = false;
   CHECK(RenderPlan(plan) == "profile v0.2 is applied and up to date: nothing changes\n");
   CHECK(RenderApplied(plan) == "profile v0.2 is applied and up to date: nothing changes\n");
+  plan["configure"] = {{"started", json::array()},
+                       {"not_started",
+                        {{{"node", "node0"}, {"why", "node0 is ready with profile v0.2 already"}},
+                         {{"node", "node10"}, {"why", "node10 is booting: it is configured when it phones home"}}}}};
+  CHECK(RenderApplied(plan) ==
+        "profile v0.2 is applied and up to date: nothing changes\n"
+        "  node0   configure: already done\n"
+        "  node10  configure: not now (node10 is booting: it is configured when it phones home)\n");
 }
 
-TEST_CASE("an applied plan says which nodes need a reboot and what is not implemented yet") {
+TEST_CASE("an applied plan says which nodes need a reboot and which are configured now") {
   json plan = json::parse(kPlan);
   plan["nodes"].push_back(
       {{"node", "node1"}, {"action", "assign"}, {"reboot", true}, {"to_image", "b"}});
   plan["nodes"].push_back({{"node", "node2"}, {"action", "assign"}, {"reboot", false}});
+  plan["configure"] = {{"started", {"node2"}},
+                       {"not_started", {{{"node", "node0"}, {"why", "node0 is enrolled"}}}}};
   CHECK(RenderApplied(plan) ==
         "node0   assign: done   boot: needs a reboot into b (provisionctl node power cycle node0)"
-        "   configure: pending (SSH configuration not implemented yet)\n"
+        "   configure: when it phones home\n"
         "node10  release: done\n"
         "node3   missing: not enrolled\n"
         "node1   assign: done   boot: needs a reboot into b (provisionctl node power cycle node1)"
-        "   configure: pending (SSH configuration not implemented yet)\n"
-        "node2   assign: done   boot: no change   configure: pending (SSH configuration not "
-        "implemented yet)\n"
+        "   configure: when it phones home\n"
+        "node2   assign: done   boot: no change   configure: started\n"
         "applied v0.2 (sha256 3a5095c593af): 3 assigned, 1 released, 1 missing\n"
         "next: 2 node(s) boot the new image when restarted: provisionctl node power cycle "
         "'node[0-1]'\n"
         "note: provisiond records the assignment and serves the new image at each node's next "
-        "boot; it does not restart nodes by itself, and SSH configuration (playbooks) is not "
-        "implemented yet\n");
-  // One node to reboot is named as it is; no assignment, no notes.
-  std::string out = RenderApplied(json::parse(kPlan));
-  CHECK(out.find("provisionctl node power cycle node0\n") != std::string::npos);
-  plan["nodes"] = json::array({{{"node", "node10"}, {"action", "release"}}});
-  CHECK(RenderApplied(plan).find("note:") == std::string::npos);
+        "boot; it does not restart nodes by itself. Nodes that are up are configured now (their "
+        "playbooks, then health checks), the others when they phone home\n");
 }
 
 TEST_CASE("node why: header, one line per stage, errors, command line, summary last") {
