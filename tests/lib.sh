@@ -9,8 +9,15 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/provision-test.XXXXXX")"
 PIDS=()
 FAILURES=0
 
+# Commands run at cleanup before the started processes are stopped (a test
+# adds "sshd-targets.sh stop DIR" and the like).
+CLEANUP_HOOKS=()
+
 cleanup() {
   local rc=$?
+  for hook in "${CLEANUP_HOOKS[@]:-}"; do
+    [ -n "$hook" ] && eval "$hook" || true
+  done
   for pid in "${PIDS[@]:-}"; do
     [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
   done
@@ -59,7 +66,7 @@ expect_eq() {
 }
 
 # start_provisiond NAME [extra config lines]: starts provisiond on port 0 with
-# the shipped profiles; sets URL, TOKEN and DATA; exports PROVISIOND_URL and
+# the shipped profiles (or $PROFILES_DIR and $PLAYBOOKS_DIR); sets URL, TOKEN and DATA; exports PROVISIOND_URL and
 # PROVISIOND_TOKEN for provisionctl.
 start_provisiond() {
   local name="$1"
@@ -69,8 +76,8 @@ start_provisiond() {
   {
     echo "listen: 127.0.0.1:0"
     echo "data_dir: $DATA/data"
-    echo "profiles_dir: $REPO/profiles"
-    echo "playbooks_dir: $REPO/playbooks"
+    echo "profiles_dir: ${PROFILES_DIR:-$REPO/profiles}"
+    echo "playbooks_dir: ${PLAYBOOKS_DIR:-$REPO/playbooks}"
     for line in "$@"; do echo "$line"; done
   } >"$DATA/provisiond.yaml"
   "$PROVISIOND" --config "$DATA/provisiond.yaml" >"$WORK/provisiond-$name.log" 2>&1 &

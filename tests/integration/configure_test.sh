@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# Configuration over SSH against real sshd processes on loopback (each with
+# its own host key, on its own 127.0.1.N address, one port for all): a
+# profile's playbooks (every module that can run here), health checks and
+# the ready gate, re-apply running nothing, host key pinning and mismatch,
+# an unreachable node, cmd, playbook run, run list/show/logs and the exports.
+# Usage: configure_test.sh PROVISIOND PROVISIONCTL
+PROVISIOND="$(realpath "$1")"
+PROVISIONCTL="$(realpath "$2")"
+source "$(dirname "$0")/../lib.sh"
+ctl() { "$PROVISIONCTL" "$@"; }
+
+TARGETS="$WORK/targets"
+NODES="$WORK/nodes" # what the playbooks write, one directory per node
+USER_NAME="pvt$$"   # a user and group the playbook creates and the cleanup removes
+mkdir -p "$TARGETS" "$NODES" "$WORK/it/data/ssh" "$WORK/profiles/itest" "$WORK/playbooks/templates"
+CLEANUP_HOOKS+=("bash '$REPO/tests/sshd/sshd-targets.sh' stop '$TARGETS' >/dev/null 2>&1")
+CLEANUP_HOOKS+=("userdel -r $USER_NAME >/dev/null 2>&1; groupdel ${USER_NAME}g >/dev/null 2>&1")
+
+# provisiond's control key, made before it starts so the targets trust it.
+ssh-keygen -q -t ed25519 -N '' -C provisiond-test -f "$WORK/it/data/ssh/id_ed25519"
+SSHD_TARGETS_SHARED_PORT=1 bash "$REPO/tests/sshd/sshd-targets.sh" start 5 "$TARGETS" \
+  "$WORK/it/data/ssh/id_ed25519.pub" >/dev/null
+PORT="$(awk 'NR==1 {print $2}' "$TARGETS/targets")"
+key_of() { awk -v n="$1" '$1 == n {print $3 " " $4}' "$TARGETS/targets"; }
+addr_of() { awk -v n="$1" '$1 == n {print $5}' "$TARGETS/targets"; }
+
+cat >"$WORK/profiles/itest/profile.yaml" <<EOF
+version: itest
+description: integration test profile
+image:
+  name: lab
+playbooks:
+  - playbook: itest.yml
+    vars:
+      base: $NODES
+      test_user: $USER_NAME
+      status_url: URL/api/v1/status
+health_checks:
+  - name: marker-present
+    command: test -d $NODES
+    timeout: 10
+nodes:
+  pattern: it*
+EOF
+
+cat >"$WORK/playbooks/templates/node.conf.j2" <<'EOF'
+# {{ inventory_hostname }}
+{% for h in groups['all'] %}
+{{ h }} {{ hostvars[h].ansible_host }}
+{% endfor %}
+EOF
+
+cat >"$WORK/playbooks/itest.yml" <<'EOF'
+- name: Every module that can run on a loopback target
+  hosts: all
+  become: true
+  vars:
+    dir: "{{ base }}/{{ inventory_hostname }}"
+  tasks:
+    - name: node directory
+      file:
+        path: "{{ dir }}"
+        state: directory
+        mode: "0755"
+    - name: a file from content
+      copy:
+        dest: "{{ dir }}/motd"
+        content: "configured by provisiond\n"
+        mode: "0640"
+      notify: note the change
+    - name: a template over the inventory
+      template:
+        src: node.conf.j2
+        dest: "{{ dir }}/node.conf"
+    - name: a line in a file
+      lineinfile:
+        path: "{{ dir }}/settings"
+        line: "max_jobs=4"
+        regexp: "^max_jobs="
+        create: true
+    - name: a group
+      group:
+        name: "{{ test_user }}g"
+    - name: a user in it
+      user:
+        name: "{{ test_user }}"
+        groups: "{{ test_user }}g"
+        shell: /bin/sh
+        create_home: false
+    - name: a command that only runs once
+      command: touch {{ dir }}/once
+      args:
+        creates: "{{ dir }}/once"
+    - name: a shell pipeline, read only
+      shell: cat {{ dir }}/settings | grep -c max_jobs
+      register: jobs
+      changed_when: false
+    - name: stat the file
+      stat:
+        path: "{{ dir }}/motd"
+      register: motd
+    - name: check what was done
+      assert:
+        that:
+          - jobs.stdout == "1"
+          - motd.stat.exists
+          - motd.stat.mode == "0640"
+    - name: the API answers (its port is open)
+      wait_for:
+        port: "{{ status_url.split(':')[2].split('/')[0] | int }}"
+        host: 127.0.0.1
+        timeout: 10
+    - name: download from provisiond
+      get_url:
+        url: "{{ status_url }}"
+        dest: "{{ dir }}/status.json"
+    - name: a package that is installed already
+      apt:
+        name: openssh-server
+        state: present
+  handlers:
+    - name: note the change
+      shell: echo changed >> {{ dir }}/handler.log
+EOF
+
+PROFILES_DIR="$WORK/profiles" PLAYBOOKS_DIR="$WORK/playbooks" start_provisiond it "ssh.port: $PORT" "configure.task_timeout: 60"
+sed -i "s#URL/api#$URL/api#" "$WORK/profiles/itest/profile.yaml"
+DB="$DATA/data/provisiond.db"
+
+# hello NODE KEY: the node phones home with its token (what its kernel
+# command line carries) and the host key it reports.
+hello() {
+  local mac token
+  mac="$(sqlite3 "$DB" "select mac from nodes where hostname = '$1'")"
+  token="$(sqlite3 "$DB" "select token from nodes where hostname = '$1'")"
+  curl -sf -X POST -H "Authorization: Bearer $token" -d "{\"ssh_host_key\": \"$2\"}" \
+    "$URL/api/v1/nodes/$mac/hello"
+}
+runs_of() { sqlite3 "$DB" "select count(*) from runs where node = '$1'"; }
+
+echo "== enroll, apply: nodes that are down are configured when they phone home"
+for i in 1 2 3 4; do
+  check "enroll it$i" ctl node add "it$i" --mac "52:54:00:cc:00:0$i" --ip "$(addr_of "t$i")" --profile itest
+done
+check "enroll it5 at an address where nothing listens" ctl node add it5 --mac 52:54:00:cc:00:05 \
+  --ip 127.0.1.99 --profile itest
+check "apply" ctl profile apply itest --yes
+expect_output "not configured before its hello" "configure: when it phones home"
+
+echo "== phone-home -> configuring -> playbooks -> health -> ready"
+check "it1 phones home" hello it1 "$(key_of t1)"
+check "it2 phones home" hello it2 "$(key_of t2)"
+check "wait for it1 and it2 to be ready" ctl wait 'it[1-2]' --timeout 120
+expect_output "wait reports both" "2/2 ready"
+ctl node show it1 >"$WORK/show" 2>&1
+expect_eq "it1 is ready" "$(sqlite3 "$DB" "select state from nodes where hostname='it1'")" ready
+expect_eq "the motd was written on it1" "$(cat "$NODES/it1/motd")" "configured by provisiond"
+expect_eq "its mode" "$(stat -c %a "$NODES/it1/motd")" 640
+expect_eq "the template saw the inventory" "$(grep -c '^it' "$NODES/it1/node.conf")" 5
+expect_eq "the handler ran once" "$(cat "$NODES/it1/handler.log")" changed
+check "the user exists in its group" bash -c "id -nG $USER_NAME | grep -qw ${USER_NAME}g"
+expect_eq "the download is the API's status" "$(python3 -c "import json,sys; print('version' in json.load(open('$NODES/it2/status.json')))")" True
+
+check "run list" ctl run list --node it1
+expect_output "the configure run is listed as ok" "configure"
+RUN="$(sqlite3 "$DB" "select id from runs where node='it1' and kind='configure' order by id desc limit 1")"
+check "run show" ctl run show "$RUN"
+expect_output "run show lists the tasks with file:line" "itest.yml:"
+expect_output "and the health check" "marker-present"
+expect_eq "every task recorded" "$(sqlite3 "$DB" "select count(*) from run_tasks where run_id=$RUN")" 15
+expect_eq "changed counted" "$(sqlite3 "$DB" "select changed > 8 from runs where id=$RUN")" 1
+check "run logs" ctl run logs "$RUN"
+expect_output "logs have the tasks' output" "stdout| 1"
+
+echo "== applying the same version again runs nothing"
+before="$(runs_of it1)"
+check "apply again" ctl profile apply itest --yes
+expect_output "says it is done" "configure: already done"
+expect_eq "no new run on it1" "$(runs_of it1)" "$before"
+
+echo "== a second run of the playbook changes nothing"
+check "playbook run on it1" ctl playbook run "$WORK/playbooks/itest.yml" it1 \
+  -e base="$NODES" -e test_user="$USER_NAME" -e status_url="$URL/api/v1/status"
+expect_output "recap: nothing changed" "changed=0"
+RUN2="$(sqlite3 "$DB" "select id from runs where node='it1' and kind='playbook' order by id desc limit 1")"
+# get_url does not fetch again once dest exists (force: false), as in Ansible.
+expect_eq "no task changed" \
+  "$(sqlite3 "$DB" "select count(*) from run_tasks where run_id=$RUN2 and status='changed'")" 0
+expect_eq "every task ran" \
+  "$(sqlite3 "$DB" "select count(*) from run_tasks where run_id=$RUN2 and status='ok'")" 13
+expect_eq "the handler did not run again" "$(cat "$NODES/it1/handler.log")" changed
+
+echo "== a changed host key is refused, and says so"
+check "it3 phones home with another node's key" hello it3 "$(key_of t1)"
+check "it3 ends" bash -c "! '$PROVISIONCTL' wait it3 --timeout 60"
+expect_eq "it3 failed" "$(sqlite3 "$DB" "select state from nodes where hostname='it3'")" failed
+expect_output "the wait names the host key" "host key"
+check "events name it" bash -c "'$PROVISIONCTL' events --node it3 | grep -q 'host key changed'"
+
+echo "== an unreachable node fails alone"
+check "it5 phones home" hello it5 "$(key_of t4)"
+check "it5 ends" bash -c "! '$PROVISIONCTL' wait it5 --timeout 60"
+expect_eq "it5 failed" "$(sqlite3 "$DB" "select state from nodes where hostname='it5'")" failed
+expect_eq "it5's run is unreachable" \
+  "$(sqlite3 "$DB" "select status from runs where node='it5' order by id desc limit 1")" unreachable
+expect_eq "it1 still ready" "$(sqlite3 "$DB" "select state from nodes where hostname='it1'")" ready
+
+echo "== cmd: all at once, folded output, exit code"
+check "cmd on it1,it2" ctl cmd 'it[1-2]' -- echo hello
+expect_output "identical outputs folded under one hostlist" "it[1-2] (2)"
+expect_output "2 ok" "2/2 node(s) ok"
+check "cmd as another user" ctl cmd 'it[1-2]' --user nobody -- id -un
+expect_output "runs as nobody" "nobody"
+expect_exit 1 "cmd with an unreachable node exits 1" ctl cmd it1,it5 -- true
+expect_output "names the failed node" "failed: it5"
+expect_exit 1 "a failing command exits 1" ctl cmd it1 -- 'exit 7'
+expect_output "with its exit code" "exit code 7"
+
+echo "== first contact pins the host key of a node that never phoned home"
+expect_eq "it4 has no key" "$(sqlite3 "$DB" "select host_key from nodes where hostname='it4'")" ""
+check "cmd on it4" ctl cmd it4 -- true
+expect_eq "it4's key is pinned" "$(sqlite3 "$DB" "select host_key from nodes where hostname='it4'" | cut -d' ' -f1-2)" "$(key_of t4)"
+check "the event says so" bash -c "'$PROVISIONCTL' events --node it4 | grep -q 'pinned at first contact'"
+check "node set --host-key replaces it" ctl node set it4 --host-key "$(key_of t1)"
+expect_exit 1 "then the node is refused" ctl cmd it4 -- true
+expect_output "because of its host key" "host key"
+check "and set back" ctl node set it4 --host-key "$(key_of t4)"
+check "works again" ctl cmd it4 -- true
+
+echo "== playbook run failures"
+cat >"$WORK/fail.yml" <<'EOF'
+- hosts: all
+  tasks:
+    - name: breaks
+      command: /bin/false
+EOF
+expect_exit 1 "a failing playbook exits 1" ctl playbook run "$WORK/fail.yml" 'it[1-2]'
+expect_output "recap names the task" "breaks"
+cat >"$WORK/bad.yml" <<'EOF'
+- hosts: all
+  tasks:
+    - name: typo
+      copyy:
+        dest: /tmp/x
+EOF
+expect_exit 1 "an unknown module is refused before anything runs" ctl playbook run "$WORK/bad.yml" it1
+expect_output "with file:line" "bad.yml:4"
+
+echo "== exports"
+check "hostfile" ctl export hostfile 'it[1-2]'
+expect_eq "hostfile lists the names" "$(cat "$WORK/out")" "$(printf 'it1\nit2')"
+check "hostfile-ip" ctl export hostfile-ip 'it[1-2]'
+expect_eq "hostfile-ip lists the addresses" "$(cat "$WORK/out")" "$(printf '%s\n%s' "$(addr_of t1)" "$(addr_of t2)")"
+ctl export ansible-inventory >"$WORK/inventory.yml"
+check "ansible-inventory reads the export" ansible-inventory -i "$WORK/inventory.yml" --list
+expect_output "with the addresses" "$(addr_of t1)"
+check "slurm-nodes" ctl export slurm-nodes it1
+expect_output "a NodeName line" "NodeName=it1 NodeAddr=$(addr_of t1)"
+
+finish
