@@ -3,11 +3,15 @@
 # (mmdebstrap), exported read-only over NFS by provisiond's nfs-ganesha and
 # read back with libnfs, and QEMU machines that boot it all the way: PXE, iPXE,
 # kernel and initrd, NFS root + tmpfs overlay, systemd, phone-home with facts.
-#   1. a machine powered on by provisiond reaches `booted` with its facts and
-#      a pinned host key; over SSH (control key, pinned host key) its / is an
-#      overlay, and a file written there does not reach the export
-#   2. after a power cycle the file is gone and the node phoned home again
-#   3. two machines boot the same image at the same time
+#   1. a machine powered on by provisiond phones home with its facts and a
+#      pinned host key and reaches `ready` through the lab profile's playbooks
+#      (the compute user, a package from the lab's Debian mirror, files, a
+#      service) and health checks; `provisionctl cmd` reaches it as the
+#      compute user; over SSH its / is an overlay, and a file written there
+#      does not reach the export
+#   2. after a power cycle the file is gone, the node phoned home again and
+#      was configured again (its overlay is new) to `ready`
+#   3. two machines boot the same image at the same time and reach `ready`
 #   4. node why names the stage when the export cannot be read, and when a
 #      phone-home comes with a wrong token
 # The image store is cached between runs (keyed by what goes into the image),
@@ -61,6 +65,7 @@ more_hellos() { [ "$(hellos "$1")" -gt "$2" ]; }
 source "$HERE/lab.sh"
 source "$HERE/lab-image.sh"
 lab_init images
+lab_start_repo || fail "the lab apt repository did not start"
 DATA="$LAB_DIR/data"
 # The shipped profiles, plus one whose image has an export nobody can read.
 cp -r "$REPO/profiles" "$LAB_DIR/profiles"
@@ -101,8 +106,24 @@ ctl profile apply lab --yes >/dev/null
 M0=52:54:00:97:00:10
 ctl node add lab0 --mac "$M0" --power command >/dev/null
 ctl node power on lab0 >/dev/null
-wait_for "lab0 to phone home (booted)" "$TIMEOUT" state_is lab0 booted
-say "lab0 booted (phoned home) $(lab_vm_elapsed lab0)s after power-on"
+# Phone-home, then the lab profile's playbooks and health checks: ready.
+wait_ready() {
+  local out="$LAB_DIR/wait-$1.out"
+  ctl wait "$1" --state ready --timeout "$TIMEOUT" >"$out" 2>&1 || {
+    tail -n 20 "$out" >&2
+    ctl run list >&2 || true
+    fail "$1 did not reach ready"
+  }
+}
+wait_ready lab0
+say "lab0 ready $(lab_vm_elapsed lab0)s after power-on"
+ctl run list --node lab0 --status ok >"$LAB_DIR/runs0.out"
+grep -q "lab0 .*configure" "$LAB_DIR/runs0.out" || { ctl run list --node lab0 >&2; fail "lab0 has no configure run that is ok"; }
+ctl cmd lab0 --user compute -- id -un >"$LAB_DIR/cmd0.out" || { cat "$LAB_DIR/cmd0.out"; fail "cmd as compute failed"; }
+grep -qx "compute" "$LAB_DIR/cmd0.out" || { cat "$LAB_DIR/cmd0.out"; fail "cmd on lab0 did not run as compute"; }
+ctl cmd lab0 -- hello >"$LAB_DIR/hello0.out" || { cat "$LAB_DIR/hello0.out"; fail "hello (from the lab mirror) does not run"; }
+grep -q "Hello, world" "$LAB_DIR/hello0.out" || { cat "$LAB_DIR/hello0.out"; fail "hello did not greet"; }
+say "lab0: configured by its playbooks, cmd runs as compute, hello from the lab mirror greets"
 facts="$(node_json lab0)"
 for want in '"cpu":{' '"memory_bytes":' "\"mac\":\"$M0\"" '"pci":[{' '"image":"lab@'; do
   grep -qF -- "$want" <<<"$facts" || fail "lab0's facts lack $want: $facts"
@@ -129,19 +150,19 @@ say "lab0: / is an overlay, hostname from its overlay, a write stays on the node
 before="$(hellos lab0)"
 ctl node power cycle lab0 >/dev/null
 wait_for "lab0 to phone home again" "$TIMEOUT" more_hellos lab0 "$before"
-wait_for "lab0 booted again" 60 state_is lab0 booted
+wait_ready lab0
 echo "$ip0 $(field lab0 host_key)" >"$LAB_DIR/known_hosts"
 wait_for "sshd on lab0 again" 120 ssh_ok "$ip0"
 ssh_node "$ip0" 'test ! -e /root/written-on-node' || fail "the file written before the power cycle survived"
-say "lab0 power-cycled: the file written before is gone"
+ctl cmd lab0 --user compute -- id -un >"$LAB_DIR/cmd0b.out" || { cat "$LAB_DIR/cmd0b.out"; fail "cmd after the power cycle failed"; }
+say "lab0 power-cycled: the file written before is gone, configured again to ready"
 
 # 3. Two machines at once, same image.
 ctl node add lab1 --mac 52:54:00:97:00:11 --power command >/dev/null
 ctl node add lab2 --mac 52:54:00:97:00:12 --power command >/dev/null
 ctl node power on 'lab[1-2]' >/dev/null
-wait_for "lab1 booted" "$TIMEOUT" state_is lab1 booted
-wait_for "lab2 booted" "$TIMEOUT" state_is lab2 booted
-say "lab1 and lab2 booted the same image at once ($(lab_vm_elapsed lab1)s, $(lab_vm_elapsed lab2)s)"
+wait_ready 'lab[1-2]'
+say "lab1 and lab2 booted the same image at once and are ready ($(lab_vm_elapsed lab1)s, $(lab_vm_elapsed lab2)s)"
 ctl node power off 'lab[0-2]' >/dev/null
 
 # 4. node why: an export that cannot be read; a phone-home with a wrong token.
