@@ -380,9 +380,9 @@ struct Configurator::Impl {
         run.message = playbook.status().message();
         return;
       }
-      json pvars = vars;
-      for (const auto& [k, v] : ref.vars.items()) pvars[k] = v;
-      NodeRunOutcome out = RunPlaybook(*playbook, node.name(), **session, pvars, &sink, options);
+      // The profile's vars for this playbook win over the playbook's own.
+      options.extra_vars = ref.vars;
+      NodeRunOutcome out = RunPlaybook(*playbook, node.name(), **session, vars, &sink, options);
       if (out.status != "ok") {
         run.status = out.status;
         run.message = ref.file + ": " + out.failed_task;
@@ -425,7 +425,8 @@ struct Configurator::Impl {
     run.status = cancel ? "interrupted" : "ok";
   }
 
-  void RunPlaybookJob(std::shared_ptr<Playbook> playbook, RunRecord run, json vars) {
+  void RunPlaybookJob(std::shared_ptr<Playbook> playbook, RunRecord run, json vars,
+                      json extra_vars) {
     auto start = std::chrono::steady_clock::now();
     auto slot = SlotFor(run.node_id);
     std::lock_guard slot_lock(slot->mu);
@@ -442,8 +443,9 @@ struct Configurator::Impl {
       run.status = session.status().code() == Code::kUnavailable ? "unreachable" : "failed";
       run.message = "ssh: " + session.status().message();
     } else {
-      NodeRunOutcome out =
-          RunPlaybook(*playbook, node->name(), **session, vars, &sink, Options());
+      RunOptions options = Options();
+      options.extra_vars = std::move(extra_vars);
+      NodeRunOutcome out = RunPlaybook(*playbook, node->name(), **session, vars, &sink, options);
       run.status = out.status;
       run.message = out.failed_task;
       if (out.status == "unreachable") slot->session.reset();
@@ -576,10 +578,9 @@ Result<std::vector<RunRecord>> Configurator::StartPlaybook(const std::string& pl
     const auto& node = records[i];
     json vars = impl_->NodeVars(
         node, node.profile_version.empty() ? records : impl_->Group(node.profile_version));
-    for (const auto& [k, v] : extra_vars.items()) vars[k] = v;
     Impl* impl = impl_.get();
-    impl_->Submit([impl, shared, run = runs[i], vars = std::move(vars)] {
-      impl->RunPlaybookJob(shared, run, vars);
+    impl_->Submit([impl, shared, run = runs[i], vars = std::move(vars), extra_vars] {
+      impl->RunPlaybookJob(shared, run, vars, extra_vars);
     });
   }
   return runs;

@@ -81,12 +81,15 @@ class NodeRun {
   // False when the node must stop (a failure, unreachable, cancelled).
   bool RunPlay(const Play& play) {
     json vars = host_vars_;
+    // Play vars may use the extra vars, which then win over them.
+    for (const auto& [key, value] : options_.extra_vars.items()) vars[key] = value;
     for (const auto& [key, value] : play.vars.items()) {
       auto rendered = RenderValue(value, vars);
       if (!rendered.ok())
         return Fail(play, "play vars: " + key + ": " + rendered.status().message());
       vars[key] = *rendered;
     }
+    for (const auto& [key, value] : options_.extra_vars.items()) vars[key] = value;
     play_vars_ = std::move(vars);
     std::set<std::string> notified;
     for (const Task& task : play.tasks) {
@@ -130,7 +133,7 @@ class NodeRun {
   }
 
   // The variables a task sees: host variables (with what was registered so
-  // far), the play's vars, the task's own vars.
+  // far), the play's vars, the task's own vars, the extra vars last.
   Result<json> TaskVars(const Task& task) {
     json vars = play_vars_;
     for (const auto& [k, v] : registered_.items()) vars[k] = v;
@@ -139,6 +142,7 @@ class NodeRun {
       if (!rendered.ok()) return Status::Invalid("vars: " + key + ": " + rendered.status().message());
       vars[key] = *rendered;
     }
+    for (const auto& [key, value] : options_.extra_vars.items()) vars[key] = value;
     return vars;
   }
 

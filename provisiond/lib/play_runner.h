@@ -57,6 +57,9 @@ struct RunOptions {
   // tests need not sleep; returns false when the run is cancelled.
   std::function<bool(int ms)> sleep;
   const std::atomic<bool>* cancel = nullptr;
+  // Variables that win over the play's and the task's (`-e` on the command
+  // line, a profile's vars for its playbooks), as Ansible's extra vars do.
+  nlohmann::json extra_vars = nlohmann::json::object();
 };
 
 // Runs every play of `playbook` that selects `hostname` on `remote`.

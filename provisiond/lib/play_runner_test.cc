@@ -41,7 +41,7 @@ struct TempDir {
 
 // Parses `text` (with DIR replaced by `dir`) and runs it on this machine.
 NodeRunOutcome Run(const std::string& dir, std::string text, Recorder& rec,
-                   json vars = json::object()) {
+                   json vars = json::object(), json extra_vars = json::object()) {
   for (size_t p; (p = text.find("DIR")) != std::string::npos;) text.replace(p, 3, dir);
   const std::string file = dir + "/play.yml";
   std::ofstream(file) << text;
@@ -51,6 +51,7 @@ NodeRunOutcome Run(const std::string& dir, std::string text, Recorder& rec,
   vars["inventory_hostname"] = "node1";
   RunOptions options;
   options.sleep = [](int) { return true; };  // retries without waiting
+  options.extra_vars = std::move(extra_vars);
   return RunPlaybook(*pb, "node1", local, vars, &rec, options);
 }
 
@@ -213,6 +214,28 @@ TEST_CASE("runner: plays for other hosts are skipped; play and extra vars are se
   CHECK(out.status == "ok");
   CHECK_FALSE(std::filesystem::exists(d.path + "/other"));
   CHECK(Read(d.path + "/greeting") == "hi there");
+}
+
+TEST_CASE("runner: extra vars win over play and task vars, host vars lose to them") {
+  TempDir d;
+  Recorder rec;
+  auto out = Run(d.path, R"(
+- hosts: all
+  vars:
+    color: play
+    size: play
+    shape: play
+  tasks:
+    - copy:
+        dest: DIR/seen
+        content: "{{ color }} {{ size }} {{ shape }} {{ name }}"
+      vars:
+        size: task
+)",
+                 rec, json{{"shape", "host"}, {"name", "host"}},
+                 json{{"color", "extra"}, {"size", "extra"}});
+  CHECK(out.status == "ok");
+  CHECK(Read(d.path + "/seen") == "extra extra play host");
 }
 
 TEST_CASE("runner: an undefined variable fails the task with its name") {
