@@ -1,5 +1,6 @@
 #include "dnsmasq.h"
 
+#include <arpa/inet.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -32,18 +33,41 @@ std::string_view Word(std::string_view s, size_t& pos) {
   return s.substr(start, pos - start);
 }
 
+// A dotted-quad IPv4 address (what dnsmasq logs; the node's address is
+// written to the hosts file from it).
+bool IsIpv4(std::string_view s) {
+  if (s.empty() || s.size() > 15) return false;
+  in_addr addr{};
+  return inet_pton(AF_INET, std::string(s).c_str(), &addr) == 1;
+}
+
+// Where the message of a "dnsmasq-dhcp[<pid>]: [<serial> ]" line starts, or
+// npos: DHCPACK must be the message, not a word in a client-chosen name
+// ("client provides name: x DHCPACK(...) ...").
+size_t DhcpMessage(std::string_view line) {
+  size_t tag = line.find("dnsmasq-dhcp[");
+  if (tag == std::string_view::npos) return std::string_view::npos;
+  size_t end = line.find("]: ", tag);
+  if (end == std::string_view::npos) return std::string_view::npos;
+  size_t pos = end + 3;
+  size_t digits = pos;
+  while (digits < line.size() && line[digits] >= '0' && line[digits] <= '9') ++digits;
+  if (digits > pos && digits < line.size() && line[digits] == ' ') pos = digits + 1;
+  return pos;
+}
+
 }  // namespace
 
 std::optional<DhcpObservation> ParseDnsmasqLogLine(std::string_view line) {
   // "... dnsmasq-dhcp[12]: 3411 DHCPACK(br0) 10.99.0.100 52:54:00:12:34:56 host"
-  size_t ack = line.find("DHCPACK(");
-  if (ack != std::string_view::npos) {
-    size_t pos = line.find(')', ack);
+  size_t msg = DhcpMessage(line);
+  if (msg != std::string_view::npos && line.substr(msg).starts_with("DHCPACK(")) {
+    size_t pos = line.find(')', msg);
     if (pos == std::string_view::npos) return std::nullopt;
     ++pos;
     std::string_view ip = Word(line, pos);
     std::string_view mac = Word(line, pos);
-    if (ip.empty() || ip.size() > 15 || mac.size() != 17) return std::nullopt;
+    if (!IsIpv4(ip) || mac.size() != 17) return std::nullopt;
     auto norm = NormalizeMac(mac);
     if (!norm.ok()) return std::nullopt;
     DhcpObservation o;
@@ -61,7 +85,7 @@ std::optional<DhcpObservation> ParseDnsmasqLogLine(std::string_view line) {
     std::string_view file = Word(line, pos);
     std::string_view to = Word(line, pos);
     std::string_view ip = Word(line, pos);
-    if (to != "to" || ip.empty() || ip.size() > 15 || file.empty()) return std::nullopt;
+    if (to != "to" || !IsIpv4(ip) || file.empty()) return std::nullopt;
     DhcpObservation o;
     o.kind = DhcpObservation::Kind::kTftpSent;
     o.ip = std::string(ip);

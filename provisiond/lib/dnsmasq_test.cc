@@ -17,6 +17,9 @@ TEST_CASE("dnsmasq log lines: DHCP acks and TFTP transfers, and nothing else") {
       "Nov 22 01:55:02 dnsmasq-tftp[42]: sent /var/lib/provisiond/netboot/tftp/ipxe.efi to "
       "10.99.0.100");
   REQUIRE(tftp.has_value());
+  auto plain = ParseDnsmasqLogLine("dnsmasq-dhcp[7]: DHCPACK(br0) 10.0.0.5 52:54:00:00:00:02");
+  REQUIRE(plain.has_value());
+  CHECK(plain->mac == "52:54:00:00:00:02");
   CHECK(tftp->kind == DhcpObservation::Kind::kTftpSent);
   CHECK(tftp->file == "ipxe.efi");
   CHECK(tftp->ip == "10.99.0.100");
@@ -24,7 +27,13 @@ TEST_CASE("dnsmasq log lines: DHCP acks and TFTP transfers, and nothing else") {
        {"", "dnsmasq-dhcp[1]: DHCPDISCOVER(br0) 52:54:00:00:00:01", "dnsmasq-dhcp[1]: DHCPACK(br0",
         "dnsmasq-dhcp[1]: DHCPACK(br0) 10.0.0.1 nonsense", "dnsmasq-tftp[1]: sent",
         "dnsmasq-tftp[1]: sent /x to",
-        "dnsmasq-dhcp[1]: 1 DHCPACK(br0) 10.99.0.100 52:54:00:00:00:zz x"}) {
+        "dnsmasq-dhcp[1]: 1 DHCPACK(br0) 10.99.0.100 52:54:00:00:00:zz x",
+        // Found by fuzzing: the address is written to the hosts file.
+        "dnsmasq-dhcp[1]: 1 DHCPACK(br0) 1,2,3 52:54:00:00:00:01 x",
+        "dnsmasq-dhcp[1]: 1 DHCPACK(br0) 10.99.0.300 52:54:00:00:00:01 x",
+        "dnsmasq-tftp[1]: sent /x to 10.0.0.1\nfoo",
+        // A client-chosen name is not a DHCPACK.
+        "dnsmasq-dhcp[1]: 1 client provides name: DHCPACK(x) 10.0.0.9 52:54:00:00:00:02"}) {
     INFO(other);
     CHECK_FALSE(ParseDnsmasqLogLine(other).has_value());
   }

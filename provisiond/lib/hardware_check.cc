@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "json_fields.h"
+
 namespace prov {
 namespace {
 
@@ -28,13 +30,13 @@ nlohmann::json Accelerators(const nlohmann::json& facts) {
   if (!facts.contains("pci") || !facts["pci"].is_array()) return out;
   for (const auto& d : facts["pci"]) {
     if (!d.is_object()) continue;
-    std::string vendor_id = d.value("vendor_id", ""), klass = d.value("class", "");
+    std::string vendor_id = JsonString(d, "vendor_id"), klass = JsonString(d, "class");
     std::string vendor = VendorName(vendor_id);
     if (vendor.empty() || !IsAccelerator(klass)) continue;
     out.push_back({{"vendor", vendor},
-                   {"pci_id", vendor_id + ":" + d.value("device_id", "")},
-                   {"name", d.value("device", "")},
-                   {"slot", d.value("slot", "")}});
+                   {"pci_id", vendor_id + ":" + JsonString(d, "device_id")},
+                   {"name", JsonString(d, "device")},
+                   {"slot", JsonString(d, "slot")}});
   }
   return out;
 }
@@ -62,7 +64,7 @@ Status CheckHardware(const Profile& profile, const nlohmann::json& facts) {
     }
   }
   if (profile.min_memory_gib > 0) {
-    uint64_t bytes = facts.value("memory_bytes", uint64_t{0});
+    uint64_t bytes = JsonUint(facts, "memory_bytes");
     // MemTotal is a little under the installed size; allow 10 %.
     if (bytes < static_cast<uint64_t>(profile.min_memory_gib) * (1ULL << 30) * 9 / 10)
       problems += std::string(problems.empty() ? "" : "; ") + "expected at least " +

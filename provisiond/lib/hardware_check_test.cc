@@ -64,3 +64,29 @@ TEST_CASE("hardware check: by vendor and model name when no PCI ids are given; N
 }
 
 }  // namespace prov
+
+namespace prov {
+
+// Found by fuzzing (json_bodies): a node's facts with fields of the wrong
+// type made nlohmann's value() throw, and a hello answer 500.
+TEST_CASE("hardware check: facts with fields of the wrong type read as missing") {
+  const char* bad[] = {
+      R"({"pci":"x","memory_bytes":"lots"})",
+      R"({"pci":[1,[2],{"vendor_id":8086,"class":["0300"],"device":null}],"memory_bytes":-5})",
+      R"({"pci":[{"vendor_id":"8086","device_id":3,"class":"0300"}],"memory_bytes":1e300})",
+      R"({"memory_bytes":{"a":1}})",
+  };
+  for (const char* text : bad) {
+    INFO(text);
+    auto facts = nlohmann::json::parse(text);
+    Status s = Status::Ok();
+    CHECK_NOTHROW(s = CheckHardware(ArcProfile(), facts));
+    CHECK_FALSE(s.ok());
+    CHECK_NOTHROW(Accelerators(facts));
+  }
+  auto huge = nlohmann::json::parse(
+      R"({"pci":[{"vendor_id":"8086","device_id":"56a0","class":"0300"}],"memory_bytes":1e300})");
+  CHECK(CheckHardware(ArcProfile(), huge).ok());
+}
+
+}  // namespace prov

@@ -142,9 +142,10 @@ std::string CompressHostlist(std::vector<std::string> names) {
   }
   std::vector<std::string> parts(plain.begin(), plain.end());
   for (const auto& [key, numbers] : groups) {
-    auto pad = [&](unsigned n) {
+    const size_t width = key.width;  // clang 14 cannot capture a structured binding
+    auto pad = [width](unsigned n) {
       std::string s = std::to_string(n);
-      if (s.size() < key.width) s.insert(0, key.width - s.size(), '0');
+      if (s.size() < width) s.insert(0, width - s.size(), '0');
       return s;
     };
     if (numbers.size() == 1) {

@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "json_fields.h"
+
 namespace prov {
 
 ImageService::~ImageService() {
@@ -93,7 +95,7 @@ Status ImageService::Remove(const std::string& ref, const std::string& who) {
     // The version a node runs now (from its hello) may be older than the one
     // it is assigned: its root must not go away under it.
     auto facts = nlohmann::json::parse(n.facts, nullptr, false);
-    if (facts.is_object() && facts.value("image", "") == version->ref())
+    if (JsonString(facts, "image") == version->ref())
       return Status::Conflict("image " + version->ref() + " is the root of node " + n.name() +
                               ", which runs it now");
     if (n.image_version.empty()) continue;

@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 
 #include "hardware_check.h"
+#include "json_fields.h"
 #include "node_state.h"
 #include "tar.h"
 
@@ -117,7 +118,7 @@ Result<NodeRecord> PhoneHome::Hello(const std::string& mac, const std::string& t
     updated.stage = "hello";
     updated.configured.clear();  // a new boot: its RAM overlay is fresh
     updated.last_seen_ms = NowMs();
-    std::string key = facts.value("ssh_host_key", "");
+    std::string key = JsonString(facts, "ssh_host_key");
     // Host keys are made in the node's RAM overlay at every boot: the hello,
     // authenticated by the node's token, pins the key of this boot.
     std::string key_note;
@@ -126,7 +127,7 @@ Result<NodeRecord> PhoneHome::Hello(const std::string& mac, const std::string& t
                                           : "host key of this boot pinned (it changed)";
       updated.host_key = key;
     }
-    const std::string image = facts.value("image", "");
+    const std::string image = JsonString(facts, "image");
     EventRecord e{0,
                   0,
                   updated.id,

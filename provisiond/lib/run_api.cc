@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "hostlist.h"
+#include "json_fields.h"
 
 namespace prov {
 namespace {
@@ -21,8 +22,8 @@ int NvidiaGpus(const json& facts) {
   int count = 0;
   if (!facts.contains("pci") || !facts["pci"].is_array()) return 0;
   for (const auto& d : facts["pci"]) {
-    std::string vendor = d.value("vendor_id", "");
-    std::string cls = d.value("class", "");
+    std::string vendor = JsonString(d, "vendor_id");
+    std::string cls = JsonString(d, "class");
     if (vendor == "10de" && (cls.rfind("0300", 0) == 0 || cls.rfind("0302", 0) == 0)) ++count;
   }
   return count;
@@ -89,12 +90,16 @@ HttpResponse RunCommand(Inventory& inv, Configurator& conf, const HttpRequest& r
   if (!body->contains("command") || !(*body)["command"].is_string() ||
       (*body)["command"].get<std::string>().empty())
     return HttpResponse::Error(400, "field 'command' is required");
-  std::string user = body->value("user", "");
+  if (body->contains("user") && !(*body)["user"].is_string())
+    return HttpResponse::Error(400, "field 'user' must be a string");
+  std::string user = JsonString(*body, "user");
   int timeout_s = 600;
   if (body->contains("timeout_s")) {
-    if (!(*body)["timeout_s"].is_number_integer() || (*body)["timeout_s"].get<int>() < 1)
-      return HttpResponse::Error(400, "field 'timeout_s' must be a positive number");
-    timeout_s = (*body)["timeout_s"].get<int>();
+    // At most a day: the milliseconds must fit an int.
+    const json& t = (*body)["timeout_s"];
+    if (!t.is_number_integer() || t.get<int64_t>() < 1 || t.get<int64_t>() > 86400)
+      return HttpResponse::Error(400, "field 'timeout_s' must be a number of seconds, 1 to 86400");
+    timeout_s = t.get<int>();
   }
   const std::string command = (*body)["command"];
   auto results = conf.Command(*nodes, command, user, timeout_s * 1000);
@@ -142,6 +147,8 @@ HttpResponse RunPlaybook(Inventory& inv, Configurator& conf, const std::string& 
 HttpResponse ConfigureNode(Configurator& conf, const HttpRequest& r) {
   auto body = ParseJsonObject(r.body.empty() ? "{}" : r.body, {"force"});
   if (!body.ok()) return HttpResponse::FromStatus(body.status());
+  if (body->contains("force") && !(*body)["force"].is_boolean())
+    return HttpResponse::Error(400, "field 'force' must be true or false");
   bool force = body->value("force", false);
   std::string why;
   if (!conf.Configure(r.Param("node"), r.who, force, &why))
@@ -235,11 +242,11 @@ Result<std::string> Export(const std::string& format, const std::vector<NodeReco
       out += "NodeName=" + n.name();
       if (!n.ip.empty()) out += " NodeAddr=" + n.ip;
       if (facts.contains("cpu") && facts["cpu"].is_object()) {
-        long cpus = facts["cpu"].value("threads", 0L);
+        uint64_t cpus = JsonUint(facts["cpu"], "threads");
         if (cpus > 0) out += " CPUs=" + std::to_string(cpus);
       }
       // Slurm's RealMemory is in MiB; leave the OS some room.
-      if (uint64_t bytes = facts.value("memory_bytes", uint64_t{0}); bytes > 0)
+      if (uint64_t bytes = JsonUint(facts, "memory_bytes"); bytes > 0)
         out += " RealMemory=" + std::to_string(bytes / (1024 * 1024) * 95 / 100);
       int gpus = NvidiaGpus(facts);
       if (gpus > 0) out += " Gres=gpu:" + std::to_string(gpus);
