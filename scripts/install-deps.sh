@@ -12,6 +12,7 @@ PACKAGES=(
   libmicrohttpd-dev libyaml-cpp-dev libsqlite3-dev libssh-dev libnfs-dev
   libspdlog-dev doctest-dev nlohmann-json3-dev libcurl4-openssl-dev libcli11-dev libssl-dev
   sqlite3 curl clang-format
+  clang libclang-rt-14-dev   # the libFuzzer build of the fuzz targets (docs/fuzzing.md)
 )
 # The netboot lab (QEMU, iPXE, OVMF, dnsmasq, busybox) and the browser test
 # (chromium, nodejs, npm): tests/lab/packages.txt.

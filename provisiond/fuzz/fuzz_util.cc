@@ -1,0 +1,117 @@
+#include "fuzz_util.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "file_util.h"
+
+namespace prov::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One image catalog per process (a temp dir removed at exit) with image
+// "lab" in it; the routes that change it are left out, so inputs cannot
+// affect each other through it.
+ImageCatalog& Images() {
+  static fs::path dir = fs::temp_directory_path() / ("provision-fuzz-" + std::to_string(getpid()));
+  static std::unique_ptr<ImageCatalog> images = [] {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    WriteFileAtomic((dir / "kernel").string(), "KERNEL-BYTES-0123456789");
+    WriteFileAtomic((dir / "initrd").string(), "INITRD");
+    auto c = std::make_unique<ImageCatalog>((dir / "store").string());
+    auto v = c->Import("lab", (dir / "kernel").string(), (dir / "initrd").string());
+    if (!v.ok()) {
+      std::fprintf(stderr, "fuzz: image import: %s\n", v.status().message().c_str());
+      std::abort();
+    }
+    std::atexit([] { fs::remove_all(dir); });
+    return c;
+  }();
+  return *images;
+}
+
+bool Excluded(const Router::Route& r) {
+  // Routes whose handlers leave the process or change shared files.
+  const std::string p = r.pattern;
+  return p.ends_with("/power") || p.ends_with("/build") || p.ends_with("/import") ||
+         p.ends_with("/verify") || p.ends_with("/preflight") ||
+         (r.method == "DELETE" && p.starts_with("/api/v1/images"));
+}
+
+}  // namespace
+
+ApiHarness::ApiHarness() {
+  static bool quiet = [] {
+    spdlog::set_level(spdlog::level::off);
+    return true;
+  }();
+  (void)quiet;
+  ImageCatalog& images = Images();
+  store_ = std::move(*Store::Open(":memory:"));
+  inventory_ = std::make_unique<Inventory>(*store_, PROVISION_DATADIR "/profiles",
+                                           PROVISION_DATADIR "/playbooks");
+  auto n0 = inventory_->Enroll({"n0", kNodeMac, "10.99.0.10", "lab"}, "fuzz");
+  if (!n0.ok()) {
+    std::fprintf(stderr, "fuzz: enroll: %s\n", n0.status().message().c_str());
+    std::abort();
+  }
+  node_token_ = n0->token;
+  phonehome_ = std::make_unique<PhoneHome>(*inventory_, "ssh-ed25519 AAAAcontrol provisiond@fuzz",
+                                           [] { return std::string("http://10.99.0.1:8080"); });
+  BootSettings boot;
+  boot.boot_url = "http://10.99.0.1:8080";
+  boot.pxe_dir = PROVISION_DATADIR "/pxe";
+  boot.profile_kernel_args = [](const std::string& v) {
+    return v == "lab" ? std::vector<std::string>{"console=ttyS0"} : std::vector<std::string>{};
+  };
+  PhoneHome* home = phonehome_.get();
+  boot.render_overlay = [home](const std::string& mac, const std::string& token,
+                               const std::string& remote) {
+    return home->Overlay(mac, token, remote);
+  };
+  auto b = BootService::Create(boot, *store_, images);
+  if (!b.ok()) {
+    std::fprintf(stderr, "fuzz: boot service: %s\n", b.status().message().c_str());
+    std::abort();
+  }
+  boot_ = std::move(*b);
+  image_service_ = std::make_unique<ImageService>(*inventory_, images, PROVISION_DATADIR "/images",
+                                                  ImageBuildOptions{});
+  netboot_.reset(new NetbootContext{*inventory_, images, *boot_, *phonehome_, *image_service_,
+                                    nullptr, PowerSettings{}, Config{}, "10.99.0.1"});
+
+  router_ = std::make_unique<Router>(std::make_shared<const TokenSet>(
+      *TokenSet::Parse(std::string(kAdminToken) + " fuzz\n", "tokens")));
+  ApiOptions api;
+  api.max_event_wait_ms = 0;  // GET /events?wait= answers at once
+  AddApiRoutes(*router_, *inventory_, api);  // /metrics holds on to the router it is added to
+  AddWebRoutes(*router_, PROVISION_DATADIR "/web");
+  AddBootRoutes(*router_, *boot_);
+  // The netboot routes on a staging router, then the ones that stay in the
+  // process (their handlers hold only the context).
+  Router netboot(nullptr);
+  AddNetbootApiRoutes(netboot, *netboot_);
+  for (const auto& r : netboot.routes())
+    if (!Excluded(r)) router_->Add(r.method, r.pattern, r.access, r.handler);
+}
+
+ApiHarness::~ApiHarness() = default;
+
+HttpResponse ApiHarness::Handle(HttpRequest& request) { return router_->Handle(request); }
+
+void CheckResponse(const HttpRequest& request, const HttpResponse& response) {
+  const std::string what = request.method + " " + request.path + " -> " +
+                           std::to_string(response.status) + " " + response.body.substr(0, 500);
+  FUZZ_CHECK(response.status >= 100 && response.status <= 599, what);
+  // The router turns a handler's exception into this 500: a bug.
+  FUZZ_CHECK(!(response.status == 500 && response.body.find("internal error: ") != std::string::npos),
+             what);
+  if (response.file_path.empty() && response.content_type == "application/json")
+    FUZZ_CHECK(nlohmann::json::accept(response.body), what);
+}
+
+}  // namespace prov::fuzz

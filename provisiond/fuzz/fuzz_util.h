@@ -1,0 +1,61 @@
+// Shared by the fuzz targets: a property check that aborts (so libFuzzer and
+// the replay both report it), and the API without sockets or threads.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "api.h"
+#include "boot.h"
+#include "image_catalog.h"
+#include "image_service.h"
+#include "inventory.h"
+#include "netboot_api.h"
+#include "phonehome.h"
+#include "store.h"
+
+#define FUZZ_CHECK(cond, what)                                                          \
+  do {                                                                                  \
+    if (!(cond)) {                                                                      \
+      std::fprintf(stderr, "fuzz property failed at %s:%d: %s\n  %s\n", __FILE__, __LINE__, \
+                   #cond, std::string(what).c_str());                                  \
+      std::abort();                                                                     \
+    }                                                                                   \
+  } while (0)
+
+namespace prov::fuzz {
+
+inline constexpr const char* kAdminToken = "0123456789abcdef0123456789abcdef";
+inline constexpr const char* kNodeMac = "52:54:00:00:00:01";
+
+// provisiond's routes over an in-memory store, built fresh for each input:
+// the API, the web page, the boot scripts and files, and the netboot API
+// except what leaves the process (power, image build/import/verify/delete,
+// preflight). Node n0 (kNodeMac, profile lab) is enrolled; its token is
+// node_token. Nothing here starts a thread.
+class ApiHarness {
+ public:
+  ApiHarness();
+  ~ApiHarness();
+  HttpResponse Handle(HttpRequest& request);
+  const std::string& node_token() const { return node_token_; }
+  Inventory& inventory() { return *inventory_; }
+
+ private:
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Inventory> inventory_;
+  std::unique_ptr<BootService> boot_;
+  std::unique_ptr<PhoneHome> phonehome_;
+  std::unique_ptr<ImageService> image_service_;
+  std::unique_ptr<NetbootContext> netboot_;
+  std::unique_ptr<Router> router_;
+  std::string node_token_;
+};
+
+// Checks what every answer must satisfy: a real HTTP status, never an
+// exception turned into a 500, and a JSON body that parses.
+void CheckResponse(const HttpRequest& request, const HttpResponse& response);
+
+}  // namespace prov::fuzz
