@@ -15,6 +15,10 @@
 #         DIR/pids     one line per target: NAME PID (the listening sshd)
 #       and prints DIR/targets. Fails (and stops what it started) when a
 #       target is not listening within SSHD_START_TIMEOUT seconds (10).
+#       SSHD_TARGETS_KEX sets sshd's KexAlgorithms (default
+#       curve25519-sha256,curve25519-sha256@libssh.org) and
+#       SSHD_TARGETS_MAX_STARTUPS its MaxStartups (default 200), for
+#       benchmarks that pin the key exchange or open many connections at once.
 #   sshd-targets.sh crash DIR NAME
 #       SIGKILLs that target's sshd and every sshd process serving one of its
 #       connections, as when the node loses power.
@@ -108,8 +112,8 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
-KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org
-MaxStartups 200
+KexAlgorithms ${SSHD_TARGETS_KEX:-curve25519-sha256,curve25519-sha256@libssh.org}
+MaxStartups ${SSHD_TARGETS_MAX_STARTUPS:-200}
 MaxSessions 50
 PerSourceMaxStartups none
 PerSourceNetBlockSize 32:128
