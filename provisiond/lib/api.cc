@@ -142,10 +142,12 @@ HttpResponse ListEvents(Inventory& inv, const ApiOptions& opt, const HttpRequest
     while (events.empty() && std::chrono::steady_clock::now() < deadline) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
-      inv.store().WaitForEvents(std::max(*after, scanned), left.count());
+      // false: provisiond is stopping; answer with what there is.
+      bool more = inv.store().WaitForEvents(std::max(*after, scanned), left.count());
       int64_t now_last = inv.store().LastEventId();
       events = inv.store().ListEvents(std::max(*after, scanned), node_id, *limit);
       scanned = now_last;
+      if (!more) break;
     }
   }
   json list = json::array();

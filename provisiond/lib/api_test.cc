@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "file_util.h"
 
@@ -105,6 +107,49 @@ TEST_CASE("api: bad requests get 4xx with a message, never a crash") {
     CHECK(j["error"].get<std::string>().find(c.error) != std::string::npos);
   }
   CHECK(f.store->ListNodes().empty());
+}
+
+TEST_CASE("api: a wrong method is 405 with the allowed methods in Allow") {
+  Fixture f;
+  HttpResponse r = f.Call("PUT", "/api/v1/nodes");
+  CHECK(r.status == 405);
+  std::string allow;
+  for (const auto& [k, v] : r.headers)
+    if (k == "Allow") allow = v;
+  CHECK(allow == "GET, HEAD, POST");
+  CHECK(r.body.find("allowed: GET, HEAD, POST") != std::string::npos);
+  r = f.Call("POST", "/api/v1/status");
+  CHECK(r.status == 405);
+  CHECK(r.headers.size() == 1);
+  CHECK(r.headers[0].second == "GET, HEAD");
+}
+
+TEST_CASE("api: JSON nested too deep is refused before it is parsed") {
+  CHECK(CheckJsonDepth(R"({"a":[[{"b":"[[[[["}]]]})", 4).ok());
+  CHECK_FALSE(CheckJsonDepth("[[[[[]]]]]", 4).ok());
+  CHECK(CheckJsonDepth(R"(["\"[[[[[[["])", 2).ok());  // brackets in strings do not count
+  Fixture f;
+  std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  HttpResponse r = f.Call("POST", "/api/v1/nodes", "{\"hostname\":" + deep + "}");
+  CHECK(r.status == 400);
+  CHECK(r.body.find("nested deeper than 64 levels") != std::string::npos);
+}
+
+TEST_CASE("api: a long-poll returns at once when the store is told to stop") {
+  Fixture f;
+  auto start = std::chrono::steady_clock::now();
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    f.store->WakeWaiters();
+  });
+  json j = f.CallJson("GET", "/api/v1/events?wait=20");
+  stopper.join();
+  CHECK(j["events"].empty());
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  // Later waits do not block at all.
+  start = std::chrono::steady_clock::now();
+  f.CallJson("GET", "/api/v1/events?wait=20");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
 }
 
 TEST_CASE("api: enroll, list with filters, change, retire") {

@@ -22,6 +22,7 @@
 #include "nfs.h"
 #include "phonehome.h"
 #include "preflight.h"
+#include "process.h"
 #include "profile.h"
 #include "run_api.h"
 #include "ssh_keys.h"
@@ -90,6 +91,9 @@ struct Daemon::Impl {
 Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Daemon::~Daemon() {
   // Stop dnsmasq and the server before the objects their threads use go away.
+  // Long-polls (GET /events?wait=) are woken first: the server waits for
+  // every request it is handling before it stops.
+  impl_->store->WakeWaiters();
   impl_->dnsmasq.reset();
   impl_->server.reset();
   impl_->configurator.reset();  // interrupts runs, records them as interrupted
@@ -202,6 +206,23 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   impl->boot = std::move(*boot_service);
   AddBootRoutes(*impl->router, *impl->boot);
   if (!config.interface.empty()) {
+    // A provisiond killed with SIGKILL leaves its dnsmasq and NFS server
+    // running, holding the DHCP and TFTP ports (preflight would refuse them):
+    // they are found by the config file only they were started with.
+    for (const auto& [what, arg] :
+         {std::pair<std::string, std::string>{"dnsmasq",
+                                              "--conf-file=" + config.data_dir +
+                                                  "/netboot/dnsmasq.conf"},
+          {"nfs", config.data_dir + "/nfs/ganesha.conf"}})
+      for (pid_t pid : StopProcessesWithArg(arg)) {
+        spdlog::warn("stopped {} (pid {}) left running by a provisiond that did not stop", what,
+                     pid);
+        EventRecord e{0, 0, 0, "", what,
+                      "stopped pid " + std::to_string(pid) +
+                          ", left running by a provisiond that did not stop",
+                      "provisiond"};
+        impl->store->AppendEvent(e);
+      }
     PreflightOptions opt;
     for (const auto& [state, n] : impl->store->CountByState())
       if (state != NodeState::kDiscovered && state != NodeState::kRetired)

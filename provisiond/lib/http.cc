@@ -149,8 +149,30 @@ int HttpStatusFor(Code code) {
   return 500;
 }
 
+Status CheckJsonDepth(const std::string& body, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth)
+        return Status::Invalid("JSON nested deeper than " + std::to_string(max_depth) +
+                               " levels at byte " + std::to_string(i) + " of the request body");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return Status::Ok();
+}
+
 Result<nlohmann::json> ParseJsonObject(const std::string& body,
                                        const std::vector<std::string>& allowed) {
+  if (Status d = CheckJsonDepth(body); !d.ok()) return d;
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(body);
@@ -261,6 +283,7 @@ HttpResponse Router::Handle(HttpRequest& request) const {
   std::vector<std::string> parts = SplitPath(request.path);
   const Route* match = nullptr;
   bool path_matched = false;
+  std::string allowed;  // the methods of the routes whose path matched (405's Allow)
   std::map<std::string, std::string> params;
   for (const auto& route : routes_) {
     std::map<std::string, std::string> p;
@@ -292,6 +315,9 @@ HttpResponse Router::Handle(HttpRequest& request) const {
     }
     if (!ok || i != parts.size()) continue;
     path_matched = true;
+    if (allowed.find(route.method) == std::string::npos)
+      allowed += (allowed.empty() ? "" : ", ") + route.method +
+                 (route.method == "GET" ? ", HEAD" : "");
     if (route.method == request.method || (route.method == "GET" && request.method == "HEAD")) {
       match = &route;
       params = std::move(p);
@@ -303,8 +329,10 @@ HttpResponse Router::Handle(HttpRequest& request) const {
   std::string route_name = match ? match->method + " " + match->pattern : "unmatched";
   if (!match) {
     response = path_matched ? HttpResponse::Error(405, "method " + request.method +
-                                                           " is not allowed on " + request.path)
+                                                           " is not allowed on " + request.path +
+                                                           " (allowed: " + allowed + ")")
                             : HttpResponse::Error(404, "no such path: " + request.path);
+    if (path_matched) response.headers.emplace_back("Allow", allowed);
   } else {
     request.params = std::move(params);
     std::string auth = request.Header("authorization");

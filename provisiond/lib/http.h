@@ -62,8 +62,13 @@ HttpResponse ServeFile(const HttpRequest& request, const std::string& path, uint
 // The HTTP status that matches a Status code.
 int HttpStatusFor(Code code);
 
-// Parses a JSON object body, refusing malformed JSON, non-objects and fields
-// outside `allowed` with a message that names the field.
+// Refuses JSON nested deeper than `max_depth` arrays/objects (scanned
+// without parsing): nlohmann's dump() recurses, so a body of a few hundred
+// thousand '[' would overflow a thread's stack wherever it is written back.
+Status CheckJsonDepth(const std::string& body, int max_depth = 64);
+
+// Parses a JSON object body, refusing malformed JSON, too deep nesting,
+// non-objects and fields outside `allowed` with a message that names the field.
 Result<nlohmann::json> ParseJsonObject(const std::string& body,
                                        const std::vector<std::string>& allowed);
 

@@ -117,6 +117,7 @@ std::string BearerToken(const HttpRequest& r) {
 }
 
 HttpResponse Hello(NetbootContext& ctx, const HttpRequest& r) {
+  if (Status d = CheckJsonDepth(r.body); !d.ok()) return HttpResponse::FromStatus(d);
   auto facts = json::parse(r.body, nullptr, false);
   if (facts.is_discarded() || !facts.is_object())
     return HttpResponse::Error(400, "the hello body must be a JSON object of facts");

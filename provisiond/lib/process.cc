@@ -11,6 +11,9 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 extern char** environ;
@@ -233,6 +236,52 @@ void ChildProcess::Stop(int grace_ms) {
   kill(pid_, SIGKILL);
   waitpid(pid_, &status, 0);
   pid_ = -1;
+}
+
+std::vector<pid_t> FindProcessesWithArg(const std::string& arg) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  const pid_t self = getpid();
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (pid == self) continue;
+    std::ifstream in("/proc/" + name + "/cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t start = 0;
+    while (start < cmdline.size()) {
+      size_t end = cmdline.find('\0', start);
+      if (end == std::string::npos) end = cmdline.size();
+      if (start > 0 && cmdline.compare(start, end - start, arg) == 0) {  // not argv[0]
+        out.push_back(pid);
+        break;
+      }
+      start = end + 1;
+    }
+  }
+  return out;
+}
+
+std::vector<pid_t> StopProcessesWithArg(const std::string& arg, int grace_ms) {
+  std::vector<pid_t> pids = FindProcessesWithArg(arg);
+  for (pid_t p : pids) kill(p, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  for (pid_t p : pids) {
+    // Not our children (their parent died): they are gone when kill(p, 0)
+    // fails, or a zombie until init reaps them.
+    auto gone = [p] {
+      if (kill(p, 0) != 0) return true;
+      std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
+      std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+      size_t paren = text.rfind(')');
+      return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z';
+    };
+    while (!gone() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!gone()) kill(p, SIGKILL);
+  }
+  return pids;
 }
 
 }  // namespace prov

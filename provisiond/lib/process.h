@@ -29,6 +29,15 @@ struct ProcessSpec {
 // "prog arg1 ***" for logs and events.
 std::string DescribeCommand(const ProcessSpec& spec);
 
+// Processes (from /proc) whose command line has `arg` as one of its
+// arguments, exactly: the children a provisiond killed with SIGKILL left
+// behind, found by the config file path only they were started with.
+std::vector<pid_t> FindProcessesWithArg(const std::string& arg);
+
+// Stops what FindProcessesWithArg(arg) finds: SIGTERM, then SIGKILL to those
+// still there after `grace_ms`. Returns their pids.
+std::vector<pid_t> StopProcessesWithArg(const std::string& arg, int grace_ms = 5000);
+
 struct ProcessResult {
   int exit_code = -1;  // -1 when killed by a signal or timed out
   int signal = 0;

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace prov {
@@ -75,6 +76,26 @@ TEST_CASE("process: a child is stopped by its owner") {
   c->Stop(1000);
   CHECK_FALSE(c->running());
   CHECK(kill(pid, 0) != 0);
+}
+
+TEST_CASE("process: processes left behind are found by an argument and stopped") {
+  // sleep adds up its arguments: the second one only marks this process.
+  const std::string mark = "0.00" + std::to_string(getpid());
+  auto c = ChildProcess::Start(Cmd({"/bin/sleep", "30", mark}));
+  REQUIRE(c.ok());
+  pid_t pid = c->pid();
+  auto found = FindProcessesWithArg(mark);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0] == pid);
+  CHECK(FindProcessesWithArg(mark + "1").empty());
+  CHECK(FindProcessesWithArg("/bin/sleep").empty());  // argv[0] does not count
+  auto stopped = StopProcessesWithArg(mark, 2000);
+  CHECK(stopped == found);
+  int status = 0;
+  for (int i = 0; i < 100 && !c->Reap(status); ++i) usleep(10000);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+  CHECK(FindProcessesWithArg(mark).empty());
 }
 
 }  // namespace prov

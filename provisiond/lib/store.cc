@@ -429,11 +429,21 @@ std::vector<EventRecord> Store::LastEvents(int64_t node_id, int64_t count) {
   return ReadEvents(s.get());
 }
 
-void Store::WaitForEvents(int64_t after, int64_t timeout_ms) {
+bool Store::WaitForEvents(int64_t after, int64_t timeout_ms) {
   std::unique_lock lock(mu_);
   events_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                      [&] { return last_event_id_ > after; });
+                      [&] { return stopping_ || last_event_id_ > after; });
+  return !stopping_;
 }
+
+void Store::WakeWaiters() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  events_cv_.notify_all();
+}
+
 
 int64_t Store::LastEventId() {
   std::lock_guard lock(mu_);

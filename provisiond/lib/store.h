@@ -168,8 +168,12 @@ class Store {
   std::vector<EventRecord> ListEvents(int64_t after, int64_t node_id, int64_t limit);
   // The newest `count` events (of one node when node_id != 0), oldest first.
   std::vector<EventRecord> LastEvents(int64_t node_id, int64_t count);
-  // Blocks until an event with id > `after` exists or `timeout_ms` passes.
-  void WaitForEvents(int64_t after, int64_t timeout_ms);
+  // Blocks until an event with id > `after` exists, `timeout_ms` passes or
+  // WakeWaiters is called; returns false once WakeWaiters has been called.
+  bool WaitForEvents(int64_t after, int64_t timeout_ms);
+  // Wakes every WaitForEvents caller now and makes later calls return at
+  // once (provisiond is stopping: long-polls must not hold up the stop).
+  void WakeWaiters();
   int64_t LastEventId();
   std::optional<AppliedProfile> CurrentProfile();
   std::vector<AppliedProfile> AppliedProfiles();
@@ -198,6 +202,7 @@ class Store {
   std::map<const char*, sqlite3_stmt*> statements_;
   std::condition_variable events_cv_;
   int64_t last_event_id_ = 0;  // guarded by mu_
+  bool stopping_ = false;      // guarded by mu_
 };
 
 // Applies migrations 1..`upto` to a raw database; Store::Open applies all.
