@@ -96,6 +96,22 @@ start_provisiond() {
   PROVISIOND_PID=$pid
 }
 
+# wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND (a function is fine:
+# it is run again each time) every 50 ms; fails the check and returns 1 (so a
+# test under set -e stops) when it is not true within SECONDS.
+wait_for() {
+  local limit="$1" what="$2"
+  shift 2
+  local deadline=$((SECONDS + limit))
+  until "$@" >/dev/null 2>&1; do
+    if [ $SECONDS -ge $deadline ]; then
+      fail "$what: not within $limit s"
+      return 1
+    fi
+    sleep 0.05
+  done
+}
+
 finish() {
   if [ "$FAILURES" -ne 0 ]; then
     echo "$FAILURES check(s) failed"

@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# load_bench.sh: 1,000 simulated nodes boot and phone home at once against one
+# provisiond. Each node (bench_node_sim, one thread per node, all released
+# together) runs the HTTP part of a netboot: GET /boot/start.ipxe, GET
+# /boot/<mac>.ipxe (its script: kernel command line with its token), GET
+# /boot/<mac>/vmlinuz, initrd.img, overlay.tar?token=, then POST
+# /api/v1/nodes/<mac>/hello with its token. Reports errors (goal 0), the
+# phone-homes provisiond recorded (goal: every node), wall time, requests/s
+# and latency; then the same storm against nginx serving what provisiond
+# answered as static files (hello: `return 200`), alternating, for a ratio.
+#
+# Usage: tests/bench/load_bench.sh [--nodes 1000] [--runs 3] [--kernel-mib 1]
+#          [--initrd-mib 4] [--build-dir build-bench] [--provisiond PATH]
+#          [--provisionctl PATH] [--node-sim PATH] [--nginx PATH] [--dir TMP] [--json FILE]
+set -euo pipefail
+
+bench=load_bench
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build_dir=$repo/build-bench
+provisiond='' provisionctl='' node_sim='' nginx_bin='' json_out='' nginx_workers=auto
+nodes=1000 runs=3 kernel_mib=1 initrd_mib=4 tmp_base=${TMPDIR:-/tmp}
+
+usage() {
+  sed -n '/^# Usage:/,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
+  exit 2
+}
+while (($#)); do
+  case $1 in
+    --build-dir) build_dir=${2:?}; shift 2 ;;
+    --provisiond) provisiond=${2:?}; shift 2 ;;
+    --provisionctl) provisionctl=${2:?}; shift 2 ;;
+    --node-sim) node_sim=${2:?}; shift 2 ;;
+    --nginx) nginx_bin=${2:?}; shift 2 ;;
+    --nodes) nodes=${2:?}; shift 2 ;;
+    --runs) runs=${2:?}; shift 2 ;;
+    --kernel-mib) kernel_mib=${2:?}; shift 2 ;;
+    --initrd-mib) initrd_mib=${2:?}; shift 2 ;;
+    --dir) tmp_base=${2:?}; shift 2 ;;
+    --json) json_out=${2:?}; shift 2 ;;
+    -h | --help) usage ;;
+    *) echo "$bench: unknown argument '$1'" >&2; usage ;;
+  esac
+done
+[[ $nodes =~ ^[1-9][0-9]*$ && $nodes -le 60000 ]] || { echo "--nodes must be 1..60000" >&2; exit 2; }
+[[ $runs =~ ^[1-9][0-9]*$ && $runs -le 20 ]] || { echo "--runs must be 1..20" >&2; exit 2; }
+provisiond=${provisiond:-$build_dir/provisiond/provisiond}
+provisionctl=${provisionctl:-$build_dir/provisiond/provisionctl}
+node_sim=${node_sim:-$build_dir/tests/bench/bench_node_sim}
+json_out=${json_out:-$build_dir/tests/bench/load_bench.json}
+if [[ -z $nginx_bin ]]; then
+  nginx_bin=$(command -v nginx || true)
+  [[ -n $nginx_bin ]] || nginx_bin=/usr/sbin/nginx
+fi
+
+source "$repo/tests/bench/boot_bench_common.sh"
+for f in "$provisiond" "$provisionctl" "$node_sim"; do
+  [[ -x $f ]] || die "$f is not built (ninja -C $build_dir provisiond provisionctl bench_node_sim), or pass its path"
+done
+[[ -x $nginx_bin ]] || die "nginx not found: apt-get install nginx-light, or pass --nginx PATH"
+command -v sqlite3 >/dev/null || die "sqlite3 not found"
+# A descriptor per connection on both sides (and a thread per connection in provisiond).
+(($(ulimit -n) > 4 * nodes + 64)) || ulimit -n $((4 * nodes + 1024)) 2>/dev/null ||
+  die "ulimit -n $(ulimit -n) is too low for $nodes nodes"
+mkdir -p "$(dirname "$json_out")"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+bench_init
+
+# provisiond as boot_bench_common starts it, plus ssh.port 1: a node that
+# phones home is configured over SSH, and port 1 refuses at once, so each
+# hello also costs one (failed, `unreachable`) configure run, as on a real
+# network where the node's sshd is not up yet.
+start_provisiond() {
+  local i
+  mkdir -p "$tmp/data"
+  chmod 700 "$tmp/data"
+  cat >"$tmp/provisiond.yaml" <<EOF
+listen: 127.0.0.1:0
+data_dir: $tmp/data
+profiles_dir: $repo/profiles
+playbooks_dir: $repo/playbooks
+pxe_dir: $repo/pxe
+ssh.port: 1
+EOF
+  "$provisiond" -c "$tmp/provisiond.yaml" >"$tmp/provisiond.log" 2>&1 &
+  provisiond_pid=$!
+  for ((i = 0; i < 200; i++)); do
+    [[ -s $tmp/data/provisiond.url ]] && break
+    kill -0 "$provisiond_pid" 2>/dev/null || die "provisiond exited during start"
+    sleep 0.05
+  done
+  [[ -s $tmp/data/provisiond.url ]] || die "provisiond wrote no $tmp/data/provisiond.url in 10 s"
+  provisiond_url=$(<"$tmp/data/provisiond.url")
+  token=$(sed -n 's/#.*//; s/^[[:space:]]*\([^[:space:]]\{1,\}\).*/\1/p' "$tmp/data/tokens" | head -n 1)
+}
+start_provisiond
+setup_lab_image "$kernel_mib" "$initrd_mib"
+db=$tmp/data/provisiond.db
+# Enrolled (not timed): lab00000.. get the lab profile and its image.
+"$node_sim" --url "$provisiond_url" --token "$token" --nodes "$nodes" --prefix lab --enroll \
+  --concurrency 16 >"$tmp/enroll.json" || die "enrolling failed: $(cat "$tmp/enroll.json")"
+hellos() { sqlite3 "$db" "select count(*) from events where kind = 'boot' and detail like 'hello:%'"; }
+
+# --- nginx: what provisiond answered, as static files ---------------------------
+mkdir -p "$tmp/www/boot"
+curl -sf --noproxy '*' "$provisiond_url/boot/start.ipxe" >"$tmp/www/boot/start.ipxe"
+for ((i = 0; i < nodes; i++)); do
+  mac=$(printf '52-54-0a-%02x-%02x-%02x' $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255)))
+  mkdir -p "$tmp/www/boot/$mac"
+  ln "$image_dir/vmlinuz" "$tmp/www/boot/$mac/vmlinuz"
+  ln "$image_dir/initrd.img" "$tmp/www/boot/$mac/initrd.img"
+done
+# Scripts and overlays as provisiond renders them (one curl, one connection);
+# this is also the first boot of every node (not measured).
+args=()
+for ((i = 0; i < nodes; i++)); do
+  mac=$(printf '52-54-0a-%02x-%02x-%02x' $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255)))
+  ((i > 0)) && args+=(--next)
+  args+=(-sf -o "$tmp/www/boot/$mac.ipxe" "$provisiond_url/boot/$mac.ipxe")
+done
+curl --noproxy '*' "${args[@]}" || die "fetching the scripts failed"
+args=()
+for ((i = 0; i < nodes; i++)); do
+  mac=$(printf '52-54-0a-%02x-%02x-%02x' $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255)))
+  tok=$(sed -n 's/.*provision\.token=\([^ ]*\).*/\1/p' "$tmp/www/boot/$mac.ipxe" | head -n 1)
+  ((i > 0)) && args+=(--next)
+  args+=(-sf -o "$tmp/www/boot/$mac/overlay.tar" "$provisiond_url/boot/$mac/overlay.tar?token=$tok")
+done
+curl --noproxy '*' "${args[@]}" || die "fetching the overlays failed"
+# nginx's workers run as nobody: they need to reach $tmp/www (the hard links
+# share the image store's inodes, which become world-readable).
+chmod 711 "$tmp"
+chmod -R a+rX "$tmp/www"
+nginx_server_block="    root $tmp/www;
+    default_type application/octet-stream;
+    location ~ \\.ipxe\$ { default_type text/plain; }
+    location /api/ { default_type application/json; return 200 '{\"state\":\"booted\"}'; }"
+start_nginx_on_free_port /boot/start.ipxe
+
+# --- the storms -------------------------------------------------------------------
+storm() {  # $1: base URL, $2: name; sets s_json
+  local out=$tmp/storm-$2.json
+  "$node_sim" --url "$1" --nodes "$nodes" --prefix lab --files --hello >"$out" 2>"$tmp/storm-$2.err" ||
+    die "$2: errors: $(cat "$out") $(head -5 "$tmp/storm-$2.err")"
+  s_json=$(<"$out")
+}
+field() { sed -n "s/.*\"$2\":\([0-9.]*\).*/\1/p" <<<"$1"; }
+lat() { sed -n "s/.*\"latency_ms\":{[^}]*\"$2\":\([0-9.]*\).*/\1/p" <<<"$1"; }
+rows=() p_wall=() n_wall=() p_recorded=()
+run_one() {  # $1: provisiond|nginx, $2: round
+  local before after rec=-
+  if [[ $1 == provisiond ]]; then
+    before=$(hellos)
+    storm "$provisiond_url" provisiond
+    after=$(hellos)
+    rec=$((after - before))
+    ((rec == nodes)) || die "provisiond recorded $rec phone-homes of $nodes"
+    p_wall+=("$(field "$s_json" wall_s)"); p_recorded+=("$rec")
+  else
+    storm "$nginx_url" nginx
+    n_wall+=("$(field "$s_json" wall_s)")
+  fi
+  rows+=("$(printf '%-5s %-11s %9s %9s %7s %9s %9s %9s %9s %9s' "$2" "$1" "$(field "$s_json" requests)" \
+    "$(field "$s_json" errors)" "$rec" "$(field "$s_json" wall_s)" "$(field "$s_json" requests_per_s)" \
+    "$(lat "$s_json" p50)" "$(lat "$s_json" p99)" "$(lat "$s_json" max)")")
+}
+for ((r = 1; r <= runs; r++)); do
+  if ((r % 2 == 1)); then run_one provisiond "$r"; run_one nginx "$r"; else run_one nginx "$r"; run_one provisiond "$r"; fi
+done
+p_med=$(median "${p_wall[@]}")
+n_med=$(median "${n_wall[@]}")
+ratio=$(awk -v a="$p_med" -v b="$n_med" 'BEGIN { printf "%.2f", a / b }')
+states=$(sqlite3 "$db" "select state || ' ' || count(*) from nodes group by state" | tr '\n' ',' | sed 's/,$//')
+nginx_version=$("$nginx_bin" -v 2>&1 | sed 's/^nginx version: //')
+echo "$bench: $nodes nodes at once, each: start.ipxe, <mac>.ipxe, vmlinuz ($kernel_mib MiB), initrd.img ($initrd_mib MiB), overlay.tar, hello"
+echo "$(nproc) CPUs, load average $load_before at start, $nginx_version (workers: $nginx_workers); one thread and one connection per request per node in bench_node_sim"
+printf '%-5s %-11s %9s %9s %7s %9s %9s %9s %9s %9s\n' run server requests errors hellos "wall s" "req/s" "p50 ms" "p99 ms" "max ms"
+printf '%s\n' "${rows[@]}"
+echo "median wall time: provisiond $p_med s, nginx $n_med s; ratio provisiond/nginx $ratio"
+echo "phone-homes recorded per provisiond storm: ${p_recorded[*]} (of $nodes); node states now: $states"
+cat >"$json_out" <<EOF
+{
+  "benchmark": "load",
+  "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
+  "machine": {"cpus": $(nproc), "loadavg_at_start": "$load_before"},
+  "nodes": $nodes, "kernel_mib": $kernel_mib, "initrd_mib": $initrd_mib, "runs": $runs,
+  "provisiond": {"median_wall_s": $p_med, "wall_s": [$(join_csv "${p_wall[@]}")], "hellos_recorded": [$(join_csv "${p_recorded[@]}")]},
+  "nginx": {"version": "$nginx_version", "median_wall_s": $n_med, "wall_s": [$(join_csv "${n_wall[@]}")]},
+  "ratio_provisiond_over_nginx_wall": $ratio
+}
+EOF
+echo "results: $json_out"
