@@ -1,5 +1,6 @@
 #include "process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -11,7 +12,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <thread>
@@ -240,10 +240,13 @@ void ChildProcess::Stop(int grace_ms) {
 
 std::vector<pid_t> FindProcessesWithArg(const std::string& arg) {
   std::vector<pid_t> out;
-  std::error_code ec;
   const pid_t self = getpid();
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename();
+  // readdir, not std::filesystem::directory_iterator: processes come and go
+  // while /proc is read, and the iterator stops at the first that vanished.
+  DIR* proc = opendir("/proc");
+  if (!proc) return out;
+  while (const dirent* entry = readdir(proc)) {
+    const std::string name = entry->d_name;
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(name));
     if (pid == self) continue;
@@ -260,6 +263,7 @@ std::vector<pid_t> FindProcessesWithArg(const std::string& arg) {
       start = end + 1;
     }
   }
+  closedir(proc);
   return out;
 }
 

@@ -235,7 +235,7 @@ NODES="$WORK/nodes"
 mkdir -p "$TARGETS" "$NODES" "$WORK/vn/data/ssh" "$WORK/vprofiles/vanish" "$WORK/vplaybooks"
 CLEANUP_HOOKS+=("bash '$REPO/tests/sshd/sshd-targets.sh' stop '$TARGETS' >/dev/null 2>&1")
 ssh-keygen -q -t ed25519 -N '' -C provisiond-vanish -f "$WORK/vn/data/ssh/id_ed25519"
-SSHD_TARGETS_SHARED_PORT=1 bash "$REPO/tests/sshd/sshd-targets.sh" start 2 "$TARGETS" \
+SSHD_START_TIMEOUT="${SSHD_START_TIMEOUT:-60}" SSHD_TARGETS_SHARED_PORT=1 bash "$REPO/tests/sshd/sshd-targets.sh" start 2 "$TARGETS" \
   "$WORK/vn/data/ssh/id_ed25519.pub" >/dev/null
 PORT="$(awk 'NR==1 {print $2}' "$TARGETS/targets")"
 key_of() { awk -v n="$1" '$1 == n {print $3 " " $4}' "$TARGETS/targets"; }
