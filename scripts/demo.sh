@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The main job, end to end as far as it goes today: installs what is needed,
-# builds provisiond, builds the lab image (once per machine), starts a private
-# lab network (a network namespace: nothing touches this machine's own
-# interfaces) with provisiond, dnsmasq and the NFS server, enrolls two virtual
-# machines, applies the lab profile, powers them on, and shows them netboot
-# all the way to `booted` (phoned home with their facts). Then it keeps
-# serving, with provisiond's API on this machine's loopback
-# (http://127.0.0.1:8080), until Ctrl-C tears everything down.
-# Usage: scripts/demo.sh [--no-install] [--once]   (root; --once: stop when both are booted)
+# The main job, end to end: installs what is needed, builds provisiond, builds
+# the lab image (once per machine), starts a private lab network (a network
+# namespace: nothing touches this machine's own interfaces) with provisiond,
+# dnsmasq, the NFS server and the lab's apt mirror, enrolls two virtual
+# machines, applies the lab profile, powers them on, and shows them netboot,
+# phone home with their facts and get configured over SSH by the profile's
+# playbooks and health checks to `ready`. Then it keeps serving, with the web
+# page and the API on this machine's loopback (http://127.0.0.1:8080), until
+# Ctrl-C tears everything down.
+# Usage: scripts/demo.sh [--no-install] [--once]   (root; --once: stop when both are ready)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO="$(pwd)"
@@ -41,6 +42,7 @@ echo "lab image $(cat "$STORE/lab/current") in $STORE"
 
 say "private lab network"
 lab_init demo
+lab_start_repo
 cat >"$LAB_DIR/provisiond.yaml" <<CONF
 listen: 0.0.0.0:8080
 data_dir: $LAB_DIR/data
@@ -78,37 +80,30 @@ ctl node add lab1 --mac 52:54:00:de:00:11 --power command
 ctl profile apply lab --yes
 ctl node power on 'lab[0-1]'
 
-say "waiting for both to netboot and phone home (TCG: about a minute)"
-start="${EPOCHREALTIME//[!0-9]/}"
-last=""
-while :; do
-  states="$(lab_exec "$BIN/provisionctl" node list 'lab[0-1]' --json |
-    grep -o '"hostname":"[^"]*"\|"state":"[^"]*"\|"stage":"[^"]*"' | cut -d'"' -f4 | paste -sd' ')"
-  if [ "$states" != "$last" ]; then
-    printf '[%5.1fs] %s\n' "$(((${EPOCHREALTIME//[!0-9]/} - start) / 100000))e-1" "$states"
-    last="$states"
-  fi
-  [ "$(grep -o booted <<<"$states" | wc -l)" -eq 2 ] && break
-  if [ $(((${EPOCHREALTIME//[!0-9]/} - start) / 1000000)) -gt 600 ]; then
-    echo "the nodes did not boot in 10 minutes" >&2
-    ctl node why lab0
-    ctl node why lab1
-    exit 1
-  fi
-  sleep 1
-done
+say "waiting for both to netboot, phone home and be configured to ready (TCG: a few minutes)"
+if ! ctl wait 'lab[0-1]' --state ready --timeout 900; then
+  ctl node why lab0 || true
+  ctl node why lab1 || true
+  ctl run list || true
+  exit 1
+fi
 ctl node list
 ctl node why lab0
-ctl node show lab1
+ctl run list
+say "the nodes are reachable over SSH as the compute user"
+ctl cmd 'lab[0-1]' --user compute -- 'id -un; hello'
+ctl export hostfile-ip
 
 [ "$once" -eq 0 ] || exit 0
 say "the lab keeps running"
 cat <<TEXT
-provisiond's API is on http://127.0.0.1:$PORT. In another terminal:
+The web page: http://127.0.0.1:$PORT/ (read-only; to power-cycle or apply from it, give it the
+token from $LAB_DIR/data/tokens). The API is on the same address. In another terminal:
   export PROVISIOND_URL=http://127.0.0.1:$PORT
   export PROVISIOND_TOKEN=\$(awk '!/^#/ && NF {print \$1; exit}' $LAB_DIR/data/tokens)
   $BIN/provisionctl node list
   $BIN/provisionctl events --follow
+  $BIN/provisionctl cmd all -- uptime
 Serial consoles: $LAB_DIR/lab0.serial, $LAB_DIR/lab1.serial. Ctrl-C stops everything.
 TEXT
 while kill -0 "$(cat "$LAB_DIR/pids" | head -1)" 2>/dev/null; do sleep 5; done
