@@ -277,8 +277,8 @@ check "the events name vn1" bash -c "'$PROVISIONCTL' events --node vn1 | grep -q
 echo "== a full disk: errors say so, nothing committed is lost, it works again once there is room"
 FD="$WORK/full"
 mkdir -p "$FD/mnt"
-printf 'listen: 127.0.0.1:0\ndata_dir: %s\nprofiles_dir: %s\nplaybooks_dir: %s\n' \
-  "$FD/mnt/data" "$REPO/profiles" "$REPO/playbooks" >"$FD/config.yaml"
+printf 'listen: 127.0.0.1:0\ndata_dir: %s\nprofiles_dir: %s\nplaybooks_dir: %s\nimages_dir: %s\ntools_dir: %s\n' \
+  "$FD/mnt/data" "$REPO/profiles" "$REPO/playbooks" "$REPO/images" "$(dirname "$PROVISIOND")" >"$FD/config.yaml"
 # provisiond in a private mount namespace whose data directory is an 8 MiB
 # tmpfs (nothing is mounted on the host); files are read through nsenter.
 unshare -m --propagation private sh -c "mount -t tmpfs -o size=8m tmpfs '$FD/mnt' && exec '$PROVISIOND' --config '$FD/config.yaml'" \
@@ -313,6 +313,22 @@ expect_eq "with room again enrolls work" \
 expect_eq "every node answered 201 is there" \
   "$(curl -s "$FURL/api/v1/nodes" | grep -o '"hostname":"f[0-9z]*"' | wc -l)" $((3 + n + 1))
 expect_eq "no image version was left by the failed import" "$(curl -s "$FURL/api/v1/images" | grep -c '"ref"' || true)" 0
+
+echo "== an image build that fills the disk (mmdebstrap into the 8 MiB store, from the mirror apt uses)"
+rc=0
+PROVISIOND_URL="$FURL" PROVISIOND_TOKEN="$FTOK" ctl image build lab >"$WORK/build-full.out" 2>&1 || rc=$?
+if grep -q "cannot be reached" "$WORK/build-full.out"; then
+  echo "SKIP: the mirror cannot be reached from here, so no build could fill the disk: $(tail -1 "$WORK/build-full.out")"
+else
+  [ "$rc" -ne 0 ] && grep -qiE 'no space left|disk full' "$WORK/build-full.out" &&
+    pass "image build on a full disk fails and says why: $(grep -iE -m1 'no space left|disk full' "$WORK/build-full.out" | head -c 300)" ||
+    fail "image build on a full disk (exit $rc): $(tail -5 "$WORK/build-full.out")"
+  expect_eq "the failed build left no work directory" "$(in_ns find "$FD/mnt/data/images" -maxdepth 2 -name '.build-*' | wc -l)" 0
+  expect_eq "the failed build left no image version" "$(curl -s "$FURL/api/v1/images" | grep -c '"ref"' || true)" 0
+  expect_eq "after the failed build enrolls work" \
+    "$(code "${fauth[@]}" -X POST "$FURL/api/v1/nodes" -d '{"hostname":"fy","mac":"52:54:00:f0:01:01"}')" 201
+  kill -0 "$FPID" && pass "provisiond keeps running after the failed build" || fail "provisiond died in the build"
+fi
 expect_eq "the database passes integrity_check" "$(in_ns sqlite3 "$FD/mnt/data/provisiond.db" 'PRAGMA integrity_check')" ok
 
 finish
