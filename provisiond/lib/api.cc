@@ -300,11 +300,12 @@ HttpResponse WebFile(const HttpRequest& r, const std::string& dir, const std::st
   struct stat st {};
   if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
     return HttpResponse::Error(404, "no such page: " + name);
-  HttpResponse resp =
-      ServeFile(r, path, static_cast<uint64_t>(st.st_size),
-                "\"" + std::to_string(st.st_mtim.tv_sec) + "-" + std::to_string(st.st_size) + "\"",
-                ContentType(name));
-  return resp;
+  // Built with append: GCC 12 at -O3 warns (-Wrestrict, a false positive) on
+  // "\"" + std::string.
+  std::string etag = "\"";
+  etag.append(std::to_string(st.st_mtim.tv_sec)).append("-").append(std::to_string(st.st_size));
+  etag.push_back('"');
+  return ServeFile(r, path, static_cast<uint64_t>(st.st_size), etag, ContentType(name));
 }
 }  // namespace
 
