@@ -505,7 +505,10 @@ async function loadRun(details) {
   } catch (e) { box.innerHTML = `<p class="error">${esc(e.message)}</p>`; }
 }
 
-async function renderProfiles(planVersion = model.planVersion) {
+// Live events re-render this page while the operator clicks: the plan shown is always the
+// version clicked last (model.planVersion), never the one current when a render began.
+async function renderProfiles(planVersion) {
+  if (planVersion) model.planVersion = planVersion;
   const el = $('view-profiles');
   if (!el.querySelector('table.profiles')) el.innerHTML = '<h2>Profiles</h2><p class="muted">loading…</p>';
   try {
@@ -528,7 +531,7 @@ async function renderProfiles(planVersion = model.planVersion) {
     if (currentRoute().view !== 'profiles') return;
     el.innerHTML = html;
     updateAuthUi();
-    if (planVersion) await renderPlan(planVersion);
+    if (model.planVersion) await renderPlan(model.planVersion);
   } catch (e) {
     el.innerHTML = `<h2>Profiles</h2><p class="error">${esc(e.message)}</p>`;
   }
@@ -542,6 +545,7 @@ async function renderPlan(version) {
   el.innerHTML = `<h3>plan of ${esc(version)}</h3><p class="muted">loading…</p>`;
   try {
     const p = await api('/profiles/' + encodeURIComponent(version) + '/plan');
+    if (model.planVersion !== version || !el.isConnected) return;  // a later click or render took over
     let html = `<h3>plan of ${esc(version)}</h3><p id="plan-summary">` +
       `${p.changes ? 'applying it changes these nodes:' : 'applying it changes nothing'}` +
       ` <span class="muted">(today: ${p.current_version ? esc(p.current_version) + ' <span class="mono">' + esc((p.current_sha256 || '').slice(0, 12)) + '</span>' : 'no profile applied'})</span></p>`;
@@ -558,6 +562,7 @@ async function renderPlan(version) {
     html += `<details><summary>plan (JSON)</summary><pre>${esc(JSON.stringify(p, null, 2))}</pre></details>`;
     el.innerHTML = html;
   } catch (e) {
+    if (model.planVersion !== version || !el.isConnected) return;
     el.innerHTML = `<h3>plan of ${esc(version)}</h3><p class="error">${esc(e.message)}</p>`;
   }
 }

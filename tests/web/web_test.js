@@ -58,6 +58,18 @@ async function waitFor(page, what, fn, arg, timeout = T) {
   ok(what);
 }
 
+// until(what, fn): waits until fn() is truthy on the test's side (what the page asked
+// for), bounded like waitFor.
+async function until(what, fn, timeout = T) {
+  step = what;
+  const end = Date.now() + timeout;
+  while (!fn()) {
+    if (Date.now() > end) throw new Error(`${what}: not seen within ${timeout / 1000} s`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  ok(what);
+}
+
 const outside = [];
 async function launch() {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'web-test-chromium.'));
@@ -355,17 +367,38 @@ async function testStates(page) {
   check((await http('GET', '/api/v1/profiles')).history.length === 0, 'and nothing was applied');
   await page.fill('#token', TOKEN);
   await page.click('#token-use');
+  // The apply re-renders the page (and so do the events it causes) while the operator may
+  // already click another version: a render that began before the click must not put its
+  // own plan back. Seen once in CI; made certain here by holding the page's reads of
+  // /api/v1/profiles until v0.2 has been clicked and shown.
+  const held = [];
+  let holding = true;
+  await page.route(URL_ + '/api/v1/profiles', (route) => (holding ? held.push(route) : route.continue()));
   await page.click('button[data-apply="lab"]');
   await resultHas(page, 'apply lab with the token answers 200 and says what it did', '200 OK: lab applied (sha256 ');
+  await until('the re-render after the apply is on its way', () => held.length > 0);
+  await page.click('table.profiles tr[data-version="v0.2"] td');
+  await waitFor(page, "v0.2's plan is against today's lab", () =>
+    document.querySelector('#plan h3')?.textContent === 'plan of v0.2' &&
+    document.getElementById('plan-summary')?.textContent.includes('today: lab'));
+  const plans = [];
+  page.on('request', (r) => { if (r.url().endsWith('/plan')) plans.push(r.url()); });
+  holding = false;
+  const late = held.length;
+  for (const r of held) await r.continue();
+  await until(`the ${late} late re-render(s) of the page ask for a plan`, () => plans.length >= late);
+  check(plans.every((u) => u.endsWith('/profiles/v0.2/plan')),
+    'a re-render that began before the click shows the plan clicked (v0.2), not its own', plans);
   const lab = (await http('GET', '/api/v1/profiles')).profiles.find((p) => p.version === 'lab');
   await waitFor(page, "the page shows lab as applied with its hash", (sha) =>
     document.getElementById('applied').textContent.includes('lab') &&
     document.getElementById('applied').textContent.includes(sha) &&
     document.querySelector('table.profiles tr[data-version="lab"] .badge')?.textContent === 'applied', lab.sha256);
-  await page.click('table.profiles tr[data-version="v0.2"] td');
-  await waitFor(page, "v0.2's plan is against today's lab", () =>
+  await waitFor(page, "and still v0.2's plan against today's lab", () =>
     document.querySelector('#plan h3')?.textContent === 'plan of v0.2' &&
-    document.getElementById('plan-summary')?.textContent.includes('today: lab'));
+    document.getElementById('plan-summary')?.textContent.includes('today: lab') &&
+    document.querySelector('table.profiles tr.selected')?.dataset.version === 'v0.2');
+  await page.unroute(URL_ + '/api/v1/profiles');
   await shot(page, 'profiles');
 }
 
