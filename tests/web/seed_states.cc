@@ -3,7 +3,8 @@
 // page (tests/web/web_test.sh). The API only lets an operator set enrolled,
 // maintenance and retired, so the other states are written here through
 // prov::Store before the daemon starts, with the events a real boot leaves
-// (kind "boot", detail "<stage>: ...") so /why has a timeline to show.
+// (kind "boot", detail "<stage>: ...") so /why has a timeline to show, and
+// one configure run with its tasks (gpu05) so the node page has runs to show.
 //
 //   web_seed_states DB_PATH
 //
@@ -75,6 +76,53 @@ std::vector<Seed> Seeds() {
   };
 }
 
+// gpu05's configure run as the configurator stores one: the NPU runtime
+// installed, then the profile's health check failed (its latest result).
+prov::Status SeedRun(prov::StoreTx& tx, int64_t base) {
+  auto node = tx.FindNode("gpu05");
+  if (!node.ok()) return node.status();
+  prov::RunRecord run;
+  run.node_id = node->id;
+  run.node = node->name();
+  run.kind = "configure";
+  run.what = "v0.2";
+  run.status = "failed";
+  run.started_ms = base + 5 * 60 * 1000;
+  run.finished_ms = run.started_ms + 41300;
+  run.changed = 1;
+  run.failed = 1;
+  run.message = "health check npu-visible: exit code 1";
+  run.who = "provisiond";
+  prov::Status s = tx.InsertRun(run);
+  if (!s.ok()) return s;
+  prov::RunTaskRecord install;
+  install.run_id = run.id;
+  install.playbook = "amd-npu.yml";
+  install.play = "NPU";
+  install.task = "install the NPU runtime";
+  install.module = "apt";
+  install.location = "amd-npu.yml:12";
+  install.status = "changed";
+  install.changed = true;
+  install.exit_code = 0;
+  install.stdout_tail = "Setting up xrt-npu (2.18)";
+  install.duration_ms = 41250;
+  s = tx.AppendRunTask(install);
+  if (!s.ok()) return s;
+  prov::RunTaskRecord check;
+  check.run_id = run.id;
+  check.playbook = "health";
+  check.play = "health checks";
+  check.task = "npu-visible";
+  check.module = "health";
+  check.location = "profiles/v0.2/profile.yaml";
+  check.status = "failed";
+  check.exit_code = 1;
+  check.msg = "exit code 1";
+  check.duration_ms = 12;
+  return tx.AppendRunTask(check);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -134,7 +182,7 @@ int main(int argc, char** argv) {
                   std::string(prov::ToString(seed.state)) + ": " + seed.reason);
       if (!a.ok()) return a;
     }
-    return prov::Status::Ok();
+    return SeedRun(tx, base);
   });
   if (!s.ok()) {
     std::cerr << "web_seed_states: " << s.message() << "\n";

@@ -250,11 +250,9 @@ async function testStates(page) {
   check((await page.$$eval('#node-timeline li .clock', (els) => els.filter((e) => /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/.test(e.textContent)).length)) === 8,
     'and its clock time');
   check((await page.innerText('#why-summary')).includes('booted and phoned home'), 'the summary sentence is shown');
-  await page.waitForSelector('#node-runs #no-runs', { timeout: T });
-  check((await page.innerText('#node-runs')).trim() === 'no runs yet', 'a node without runs says "no runs yet"');
   const health = await page.$$eval('#node-health tr[data-check]', (trs) => trs.map((tr) => tr.innerText));
   check(health.length === 1 && health[0].includes('npu-visible') && health[0].includes('test -e /dev/accel/accel0') &&
-    health[0].includes('not run yet'), "v0.2's health check is listed, not run yet", health);
+    health[0].includes('failed'), "v0.2's health check is listed with its latest result (failed)", health);
   const kinds = await page.$$eval('#node-events tr[data-kind]', (trs) => trs.map((tr) => tr.dataset.kind));
   check(kinds.filter((k) => k === 'boot').length === 8 && kinds.includes('enrolled'), "the node's events are listed", kinds);
   check(await page.isDisabled('#power-cycle'), 'without a token the power cycle button is disabled');
@@ -284,30 +282,9 @@ async function testStates(page) {
     [...document.querySelectorAll('#node-events tr[data-kind="power"]')].some((tr) => tr.textContent.includes('cycle')));
   await shot(page, 'node-gpu05-power-cycled');
 
-  // The runs of a node. Until provisiond serves GET /api/v1/runs (being
-  // added with the SSH configurator), the test answers it with that route's
-  // JSON (one run per node, its tasks as run_api.cc lists them) to check how
-  // the page shows per-task results, logs and the health check's result.
-  await page.route('**/api/v1/runs**', (route) => {
-    const u = new URL(route.request().url());
-    const t0 = Date.now() - 60000;
-    if (u.pathname === '/api/v1/runs' && u.searchParams.get('node') === 'gpu05')
-      return route.fulfill({ json: { runs: [{ id: 7, node: 'gpu05', kind: 'configure', what: 'v0.2', profile_sha256: '',
-        status: 'failed', started_ms: t0, finished_ms: t0 + 41300, ok: 0, changed: 1, failed: 1, skipped: 0,
-        message: 'health check npu-visible: exit code 1', who: 'provisiond' }] } });
-    if (u.pathname === '/api/v1/runs/7')
-      return route.fulfill({ json: { id: 7, node: 'gpu05', kind: 'configure', what: 'v0.2', status: 'failed',
-        started_ms: t0, finished_ms: t0 + 41300, ok: 0, changed: 1, failed: 1, skipped: 0, tasks: [
-          { id: 1, playbook: 'amd-npu.yml', play: 'NPU', task: 'install the NPU runtime', module: 'apt',
-            location: 'amd-npu.yml:12', item: '', status: 'changed', changed: true, exit_code: 0,
-            stdout: 'Setting up xrt-npu (2.18)', stderr: '', msg: '', duration_ms: 41250 },
-          { id: 2, playbook: 'health', play: 'health checks', task: 'npu-visible', module: 'health',
-            location: 'profiles/v0.2/profile.yaml', item: '', status: 'failed', changed: false, exit_code: 1,
-            stdout: '', stderr: '', msg: 'exit code 1', duration_ms: 12 }] } });
-    return route.fulfill({ status: 404, json: { error: 'no such run' } });
-  });
-  await page.reload();
-  await page.waitForSelector('#node-runs details.run[data-run="7"] table.tasks', { timeout: T });
+  // The runs of a node (gpu05's seeded configure run): per-task results, logs
+  // and the health check's latest result.
+  await page.waitForSelector('#node-runs details.run table.tasks', { timeout: T });
   const tasks = await page.$$eval('#node-runs tr[data-task]', (trs) => trs.map((tr) => tr.dataset.task + ': ' +
     tr.querySelector('.result').textContent));
   check(JSON.stringify(tasks) === JSON.stringify(['install the NPU runtime: changed', 'npu-visible: failed']),
@@ -323,11 +300,15 @@ async function testStates(page) {
   check((await page.innerText('#node-health tr[data-check="npu-visible"]')).includes('failed'),
     'the health check shows its latest result');
   await shot(page, 'node-gpu05-runs');
-  await page.unroute('**/api/v1/runs**');
 
   await page.goto(URL_ + '/#node/gpu06');
   await page.waitForSelector('#node-timeline li.failed', { timeout: T });
   check(await page.getAttribute('#node-timeline li.failed', 'data-stage') === 'kernel', "gpu06's failed stage is kernel");
+  await page.waitForSelector('#node-runs #no-runs', { timeout: T });
+  check((await page.innerText('#node-runs')).trim() === 'no runs yet', 'a node without runs says "no runs yet"');
+  const health6 = await page.$$eval('#node-health tr[data-check]', (trs) => trs.map((tr) => tr.innerText));
+  check(health6.length === 1 && health6[0].includes('npu-visible') && health6[0].includes('not run yet'),
+    "v0.2's health check on a node without runs: not run yet", health6);
   check((await page.$$('#node-timeline li.failed')).length === 1, 'only that one is marked failed');
   check((await page.innerText('#why-summary')).includes("stopped after 'kernel'"), 'the summary says where it stopped');
   check((await page.innerText('#node-timeline')).includes('connection reset'), 'the boot error is shown');
