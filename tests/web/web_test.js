@@ -363,13 +363,15 @@ async function testStates(page) {
     document.querySelector('#plan h3')?.textContent === 'plan of v0.2' &&
     document.getElementById('plan-summary')?.textContent.includes('today: lab'));
   const plans = [];
-  page.on('request', (r) => { if (r.url().endsWith('/plan')) plans.push(r.url()); });
+  const onPlan = (r) => { if (r.url().endsWith('/plan')) plans.push(r.url()); };
+  page.on('request', onPlan);
   holding = false;
   const late = held.length;
   for (const r of held) await r.continue();
   await until(`the ${late} late re-render(s) of the page ask for a plan`, () => plans.length >= late);
   check(plans.every((u) => u.endsWith('/profiles/v0.2/plan')),
     'a re-render that began before the click shows the plan clicked (v0.2), not its own', plans);
+  page.off('request', onPlan);
   const lab = (await http('GET', '/api/v1/profiles')).profiles.find((p) => p.version === 'lab');
   await waitFor(page, "the page shows lab as applied with its hash", (sha) =>
     document.getElementById('applied').textContent.includes('lab') &&
