@@ -8,7 +8,7 @@ SUDO=""
 
 # Build and libraries.
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build ccache pkg-config git
   libmicrohttpd-dev libyaml-cpp-dev libsqlite3-dev libssh-dev libnfs-dev
   libspdlog-dev doctest-dev nlohmann-json3-dev libcurl4-openssl-dev libcli11-dev libssl-dev
   sqlite3 curl clang-format

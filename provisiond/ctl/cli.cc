@@ -8,8 +8,8 @@
 #include <ostream>
 #include <sstream>
 
+#include "base/file_util.h"
 #include "commands.h"
-#include "file_util.h"
 
 namespace prov::ctl {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "result.h"
+#include "base/result.h"
 
 namespace prov::ctl {
 

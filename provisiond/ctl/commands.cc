@@ -9,12 +9,12 @@
 #include <istream>
 #include <ostream>
 
+#include "base/hostlist.h"
 #include "cli.h"
-#include "hostlist.h"
-#include "image_catalog.h"
-#include "node_state.h"
+#include "images/image_catalog.h"
 #include "output.h"
-#include "power.h"
+#include "power/power.h"
+#include "store/node_state.h"
 
 namespace prov::ctl {
 namespace {

@@ -44,13 +44,13 @@ struct Args {
   bool no_profile = false;
   bool purge = false;
   bool yes = false;
-  std::string node;              // events --node
-  std::optional<int64_t> since;  // events --since
-  int64_t limit = 0;             // events --limit; 0: the API's default
-  bool follow = false;           // events --follow
-  bool no_follow = false;        // image build --no-follow
-  std::string user;              // cmd --user
-  int64_t timeout_s = 0;         // cmd, wait, playbook run --timeout
+  std::string node;                     // events --node
+  std::optional<int64_t> since;         // events --since
+  int64_t limit = 0;                    // events --limit; 0: the API's default
+  bool follow = false;                  // events --follow
+  bool no_follow = false;               // image build --no-follow
+  std::string user;                     // cmd --user
+  int64_t timeout_s = 0;                // cmd, wait, playbook run --timeout
   std::vector<std::string> command;     // cmd -- COMMAND...
   std::vector<std::string> extra_vars;  // playbook run -e key=value
   std::string playbook;                 // playbook run PLAYBOOK

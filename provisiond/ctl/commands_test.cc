@@ -11,7 +11,7 @@
 #include "cli.h"
 #include "client.h"
 #include "commands.h"
-#include "http_server.h"
+#include "http/http_server.h"
 
 namespace prov::ctl {
 namespace {

@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "hostlist.h"
+#include "base/hostlist.h"
 
 namespace prov::ctl {
 namespace {
@@ -617,7 +617,8 @@ std::string RenderPlan(const json& plan) {
 
 std::string RenderApplied(const json& plan) {
   const std::string version = Str(plan, "version");
-  const bool configuring = plan.contains("configure") && !Array(plan["configure"], "started").empty();
+  const bool configuring =
+      plan.contains("configure") && !Array(plan["configure"], "started").empty();
   if (!Bool(plan, "changes") && !configuring) {
     // Nothing to assign and nothing to run: say so, and for each node why.
     std::string out = NothingChanges(plan);
@@ -628,8 +629,9 @@ std::string RenderApplied(const json& plan) {
       for (const auto& n : later) {
         const std::string why = Str(n, "why");
         out += "  " + Pad(Str(n, "node"), width) + "  " +
-               (why.find("ready with profile") != std::string::npos ? "configure: already done"
-                                                                    : "configure: not now (" + why + ")") +
+               (why.find("ready with profile") != std::string::npos
+                    ? "configure: already done"
+                    : "configure: not now (" + why + ")") +
                "\n";
       }
     }

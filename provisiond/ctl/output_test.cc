@@ -117,10 +117,11 @@ TEST_CASE("a plan without changes says so and nothing else") {
   plan["changes"] = false;
   CHECK(RenderPlan(plan) == "profile v0.2 is applied and up to date: nothing changes\n");
   CHECK(RenderApplied(plan) == "profile v0.2 is applied and up to date: nothing changes\n");
-  plan["configure"] = {{"started", json::array()},
-                       {"not_started",
-                        {{{"node", "node0"}, {"why", "node0 is ready with profile v0.2 already"}},
-                         {{"node", "node10"}, {"why", "node10 is booting: it is configured when it phones home"}}}}};
+  plan["configure"] = {
+      {"started", json::array()},
+      {"not_started",
+       {{{"node", "node0"}, {"why", "node0 is ready with profile v0.2 already"}},
+        {{"node", "node10"}, {"why", "node10 is booting: it is configured when it phones home"}}}}};
   CHECK(RenderApplied(plan) ==
         "profile v0.2 is applied and up to date: nothing changes\n"
         "  node0   configure: already done\n"

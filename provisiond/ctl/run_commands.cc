@@ -10,8 +10,8 @@
 #include <set>
 #include <thread>
 
+#include "base/hostlist.h"
 #include "commands.h"
-#include "hostlist.h"
 #include "output.h"
 #include "run_output.h"
 
@@ -29,11 +29,10 @@ int64_t Now() {
 }
 
 int RunList(Context& ctx, const Args& a) {
-  auto r = ctx.client.Get(kApi + "/runs" + QueryString({{"node", a.node},
-                                                         {"status", a.state.value_or("")},
-                                                         {"limit", a.limit > 0
-                                                                       ? std::to_string(a.limit)
-                                                                       : ""}}));
+  auto r = ctx.client.Get(kApi + "/runs" +
+                          QueryString({{"node", a.node},
+                                       {"status", a.state.value_or("")},
+                                       {"limit", a.limit > 0 ? std::to_string(a.limit) : ""}}));
   if (!r.ok()) return FailRequest(ctx, r.status());
   if (a.json)
     ctx.out << r->dump() << "\n";
@@ -71,8 +70,8 @@ int RunCmd(Context& ctx, const Args& a) {
   json body = {{"nodes", a.target}, {"command", command}};
   if (!a.user.empty()) body["user"] = a.user;
   if (a.timeout_s > 0) body["timeout_s"] = a.timeout_s;
-  auto r = ctx.client.Call("POST", kApi + "/cmd", &body,
-                           (a.timeout_s > 0 ? a.timeout_s : 600) + 30);
+  auto r =
+      ctx.client.Call("POST", kApi + "/cmd", &body, (a.timeout_s > 0 ? a.timeout_s : 600) + 30);
   if (!r.ok()) return FailRequest(ctx, r.status());
   if (a.json)
     ctx.out << r->dump() << "\n";
@@ -198,8 +197,8 @@ int WaitForNodes(Context& ctx, const std::vector<std::string>& names, const std:
   size_t lines = 0;
   while (true) {
     auto nodes = ctx.client.Get(kApi + "/nodes" + QueryString({{"hostlist", hostlist}}));
-    auto runs = ctx.client.Get(kApi + "/runs" + QueryString({{"status", "running"},
-                                                             {"limit", "10000"}}));
+    auto runs =
+        ctx.client.Get(kApi + "/runs" + QueryString({{"status", "running"}, {"limit", "10000"}}));
     if (scope.interrupted()) {
       ctx.err << "provisionctl: stopped waiting\n";
       return kExitInterrupted;
@@ -274,8 +273,7 @@ Example:
 
 Example:
   provisionctl run logs 12 | less)",
-       [](CLI::App& c, Args& a) { c.add_option("id", a.run_id, "Run ID")->required(); },
-       RunLogs},
+       [](CLI::App& c, Args& a) { c.add_option("id", a.run_id, "Run ID")->required(); }, RunLogs},
       {"cmd", "cmd HOSTLIST [--user USER] [--timeout SECONDS] [--json] -- COMMAND...",
        "Run a command on many nodes at once, output grouped",
        R"(Runs COMMAND with /bin/sh on every node of HOSTLIST at once over provisiond's

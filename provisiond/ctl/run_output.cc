@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "hostlist.h"
+#include "base/hostlist.h"
 #include "output.h"
 
 namespace prov::ctl {
@@ -73,8 +73,8 @@ std::string RenderRunTable(const json& runs) {
 }
 
 std::string RenderRun(const json& run) {
-  std::string out = "run " + S(run, "id") + " on " + S(run, "node") + ": " + S(run, "kind") +
-                    " " + S(run, "what") + "\n";
+  std::string out = "run " + S(run, "id") + " on " + S(run, "node") + ": " + S(run, "kind") + " " +
+                    S(run, "what") + "\n";
   out += "status:  " + S(run, "status") + " (" + S(run, "ok") + " ok, " + S(run, "changed") +
          " changed, " + S(run, "failed") + " failed, " + S(run, "skipped") + " skipped)\n";
   out += "started: " + FormatTime(I(run, "started_ms")) + "  took " + Duration(run) + "\n";
@@ -85,8 +85,8 @@ std::string RenderRun(const json& run) {
     std::string name = S(task, "task");
     if (!S(task, "item").empty()) name += " (item " + S(task, "item") + ")";
     int64_t rc = I(task, "exit_code");
-    t.AddRow({S(task, "status"), name, S(task, "location"),
-              FormatElapsed(I(task, "duration_ms")), rc < 0 ? "-" : std::to_string(rc)});
+    t.AddRow({S(task, "status"), name, S(task, "location"), FormatElapsed(I(task, "duration_ms")),
+              rc < 0 ? "-" : std::to_string(rc)});
   }
   if (t.size()) out += "\n" + t.Render();
   for (const auto& task : tasks) {

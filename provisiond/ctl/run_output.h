@@ -32,9 +32,9 @@ std::string ShellWord(const std::string& word);
 std::string FormatElapsed(int64_t ms);
 
 struct WaitView {
-  std::string table;  // NODE STATE DETAIL
+  std::string table;                                       // NODE STATE DETAIL
   std::vector<std::pair<std::string, std::string>> lines;  // node -> "node state detail"
-  std::string summary;  // "1/2 ready, 1 configuring"
+  std::string summary;                                     // "1/2 ready, 1 configuring"
   std::vector<std::string> failed, missing;
   bool done = false;  // every node arrived or failed
 };

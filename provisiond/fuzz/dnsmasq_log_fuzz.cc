@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include "dnsmasq.h"
+#include "dhcp/dnsmasq.h"
 #include "fuzz_util.h"
-#include "node_state.h"
+#include "store/node_state.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 64 * 1024) return 0;

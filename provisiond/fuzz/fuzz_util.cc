@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "file_util.h"
+#include "base/file_util.h"
 
 namespace prov::fuzz {
 namespace {
@@ -87,7 +87,7 @@ ApiHarness::ApiHarness() {
   router_ = std::make_unique<Router>(std::make_shared<const TokenSet>(
       *TokenSet::Parse(std::string(kAdminToken) + " fuzz\n", "tokens")));
   ApiOptions api;
-  api.max_event_wait_ms = 0;  // GET /events?wait= answers at once
+  api.max_event_wait_ms = 0;                 // GET /events?wait= answers at once
   AddApiRoutes(*router_, *inventory_, api);  // /metrics holds on to the router it is added to
   AddWebRoutes(*router_, PROVISION_DATADIR "/web");
   AddBootRoutes(*router_, *boot_);
@@ -101,15 +101,18 @@ ApiHarness::ApiHarness() {
 
 ApiHarness::~ApiHarness() = default;
 
-HttpResponse ApiHarness::Handle(HttpRequest& request) { return router_->Handle(request); }
+HttpResponse ApiHarness::Handle(HttpRequest& request) {
+  return router_->Handle(request);
+}
 
 void CheckResponse(const HttpRequest& request, const HttpResponse& response) {
   const std::string what = request.method + " " + request.path + " -> " +
                            std::to_string(response.status) + " " + response.body.substr(0, 500);
   FUZZ_CHECK(response.status >= 100 && response.status <= 599, what);
   // The router turns a handler's exception into this 500: a bug.
-  FUZZ_CHECK(!(response.status == 500 && response.body.find("internal error: ") != std::string::npos),
-             what);
+  FUZZ_CHECK(
+      !(response.status == 500 && response.body.find("internal error: ") != std::string::npos),
+      what);
   if (response.file_path.empty() && response.content_type == "application/json")
     FUZZ_CHECK(nlohmann::json::accept(response.body), what);
 }

@@ -7,22 +7,22 @@
 #include <memory>
 #include <string>
 
-#include "api.h"
-#include "boot.h"
-#include "image_catalog.h"
-#include "image_service.h"
-#include "inventory.h"
-#include "netboot_api.h"
-#include "phonehome.h"
-#include "store.h"
+#include "api/api.h"
+#include "api/netboot_api.h"
+#include "boot/boot.h"
+#include "hello/phonehome.h"
+#include "images/image_catalog.h"
+#include "images/image_service.h"
+#include "profiles/inventory.h"
+#include "store/store.h"
 
-#define FUZZ_CHECK(cond, what)                                                          \
-  do {                                                                                  \
-    if (!(cond)) {                                                                      \
-      std::fprintf(stderr, "fuzz property failed at %s:%d: %s\n  %s\n", __FILE__, __LINE__, \
-                   #cond, std::string(what).c_str());                                  \
-      std::abort();                                                                     \
-    }                                                                                   \
+#define FUZZ_CHECK(cond, what)                                                                     \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      std::fprintf(stderr, "fuzz property failed at %s:%d: %s\n  %s\n", __FILE__, __LINE__, #cond, \
+                   std::string(what).c_str());                                                     \
+      std::abort();                                                                                \
+    }                                                                                              \
   } while (0)
 
 namespace prov::fuzz {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "base/hostlist.h"
 #include "fuzz_util.h"
-#include "hostlist.h"
 
 namespace {
 
@@ -36,8 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   std::string folded = prov::CompressHostlist(*names);
   auto again = prov::ExpandHostlist(folded);
-  FUZZ_CHECK(again.ok(), "'" + text + "' -> '" + folded + "' does not expand: " +
-                             again.status().message());
+  FUZZ_CHECK(again.ok(),
+             "'" + text + "' -> '" + folded + "' does not expand: " + again.status().message());
   std::vector<std::string> back = *again;
   std::sort(back.begin(), back.end());
   FUZZ_CHECK(back == sorted, "'" + text + "' -> '" + folded + "' expands to " + Join(back) +

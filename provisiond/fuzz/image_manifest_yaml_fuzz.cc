@@ -3,7 +3,7 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "image_manifest.h"
+#include "images/image_manifest.h"
 #include "yaml_value.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "jinja.h"
+#include "playbook/jinja.h"
 
 namespace {
 

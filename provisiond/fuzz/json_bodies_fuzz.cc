@@ -8,10 +8,10 @@
 #include <map>
 #include <string>
 
+#include "api/run_api.h"
 #include "fuzz_util.h"
-#include "hardware_check.h"
-#include "profile.h"
-#include "run_api.h"
+#include "profiles/hardware_check.h"
+#include "profiles/profile.h"
 
 namespace {
 

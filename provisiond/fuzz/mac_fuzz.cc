@@ -5,7 +5,7 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "node_state.h"
+#include "store/node_state.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 1024) return 0;

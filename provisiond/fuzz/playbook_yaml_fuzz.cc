@@ -6,7 +6,7 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "playbook.h"
+#include "playbook/playbook.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 64 * 1024) return 0;

@@ -6,8 +6,8 @@
 #include <functional>
 #include <map>
 
-#include "file_util.h"
-#include "yaml_reader.h"
+#include "base/file_util.h"
+#include "base/yaml_reader.h"
 
 namespace prov {
 namespace {

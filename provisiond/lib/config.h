@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "result.h"
+#include "base/result.h"
 
 #ifndef PROVISION_TOOLSDIR
 #define PROVISION_TOOLSDIR "/usr/lib/provisiond"
@@ -50,9 +50,9 @@ struct Config {
   int ssh_port = 22;
   int configure_workers = 64;
   int task_timeout_s = 600;
-  std::string tools_dir;      // provision-facts, provision-mount (static, copied into images)
-  std::string nfs_server;     // "ganesha" or "none"
-  std::string web_dir;        // the inventory web page
+  std::string tools_dir;   // provision-facts, provision-mount (static, copied into images)
+  std::string nfs_server;  // "ganesha" or "none"
+  std::string web_dir;     // the inventory web page
   std::string ganesha_path;
 
   std::string database_path() const { return data_dir + "/provisiond.db"; }

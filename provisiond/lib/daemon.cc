@@ -8,25 +8,25 @@
 #include <mutex>
 #include <optional>
 
-#include "api.h"
-#include "boot.h"
-#include "configurator.h"
-#include "dnsmasq.h"
-#include "file_util.h"
-#include "http_server.h"
-#include "image_catalog.h"
-#include "image_service.h"
-#include "inventory.h"
-#include "netboot_api.h"
-#include "netinfo.h"
-#include "nfs.h"
-#include "phonehome.h"
-#include "preflight.h"
-#include "process.h"
-#include "profile.h"
-#include "run_api.h"
-#include "ssh_keys.h"
-#include "store.h"
+#include "api/api.h"
+#include "api/netboot_api.h"
+#include "api/run_api.h"
+#include "base/file_util.h"
+#include "base/netinfo.h"
+#include "base/process.h"
+#include "boot/boot.h"
+#include "configure/configurator.h"
+#include "configure/ssh_keys.h"
+#include "dhcp/dnsmasq.h"
+#include "dhcp/preflight.h"
+#include "hello/phonehome.h"
+#include "http/http_server.h"
+#include "images/image_catalog.h"
+#include "images/image_service.h"
+#include "images/nfs.h"
+#include "profiles/inventory.h"
+#include "profiles/profile.h"
+#include "store/store.h"
 
 namespace prov {
 
@@ -210,14 +210,17 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     // running, holding the DHCP and TFTP ports (preflight would refuse them):
     // they are found by the config file only they were started with.
     for (const auto& [what, arg] :
-         {std::pair<std::string, std::string>{"dnsmasq",
-                                              "--conf-file=" + config.data_dir +
-                                                  "/netboot/dnsmasq.conf"},
+         {std::pair<std::string, std::string>{
+              "dnsmasq", "--conf-file=" + config.data_dir + "/netboot/dnsmasq.conf"},
           {"nfs", config.data_dir + "/nfs/ganesha.conf"}})
       for (pid_t pid : StopProcessesWithArg(arg)) {
         spdlog::warn("stopped {} (pid {}) left running by a provisiond that did not stop", what,
                      pid);
-        EventRecord e{0, 0, 0, "", what,
+        EventRecord e{0,
+                      0,
+                      0,
+                      "",
+                      what,
                       "stopped pid " + std::to_string(pid) +
                           ", left running by a provisiond that did not stop",
                       "provisiond"};

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "config.h"
-#include "result.h"
 
 namespace prov {
 

@@ -89,8 +89,8 @@ Answer Request(const Options& o, const std::string& method, const std::string& t
                     "Connection: close\r\n";
   if (!auth.empty()) req += "Authorization: Bearer " + auth + "\r\n";
   if (method == "POST")
-    req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-           "\r\n";
+    req +=
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   req += "\r\n" + body;
   size_t sent = 0;
   while (sent < req.size()) {
@@ -166,9 +166,9 @@ struct Stats {
     ms.push_back(millis);
     bytes += static_cast<int64_t>(a.body.size());
     if (!good && first_errors.size() < 10)
-      first_errors.push_back(node + " " + step + ": " +
-                             (a.code ? std::to_string(a.code) + " " + a.body.substr(0, 200)
-                                     : a.error));
+      first_errors.push_back(
+          node + " " + step + ": " +
+          (a.code ? std::to_string(a.code) + " " + a.body.substr(0, 200) : a.error));
   }
 };
 
@@ -188,15 +188,13 @@ bool Step(const Options& o, Stats& stats, const std::string& node, const std::st
 
 void RunNode(const Options& o, Stats& stats, int i) {
   const std::string name = Name(o, i), mac = Mac(i, ':'), hyphen = Mac(i, '-');
-  if (o.enroll &&
-      !Step(o, stats, name, "enroll", "POST", "/api/v1/nodes", o.token,
-            "{\"hostname\":\"" + name + "\",\"mac\":\"" + mac + "\"}", 201))
+  if (o.enroll && !Step(o, stats, name, "enroll", "POST", "/api/v1/nodes", o.token,
+                        "{\"hostname\":\"" + name + "\",\"mac\":\"" + mac + "\"}", 201))
     return;
   if (!o.boot) return;
   if (!Step(o, stats, name, "start.ipxe", "GET", "/boot/start.ipxe", "", "", 200)) return;
   Answer script;
-  if (!Step(o, stats, name, "node.ipxe", "GET", "/boot/" + hyphen + ".ipxe", "", "", 200,
-            &script))
+  if (!Step(o, stats, name, "node.ipxe", "GET", "/boot/" + hyphen + ".ipxe", "", "", 200, &script))
     return;
   const std::string token = After(script.body, "provision.token=");
   const std::string version = After(script.body, "vmlinuz?v=");
@@ -209,8 +207,7 @@ void RunNode(const Options& o, Stats& stats, int i) {
   }
   if (o.files) {
     const std::string base = "/boot/" + hyphen + "/";
-    if (!Step(o, stats, name, "vmlinuz", "GET", base + "vmlinuz?v=" + version, "", "", 200))
-      return;
+    if (!Step(o, stats, name, "vmlinuz", "GET", base + "vmlinuz?v=" + version, "", "", 200)) return;
     if (!Step(o, stats, name, "initrd", "GET", base + "initrd.img?v=" + version, "", "", 200))
       return;
     if (!Step(o, stats, name, "overlay", "GET", base + "overlay.tar?token=" + token, "", "", 200))
@@ -218,9 +215,8 @@ void RunNode(const Options& o, Stats& stats, int i) {
   }
   if (o.hello)
     Step(o, stats, name, "hello", "POST", "/api/v1/nodes/" + mac + "/hello", token,
-         "{\"hostname\":\"" + name +
-             "\",\"ssh_host_key\":\"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + hyphen +
-             " sim\",\"image\":\"sim\",\"cpus\":2}",
+         "{\"hostname\":\"" + name + "\",\"ssh_host_key\":\"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" +
+             hyphen + " sim\",\"image\":\"sim\",\"cpus\":2}",
          200);
 }
 
@@ -246,18 +242,30 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--url") url = value();
-    else if (a == "--token") o.token = value();
-    else if (a == "--nodes") o.nodes = std::atoi(value().c_str());
-    else if (a == "--first") o.first = std::atoi(value().c_str());
-    else if (a == "--prefix") o.prefix = value();
-    else if (a == "--concurrency") o.concurrency = std::atoi(value().c_str());
-    else if (a == "--log") o.log = value();
-    else if (a == "--enroll") o.enroll = true;
-    else if (a == "--boot") o.boot = true;
-    else if (a == "--files") o.files = o.boot = true;
-    else if (a == "--hello") o.hello = o.boot = true;
-    else return Usage(("unknown argument " + a).c_str());
+    if (a == "--url")
+      url = value();
+    else if (a == "--token")
+      o.token = value();
+    else if (a == "--nodes")
+      o.nodes = std::atoi(value().c_str());
+    else if (a == "--first")
+      o.first = std::atoi(value().c_str());
+    else if (a == "--prefix")
+      o.prefix = value();
+    else if (a == "--concurrency")
+      o.concurrency = std::atoi(value().c_str());
+    else if (a == "--log")
+      o.log = value();
+    else if (a == "--enroll")
+      o.enroll = true;
+    else if (a == "--boot")
+      o.boot = true;
+    else if (a == "--files")
+      o.files = o.boot = true;
+    else if (a == "--hello")
+      o.hello = o.boot = true;
+    else
+      return Usage(("unknown argument " + a).c_str());
   }
   if (url.rfind("http://", 0) != 0) return Usage("--url http://HOST:PORT is required");
   std::string hostport = url.substr(7);
@@ -323,8 +331,10 @@ int main(int argc, char** argv) {
     return stats.ms[idx];
   };
   std::printf(
-      "{\"nodes\":%d,\"concurrency\":%d,\"requests\":%d,\"ok\":%d,\"errors\":%d,\"ok_by_step\":{%s},"
-      "\"errors_by_step\":{%s},\"wall_s\":%.3f,\"requests_per_s\":%.1f,\"latency_ms\":{\"p50\":%.2f,"
+      "{\"nodes\":%d,\"concurrency\":%d,\"requests\":%d,\"ok\":%d,\"errors\":%d,\"ok_by_step\":{%s}"
+      ","
+      "\"errors_by_step\":{%s},\"wall_s\":%.3f,\"requests_per_s\":%.1f,\"latency_ms\":{\"p50\":%."
+      "2f,"
       "\"p90\":%.2f,\"p99\":%.2f,\"max\":%.2f},\"bytes\":%lld}\n",
       o.nodes, o.concurrency, ok + failed, ok, failed, steps.c_str(), bad.c_str(), wall,
       wall > 0 ? (ok + failed) / wall : 0.0, pct(0.5), pct(0.9), pct(0.99), pct(1.0),

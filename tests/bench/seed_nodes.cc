@@ -14,7 +14,7 @@
 #include <iostream>
 #include <string>
 
-#include "store.h"
+#include "store/store.h"
 
 namespace {
 

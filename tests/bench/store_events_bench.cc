@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "store.h"
+#include "store/store.h"
 
 namespace {
 

@@ -102,7 +102,7 @@ ms="$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 
 expect_eq "a request is answered while 200 slow clients hold connections" "$c" 200
 [ "$ms" -lt 2000 ] && pass "in $ms ms" || fail "it took $ms ms"
 for fd in "${SLOW[@]}"; do exec {fd}>&-; done
-grep -q 'MHD_OPTION_CONNECTION_TIMEOUT' "$REPO/provisiond/lib/http_server.cc" &&
+grep -q 'MHD_OPTION_CONNECTION_TIMEOUT' "$REPO/provisiond/lib/http/http_server.cc" &&
   pass "idle connections are dropped after connection_timeout_s (MHD_OPTION_CONNECTION_TIMEOUT)" ||
   fail "no connection timeout in http_server.cc"
 

@@ -13,7 +13,7 @@ lab_image_store() {
   repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
   key="$(cat "$repo/images/lab/image.yaml" "$repo"/images/initramfs/* "$repo"/images/agent/* \
     "$repo"/provisiond/agent/*.cc "$repo"/provisiond/agent/*.h "$repo"/provisiond/tools/*.cc \
-    "$repo"/provisiond/lib/image_builder.cc | sha256sum | cut -c1-16)"
+    "$repo"/provisiond/lib/images/*.cc | sha256sum | cut -c1-16)"
   store="${LAB_CACHE_DIR:-/var/tmp/provisiond-lab-cache}/image-store-$key"
   mkdir -p "$store"
   chmod 0755 "$(dirname "$store")" "$store"

@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "file_util.h"
-#include "ssh_client.h"
+#include "base/file_util.h"
+#include "configure/ssh_client.h"
 
 namespace {
 

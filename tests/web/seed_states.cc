@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "store.h"
+#include "store/store.h"
 
 namespace {
 

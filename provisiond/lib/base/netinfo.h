@@ -1,0 +1,35 @@
+// Facts about this machine's network: an interface's IPv4 address and
+// subnet, address arithmetic, and whether a port is free.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/result.h"
+
+namespace prov {
+
+struct InterfaceAddress {
+  std::string name;
+  std::string address;        // 10.99.0.1
+  int prefix = 0;             // 24
+  uint32_t address_host = 0;  // host byte order
+  uint32_t netmask_host = 0;
+
+  std::string network() const;  // 10.99.0.0
+  std::string netmask() const;  // 255.255.255.0
+  bool Contains(uint32_t host_order_address) const;
+};
+
+// The first IPv4 address of `name`; NotFound when the interface does not
+// exist or has no IPv4 address (the message says which).
+Result<InterfaceAddress> LookupInterface(const std::string& name);
+
+// True when `name` has an IPv6 address other than link-local (needed for
+// dnsmasq's router advertisements).
+bool HasRoutableIpv6(const std::string& name);
+
+Result<uint32_t> ParseIpv4(const std::string& text);  // host byte order
+std::string FormatIpv4(uint32_t host_order);
+
+}  // namespace prov

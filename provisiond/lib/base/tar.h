@@ -1,0 +1,25 @@
+// A ustar archive writer, for the per-node overlay (GET
+// /boot/<mac>/overlay.tar). Files only (their directories are implied), owned
+// by root unless given.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace prov {
+
+struct TarEntry {
+  std::string path;  // absolute or relative; stored relative ("etc/hostname")
+  std::string content;
+  int mode = 0644;
+  int uid = 0;
+  int gid = 0;
+  bool directory = false;
+};
+
+// The whole archive. Paths longer than ustar allows are refused.
+Result<std::string> WriteTar(const std::vector<TarEntry>& entries, int64_t mtime_s);
+
+}  // namespace prov

@@ -1,0 +1,42 @@
+#include "base/tar.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "base/file_util.h"
+#include "base/process.h"
+
+namespace prov {
+
+TEST_CASE("tar: GNU tar reads what we write, modes and owners included") {
+  std::string long_dir(120, 'd');
+  auto tar =
+      WriteTar({{"/etc/hostname", "node0\n", 0644, 0, 0, false},
+                {"root/.ssh", "", 0700, 0, 0, true},
+                {"/root/.ssh/authorized_keys", "ssh-ed25519 AAAA control\n", 0600, 0, 0, false},
+                {"/home/" + long_dir + "/f", "x", 0640, 1000, 1000, false}},
+               1700000000);
+  REQUIRE(tar.ok());
+  CHECK(tar->size() % 512 == 0);
+  namespace fs = std::filesystem;
+  auto dir = fs::temp_directory_path() / ("provision-tar-" + std::to_string(getpid()));
+  fs::create_directories(dir / "out");
+  WriteFileAtomic((dir / "o.tar").string(), *tar);
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/tar",    "-C",   (dir / "out").string(),
+               "--numeric-owner", "-xpf", (dir / "o.tar").string()};
+  auto r = RunProcess(spec, 10000);
+  REQUIRE(r.ok());
+  CHECK_MESSAGE(r->exit_code == 0, r->output);
+  CHECK(*ReadFile((dir / "out/etc/hostname").string()) == "node0\n");
+  const auto perms =
+      fs::status(dir / "out/root/.ssh/authorized_keys").permissions() & fs::perms::all;
+  CHECK(perms == (fs::perms::owner_read | fs::perms::owner_write));
+  CHECK(*ReadFile((dir / ("out/home/" + long_dir + "/f")).string()) == "x");
+  fs::remove_all(dir);
+  CHECK_FALSE(WriteTar({{"../etc/passwd", "x"}}, 0).ok());
+}
+
+}  // namespace prov

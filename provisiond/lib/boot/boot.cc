@@ -1,0 +1,260 @@
+#include "boot/boot.h"
+
+#include <random>
+
+#include "base/file_util.h"
+#include "store/node_state.h"
+
+namespace prov {
+namespace {
+
+const char* kTemplates[] = {"start", "node", "discovered", "local", "unavailable"};
+
+std::string Hyphen(std::string mac) {
+  for (char& c : mac)
+    if (c == ':') c = '-';
+  return mac;
+}
+
+HttpResponse Script(std::string text) {
+  HttpResponse r = HttpResponse::Text(200, std::move(text), "text/plain; charset=utf-8");
+  r.headers.emplace_back("Cache-Control", "no-store");
+  return r;
+}
+
+// States in which a boot request means the node is (re)booting now.
+bool BootMovesToBooting(NodeState s) {
+  return s == NodeState::kEnrolled || s == NodeState::kBooted || s == NodeState::kConfiguring ||
+         s == NodeState::kReady || s == NodeState::kFailed;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<BootService>> BootService::Create(const BootSettings& settings, Store& store,
+                                                         ImageCatalog& images) {
+  std::unique_ptr<BootService> boot(new BootService(settings, store, images));
+  for (const char* name : kTemplates) {
+    auto text = ReadFile(settings.pxe_dir + "/" + name + ".ipxe.in");
+    if (!text.ok())
+      return Status::NotFound("boot script template missing: " + text.status().message());
+    boot->templates_[name] = *text;
+  }
+  return boot;
+}
+
+Result<std::string> BootService::Render(const std::string& name, TemplateValues values) const {
+  values["boot_url"] = boot_url();
+  values["delay"] = std::to_string(settings_.retry_delay_s);
+  return RenderTemplate(templates_.at(name), values, settings_.pxe_dir + "/" + name + ".ipxe.in");
+}
+
+Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::string& stage,
+                                            const std::string& detail, const std::string& ip) {
+  constexpr int64_t kRepeatWindowMs = 3000;
+  const std::string key = mac + '\0' + stage;
+  const int64_t now = NowMs();
+  // The hot path (a storm of requests): a node already booting that asks for
+  // the same stage again needs no write.
+  auto found = store_.FindNode(mac);
+  if (found.ok() && found->state == NodeState::kBooting && found->stage == stage) {
+    std::lock_guard lock(recent_mu_);
+    auto it = recent_.find(key);
+    if (it != recent_.end() && now - it->second < kRepeatWindowMs) return found;
+  }
+  const std::string text = stage + (detail.empty() ? "" : ": " + detail);
+  NodeRecord result;
+  Status s = store_.Transact([&](StoreTx& tx) -> Status {
+    auto current = tx.FindNode(mac);
+    if (!current.ok()) {
+      NodeRecord n;
+      n.mac = mac;
+      n.ip = ip;
+      n.state = NodeState::kDiscovered;
+      n.stage = stage;
+      n.last_seen_ms = now;
+      auto inserted = tx.InsertNode(n);
+      if (!inserted.ok()) return inserted.status();
+      result = *inserted;
+      EventRecord e{0, 0, inserted->id, mac, "discovered", "unknown MAC seen at " + text, "boot"};
+      return tx.AppendEvent(e);
+    }
+    NodeRecord node = *current;
+    // After the initrd is downloaded, a DHCP request is the initrd bringing
+    // up the network: a stage of its own, not a new boot.
+    if (stage == "dhcp" && node.state == NodeState::kBooting &&
+        (node.stage == "initrd" || node.stage == "kernel")) {
+      node.stage = "network";
+      node.last_seen_ms = now;
+      Status u = tx.UpdateNode(node);
+      if (!u.ok()) return u;
+      result = node;
+      EventRecord e{0,           0,      node.id,
+                    node.name(), "boot", "network: " + detail + " (the initrd's DHCP)",
+                    "boot"};
+      return tx.AppendEvent(e);
+    }
+    // A DHCP renewal from a running node is not a boot.
+    if (stage == "dhcp" && !BootMovesToBooting(node.state) && node.state != NodeState::kBooting &&
+        node.state != NodeState::kDiscovered) {
+      node.last_seen_ms = now;
+      result = node;
+      return tx.UpdateNode(node);
+    }
+    node.stage = stage;
+    node.last_seen_ms = now;
+    if (node.ip.empty() && !ip.empty()) node.ip = ip;
+    if (BootMovesToBooting(node.state) && node.state != NodeState::kBooting &&
+        !(stage == "dhcp" && node.state != NodeState::kEnrolled &&
+          node.state != NodeState::kFailed)) {
+      Status t = tx.Transition(node, NodeState::kBooting, text, "boot");
+      if (!t.ok()) return t;
+    } else {
+      Status u = tx.UpdateNode(node);
+      if (!u.ok()) return u;
+    }
+    result = node;
+    EventRecord e{0, 0, node.id, node.name(), "boot", text, "boot"};
+    return tx.AppendEvent(e);
+  });
+  if (!s.ok()) return s;
+  std::lock_guard lock(recent_mu_);
+  if (recent_.size() > 100000) recent_.clear();  // bounded; only an optimization
+  recent_[key] = now;
+  return result;
+}
+
+void BootService::set_boot_url(const std::string& url) {
+  std::lock_guard lock(url_mu_);
+  settings_.boot_url = url;
+}
+
+std::string BootService::boot_url() const {
+  std::lock_guard lock(url_mu_);
+  return settings_.boot_url;
+}
+
+HttpResponse BootService::StartScript() const {
+  auto text = Render("start", {});
+  if (!text.ok()) return HttpResponse::FromStatus(text.status());
+  return Script(std::move(*text));
+}
+
+std::string BootService::KernelCommandLine(const NodeRecord& node,
+                                           const ImageVersion& image) const {
+  std::string cmd = "initrd=initrd.img provision.url=" + boot_url() + " provision.mac=" + node.mac +
+                    " provision.node=" + node.hostname + " provision.token=" + node.token +
+                    " provision.image=" + image.ref();
+  if (settings_.root_args) {
+    std::string root = settings_.root_args(image);
+    if (!root.empty()) cmd += " " + root;
+  }
+  if (settings_.profile_kernel_args && !node.profile_version.empty())
+    for (const auto& a : settings_.profile_kernel_args(node.profile_version)) cmd += " " + a;
+  return cmd;
+}
+
+HttpResponse BootService::NodeScript(const std::string& mac_text, const std::string& remote) {
+  auto mac = NormalizeMac(mac_text);
+  if (!mac.ok()) return HttpResponse::FromStatus(mac.status());
+  auto node = RecordStage(*mac, "script", "from " + remote, remote);
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  TemplateValues v = {{"mac", *mac},
+                      {"mac_hyphen", Hyphen(*mac)},
+                      {"hostname", node->hostname},
+                      {"name", node->name()},
+                      {"state", std::string(ToString(node->state))}};
+  Result<std::string> text = Status::Internal("unrendered");
+  switch (node->state) {
+    case NodeState::kDiscovered:
+      text = Render("discovered", v);
+      break;
+    case NodeState::kRetired:
+    case NodeState::kMaintenance:
+      text = Render("local", v);
+      break;
+    default: {
+      auto image =
+          node->image_version.empty()
+              ? Result<ImageVersion>(Status::NotFound("it has no profile (and so no image)"))
+              : images_.Resolve(node->image_version);
+      if (image.ok() && settings_.verify_image) {
+        Status verified = settings_.verify_image(*image);
+        if (!verified.ok())
+          image = Status::Error(
+              Code::kUnavailable,
+              "the root of " + image->ref() + " cannot be read over NFS: " + verified.message());
+      }
+      if (!image.ok()) {
+        v["reason"] = image.status().message();
+        EventRecord e{
+            0,     0, node->id, node->name(), "boot-error", "script: " + image.status().message(),
+            "boot"};
+        store_.AppendEvent(e);
+        text = Render("unavailable", v);
+        break;
+      }
+      v["profile"] = node->profile_version;
+      v["image"] = image->ref();
+      v["version"] = image->version;
+      v["cmdline"] = KernelCommandLine(*node, *image);
+      v["max_tries"] = std::to_string(settings_.max_tries);
+      // Spreads the retries of many nodes; no need for a random device per request.
+      thread_local std::minstd_rand jitter(std::random_device{}());
+      v["jitter"] = std::to_string(1 + jitter() % 5);
+      text = Render("node", v);
+    }
+  }
+  if (!text.ok()) return HttpResponse::FromStatus(text.status());
+  return Script(std::move(*text));
+}
+
+HttpResponse BootService::NodeFile(const HttpRequest& request, const std::string& mac_text,
+                                   const std::string& file) {
+  auto mac = NormalizeMac(mac_text);
+  if (!mac.ok()) return HttpResponse::FromStatus(mac.status());
+  if (file == "overlay.tar") {
+    if (!settings_.render_overlay) return HttpResponse::Error(404, "no overlays are served");
+    auto tar = settings_.render_overlay(*mac, request.Query("token"), request.remote);
+    if (!tar.ok()) return HttpResponse::FromStatus(tar.status());
+    HttpResponse r = HttpResponse::Text(200, std::move(*tar), "application/x-tar");
+    r.headers.emplace_back("Cache-Control", "no-store");
+    return r;
+  }
+  if (file != "vmlinuz" && file != "initrd.img")
+    return HttpResponse::Error(404,
+                               "no boot file '" + file + "' (vmlinuz, initrd.img or overlay.tar)");
+  auto node = store_.FindNode(*mac);
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  if (node->image_version.empty())
+    return HttpResponse::Error(404, node->name() + " has no image (no profile)");
+  // The script names the version it was rendered for, so a build finishing
+  // between the script and the downloads cannot mix two versions in one boot.
+  std::string ref = node->image_version;
+  if (std::string v = request.Query("v"); !v.empty()) ref = ref.substr(0, ref.find('@')) + "@" + v;
+  auto image = images_.Resolve(ref);
+  if (!image.ok()) return HttpResponse::FromStatus(image.status());
+  const bool kernel = file == "vmlinuz";
+  // A Range request for a later part is the same download continuing.
+  if (request.Header("range").empty() || request.Header("range").rfind("bytes=0-", 0) == 0)
+    RecordStage(*mac, kernel ? "kernel" : "initrd", image->ref(), request.remote);
+  return ServeFile(request, kernel ? image->kernel : image->initrd,
+                   kernel ? image->kernel_size : image->initrd_size,
+                   "\"" + image->version + "-" + file + "\"", "application/octet-stream");
+}
+
+void AddBootRoutes(Router& router, BootService& boot) {
+  router.Add("GET", "/boot/{script}", Router::Access::kRead, [&boot](const HttpRequest& r) {
+    const std::string& script = r.Param("script");
+    if (script == "start.ipxe") return boot.StartScript();
+    const std::string suffix = ".ipxe";
+    if (script.size() <= suffix.size() ||
+        script.compare(script.size() - suffix.size(), suffix.size(), suffix) != 0)
+      return HttpResponse::Error(404, "no boot script '" + script + "'");
+    return boot.NodeScript(script.substr(0, script.size() - suffix.size()), r.remote);
+  });
+  router.Add("GET", "/boot/{mac}/{file}", Router::Access::kRead, [&boot](const HttpRequest& r) {
+    return boot.NodeFile(r, r.Param("mac"), r.Param("file"));
+  });
+}
+
+}  // namespace prov

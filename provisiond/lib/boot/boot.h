@@ -1,0 +1,87 @@
+// The HTTP half of netboot: per-node iPXE scripts rendered from pxe/*.ipxe.in,
+// the node's kernel and initrd served zero-copy from the image catalog, and
+// every stage a node passes recorded as an event (which also moves it to
+// `booting`). Unknown MACs become `discovered` and get a script that waits.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "base/template.h"
+#include "http/http.h"
+#include "images/image_catalog.h"
+#include "store/store.h"
+
+namespace prov {
+
+struct BootSettings {
+  std::string boot_url;  // how nodes reach us, no trailing slash
+  std::string pxe_dir;   // templates
+  int retry_delay_s = 10;
+  int max_tries = 10;
+  // The extra kernel arguments of a profile version (empty if unknown).
+  std::function<std::vector<std::string>(const std::string& version)> profile_kernel_args;
+  // Arguments that tell the node's initrd where its root is (images over
+  // NFS); empty for images without a root.
+  std::function<std::string(const ImageVersion& image)> root_args;
+  // Checks that the image's root can be read over NFS before a node is
+  // pointed at it; an error keeps the node waiting with that reason.
+  std::function<Status(const ImageVersion& image)> verify_image;
+  // The node's overlay archive (GET /boot/<mac>/overlay.tar?token=...).
+  std::function<Result<std::string>(const std::string& mac, const std::string& token,
+                                    const std::string& remote)>
+      render_overlay;
+};
+
+// Boot stages in the order a node passes them.
+inline constexpr const char* kBootStages[] = {"dhcp", "ipxe-binary", "script", "kernel", "initrd"};
+
+class BootService {
+ public:
+  // Loads the templates; a missing or bad one is an error naming it.
+  static Result<std::unique_ptr<BootService>> Create(const BootSettings& settings, Store& store,
+                                                     ImageCatalog& images);
+
+  // Records that the node with `mac` passed `stage` (detail: what was seen)
+  // and returns the node as it is now. Unknown MACs become discovered nodes.
+  // The same stage of the same node again within a few seconds (iPXE retries,
+  // a client asking twice) is not written again. Thread-safe.
+  Result<NodeRecord> RecordStage(const std::string& mac, const std::string& stage,
+                                 const std::string& detail, const std::string& ip = "");
+
+  HttpResponse StartScript() const;
+  HttpResponse NodeScript(const std::string& mac_text, const std::string& remote);
+  HttpResponse NodeFile(const HttpRequest& request, const std::string& mac_text,
+                        const std::string& file);
+
+  // Set once the HTTP server knows its port (before dnsmasq starts).
+  void set_boot_url(const std::string& url);
+  std::string boot_url() const;
+
+  // The kernel command line for a node (also shown by `node why`).
+  std::string KernelCommandLine(const NodeRecord& node, const ImageVersion& image) const;
+
+ private:
+  BootService(const BootSettings& settings, Store& store, ImageCatalog& images)
+      : settings_(settings), store_(store), images_(images) {}
+  Result<std::string> Render(const std::string& name, TemplateValues values) const;
+
+  BootSettings settings_;  // boot_url guarded by url_mu_
+  mutable std::mutex url_mu_;
+  Store& store_;
+  ImageCatalog& images_;
+  std::map<std::string, std::string> templates_;  // name -> text, read once
+  std::mutex recent_mu_;
+  std::unordered_map<std::string, int64_t> recent_;  // mac+stage -> ms; guarded by recent_mu_
+};
+
+// Registers GET /boot/start.ipxe, /boot/{mac}.ipxe, /boot/{mac}/{file}.
+void AddBootRoutes(Router& router, BootService& boot);
+
+}  // namespace prov

@@ -1,0 +1,200 @@
+#include "boot/boot.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "base/file_util.h"
+
+namespace prov {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Fixture {
+  fs::path dir = fs::temp_directory_path() / ("provision-boot-" + std::to_string(getpid()));
+  std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
+  std::unique_ptr<ImageCatalog> images;
+  std::unique_ptr<BootService> boot;
+  ImageVersion image;
+
+  Fixture() {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    WriteFileAtomic((dir / "k").string(), "KERNEL-BYTES-0123456789");
+    WriteFileAtomic((dir / "i").string(), "INITRD");
+    images = std::make_unique<ImageCatalog>((dir / "store").string());
+    image = *images->Import("lab", (dir / "k").string(), (dir / "i").string());
+    BootSettings s;
+    s.boot_url = "http://10.99.0.1:8080";
+    s.pxe_dir = PROVISION_SOURCE_DIR "/pxe";
+    s.profile_kernel_args = [](const std::string& v) {
+      return v == "lab" ? std::vector<std::string>{"console=ttyS0"} : std::vector<std::string>{};
+    };
+    auto b = BootService::Create(s, *store, *images);
+    REQUIRE_MESSAGE(b.ok(), b.status().message());
+    boot = std::move(*b);
+  }
+  ~Fixture() { fs::remove_all(dir); }
+
+  NodeRecord Enroll(const std::string& host, const std::string& mac, const std::string& image_ref) {
+    NodeRecord n;
+    n.hostname = host;
+    n.mac = mac;
+    n.token = "0123456789abcdef0123456789abcdef";
+    n.profile_version = image_ref.empty() ? "" : "lab";
+    n.image_version = image_ref;
+    store->Transact([&](StoreTx& tx) {
+      auto r = tx.InsertNode(n);
+      n = *r;
+      return r.status();
+    });
+    return n;
+  }
+  std::vector<std::string> Kinds(const std::string& node) {
+    std::vector<std::string> out;
+    auto n = store->FindNode(node);
+    for (const auto& e : store->ListEvents(0, n->id, 100)) out.push_back(e.kind + " " + e.detail);
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("boot: an enrolled node gets its script (golden), and moves to booting") {
+  Fixture f;
+  f.Enroll("lab0", "52:54:00:00:00:01", "lab");
+  HttpResponse r = f.boot->NodeScript("52-54-00-00-00-01", "10.99.0.100");
+  REQUIRE(r.status == 200);
+  const std::string v = f.image.version;
+  std::string expected =
+      R"(#!ipxe
+# provisiond boot script for lab0 (52:54:00:00:00:01)
+# profile lab, image lab@)" +
+      v + R"(
+set base http://10.99.0.1:8080/boot/52-54-00-00-00-01
+set tries:int32 0
+echo provisiond: booting lab0 with image lab@)" +
+      v + R"(
+
+:kernel
+kernel ${base}/vmlinuz?v=)" +
+      v +
+      R"( initrd=initrd.img provision.url=http://10.99.0.1:8080 provision.mac=52:54:00:00:00:01 provision.node=lab0 provision.token=0123456789abcdef0123456789abcdef provision.image=lab@)" +
+      v + R"( console=ttyS0 && goto initrd ||
+inc tries
+iseq ${tries} 10 && goto failed ||
+echo kernel download failed (try ${tries}); retrying in JITTER s
+sleep JITTER
+goto kernel
+)";
+  // The jitter is random per script: normalize it before comparing.
+  std::string body = r.body;
+  for (const char* marker : {"retrying in ", "sleep "}) {
+    size_t pos = 0;
+    while ((pos = body.find(marker, pos)) != std::string::npos) {
+      pos += strlen(marker);
+      if (pos < body.size() && isdigit(static_cast<unsigned char>(body[pos])) &&
+          body[pos + 1] != '0') {
+        int d = body[pos] - '0';
+        CHECK(d >= 1);
+        CHECK(d <= 5);
+        body.replace(pos, 1, "JITTER");
+      }
+    }
+  }
+  CHECK(body.substr(0, expected.size()) == expected);
+  CHECK(body.find(":initrd\ninitrd --name initrd.img ${base}/initrd.img?v=" + v +
+                  " && goto boot ||") != std::string::npos);
+  CHECK(f.store->FindNode("lab0")->state == NodeState::kBooting);
+  CHECK(f.Kinds("lab0") ==
+        std::vector<std::string>{"state enrolled -> booting: script: from 10.99.0.100",
+                                 "boot script: from 10.99.0.100"});
+}
+
+TEST_CASE("boot: the initrd's DHCP is the network stage of the same boot") {
+  Fixture f;
+  f.Enroll("lab0", "52:54:00:00:00:01", "lab");
+  f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100");
+  f.boot->NodeScript("52:54:00:00:00:01", "10.99.0.100");
+  HttpRequest req;
+  f.boot->NodeFile(req, "52:54:00:00:00:01", "initrd.img");
+  f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100");
+  auto n = f.store->FindNode("lab0");
+  CHECK(n->stage == "network");
+  CHECK(f.Kinds("lab0").back() == "boot network: 10.99.0.100 (the initrd's DHCP)");
+}
+
+TEST_CASE("boot: unknown MACs are discovered and wait; retired nodes boot locally") {
+  Fixture f;
+  HttpResponse r = f.boot->NodeScript("52:54:00:00:00:99", "10.99.0.150");
+  CHECK(r.status == 200);
+  CHECK(r.body.find("is not enrolled yet") != std::string::npos);
+  CHECK(r.body.find("chain --replace http://10.99.0.1:8080/boot/52-54-00-00-00-99.ipxe") !=
+        std::string::npos);
+  CHECK(r.body.find("kernel") == std::string::npos);  // never an install
+  auto n = f.store->FindNode("52:54:00:00:00:99");
+  REQUIRE(n.ok());
+  CHECK(n->state == NodeState::kDiscovered);
+  CHECK(n->ip == "10.99.0.150");
+  // Asking again does not create a second node.
+  f.boot->NodeScript("52:54:00:00:00:99", "10.99.0.150");
+  CHECK(f.store->ListNodes().size() == 1);
+
+  NodeRecord old = f.Enroll("old", "52:54:00:00:00:02", "lab");
+  f.store->Transact([&](StoreTx& tx) { return tx.Transition(old, NodeState::kRetired, "", "t"); });
+  r = f.boot->NodeScript("52:54:00:00:00:02", "x");
+  CHECK(r.body.find("\nexit\n") != std::string::npos);
+  CHECK(f.store->FindNode("old")->state == NodeState::kRetired);
+
+  CHECK(f.boot->NodeScript("zz", "x").status == 400);
+}
+
+TEST_CASE("boot: a node whose image is missing gets a waiting script and an error event") {
+  Fixture f;
+  f.Enroll("lab1", "52:54:00:00:00:03", "nosuch");
+  HttpResponse r = f.boot->NodeScript("52:54:00:00:00:03", "x");
+  CHECK(r.body.find("cannot boot yet: image 'nosuch' has not been built or imported") !=
+        std::string::npos);
+  auto kinds = f.Kinds("lab1");
+  CHECK(kinds.back() == "boot-error script: image 'nosuch' has not been built or imported");
+}
+
+TEST_CASE("boot: kernel and initrd with Range and ETag, no path from the URL") {
+  Fixture f;
+  f.Enroll("lab0", "52:54:00:00:00:01", "lab");
+  HttpRequest req;
+  req.remote = "10.99.0.100";
+  HttpResponse r = f.boot->NodeFile(req, "52:54:00:00:00:01", "vmlinuz");
+  CHECK(r.status == 200);
+  CHECK(r.file_path == f.image.kernel);
+  CHECK(r.file_length == 23);
+  std::string etag;
+  for (auto& [k, v] : r.headers)
+    if (k == "ETag") etag = v;
+  CHECK(etag == "\"" + f.image.version + "-vmlinuz\"");
+
+  req.headers["range"] = "bytes=7-11";
+  r = f.boot->NodeFile(req, "52:54:00:00:00:01", "vmlinuz");
+  CHECK(r.status == 206);
+  CHECK(r.file_offset == 7);
+  CHECK(r.file_length == 5);
+  req.headers["range"] = "bytes=-3";
+  r = f.boot->NodeFile(req, "52:54:00:00:00:01", "vmlinuz");
+  CHECK(r.file_offset == 20);
+  CHECK(r.file_length == 3);
+  req.headers["range"] = "bytes=100-";
+  CHECK(f.boot->NodeFile(req, "52:54:00:00:00:01", "vmlinuz").status == 416);
+  req.headers.clear();
+  req.headers["if-none-match"] = etag;
+  CHECK(f.boot->NodeFile(req, "52:54:00:00:00:01", "vmlinuz").status == 304);
+
+  CHECK(f.boot->NodeFile(req, "52:54:00:00:00:01", "..%2F..%2Fetc%2Fpasswd").status == 404);
+  CHECK(f.boot->NodeFile(req, "52:54:00:00:00:01", "image.json").status == 404);
+  CHECK(f.boot->NodeFile(req, "52:54:00:00:00:77", "vmlinuz").status == 404);
+  auto kinds = f.Kinds("lab0");
+  CHECK(std::count(kinds.begin(), kinds.end(), "boot kernel: lab@" + f.image.version) >= 1);
+}
+
+}  // namespace prov

@@ -1,0 +1,84 @@
+// Drives booted nodes to `ready` over SSH: `configuring`, the profile's
+// playbooks in order, its health checks, then `ready` (or `failed` with the
+// task and output that failed). Also runs playbooks and commands on demand.
+// Each node has one persistent SSH session, reused by every run and command;
+// nodes run in parallel on a pool of workers and never wait for each other.
+// Every run and task is stored (runs, run_tasks) as it happens.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "profiles/inventory.h"
+#include "store/store.h"
+
+namespace prov {
+
+struct ConfigureSettings {
+  std::string key_path;       // the control key (private half)
+  std::string public_key;     // its public half, for the playbooks
+  std::string playbooks_dir;  // profile playbooks are relative to it
+  std::string ssh_user = "root";
+  int ssh_port = 22;
+  int connect_timeout_ms = 10000;
+  int workers = 64;          // nodes configured at once
+  int task_timeout_s = 600;  // per task unless the task says otherwise
+};
+
+struct CommandResult {
+  std::string node;
+  std::string status;  // ok | failed | unreachable | timeout
+  int exit_code = -1;
+  std::string out, err;
+  std::string error;  // why it could not run
+  int64_t duration_ms = 0;
+};
+
+nlohmann::json ToJson(const RunRecord& r);
+nlohmann::json ToJson(const RunTaskRecord& t);
+nlohmann::json ToJson(const CommandResult& c);
+
+class Configurator {
+ public:
+  Configurator(Inventory& inventory, ConfigureSettings settings);
+  ~Configurator();  // cancels what runs (marked interrupted) and joins
+  Configurator(const Configurator&) = delete;
+  Configurator& operator=(const Configurator&) = delete;
+
+  // Queues the node for configuration with its profile. A node already
+  // configured with the same profile hash since its last boot is left
+  // alone unless `force`. Returns false when the node is not in a state
+  // that can be configured (the reason in `why_not`).
+  bool Configure(const std::string& node, const std::string& who, bool force = false,
+                 std::string* why_not = nullptr);
+
+  // Starts `playbook_path` on `nodes` (enrolled nodes with an address);
+  // returns the runs it created, one per node, already recorded as running.
+  Result<std::vector<RunRecord>> StartPlaybook(const std::string& playbook_path,
+                                               const std::vector<std::string>& nodes,
+                                               const nlohmann::json& extra_vars,
+                                               const std::string& who);
+
+  // Runs `command` on every node at once and waits for all of them.
+  // `user` empty: the login user.
+  std::vector<CommandResult> Command(const std::vector<std::string>& nodes,
+                                     const std::string& command, const std::string& user,
+                                     int timeout_ms);
+
+  // The variables a node's playbooks see (inventory_hostname, ansible_host,
+  // groups, hostvars, provisiond_facts, provisiond_control_key).
+  nlohmann::json NodeVars(const NodeRecord& node, const std::vector<NodeRecord>& group);
+
+  // Number of runs queued or running now.
+  int active() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace prov

@@ -1,0 +1,71 @@
+// Runs playbooks on nodes. Each node runs its tasks on its own (Ansible's
+// "free" strategy): a slow or failed node never holds up or stops another.
+// Every task result goes to a RunSink as it happens (the store records it,
+// the CLI shows progress).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "playbook/playbook.h"
+#include "playbook/remote.h"
+
+namespace prov {
+
+struct TaskResult {
+  std::string playbook;  // file name
+  std::string play;
+  std::string task;  // name, or "module: args" when unnamed
+  std::string module;
+  std::string where;   // file:line
+  std::string status;  // ok | changed | failed | skipped | unreachable
+  bool changed = false;
+  int exit_code = -1;       // -1: no command ran
+  std::string stdout_tail;  // the last 4 KiB
+  std::string stderr_tail;
+  std::string msg;
+  int64_t duration_ms = 0;
+  std::string item;  // the loop item, as JSON text, when in a loop
+};
+
+class RunSink {
+ public:
+  virtual ~RunSink() = default;
+  virtual void OnTask(const std::string& node, const TaskResult& result) = 0;
+};
+
+struct NodeRunOutcome {
+  std::string node;
+  // ok: every task ok/changed/skipped (or failed with ignore_errors);
+  // failed: a task failed; unreachable: the session broke; rebooted: a
+  // reboot task restarted the node (it is configured again at its next
+  // phone-home); interrupted: cancelled.
+  std::string status = "ok";
+  int ok = 0, changed = 0, failed = 0, skipped = 0;
+  std::string failed_task;                               // "task (file:line): msg" of the failure
+  nlohmann::json registered = nlohmann::json::object();  // vars set by register
+};
+
+struct RunOptions {
+  int default_timeout_s = 600;
+  // Delays of until/retries and wait_for/reboot polls go through here so
+  // tests need not sleep; returns false when the run is cancelled.
+  std::function<bool(int ms)> sleep;
+  const std::atomic<bool>* cancel = nullptr;
+  // Variables that win over the play's and the task's (`-e` on the command
+  // line, a profile's vars for its playbooks), as Ansible's extra vars do.
+  nlohmann::json extra_vars = nlohmann::json::object();
+};
+
+// Runs every play of `playbook` that selects `hostname` on `remote`.
+// `vars` holds everything the node's tasks can see (inventory_hostname,
+// groups, hostvars, provisiond_facts, profile and extra vars).
+NodeRunOutcome RunPlaybook(const Playbook& playbook, const std::string& hostname, Remote& remote,
+                           const nlohmann::json& vars, RunSink* sink, const RunOptions& options);
+
+}  // namespace prov

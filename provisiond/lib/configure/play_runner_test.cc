@@ -1,0 +1,259 @@
+#include "configure/play_runner.h"
+
+#include <doctest/doctest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "playbook/playbook.h"
+#include "playbook/remote.h"
+
+namespace prov {
+namespace {
+
+using json = nlohmann::json;
+
+// Records what the runner reports.
+class Recorder : public RunSink {
+ public:
+  void OnTask(const std::string& node, const TaskResult& r) override {
+    CHECK(node == "node1");
+    results.push_back(r);
+  }
+  std::vector<TaskResult> results;
+  std::string Statuses() const {
+    std::string out;
+    for (const auto& r : results) out += (out.empty() ? "" : " ") + r.status;
+    return out;
+  }
+};
+
+struct TempDir {
+  TempDir() {
+    char tmpl[] = "/tmp/play-runner-test.XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string path;
+};
+
+// Parses `text` (with DIR replaced by `dir`) and runs it on this machine.
+NodeRunOutcome Run(const std::string& dir, std::string text, Recorder& rec,
+                   json vars = json::object(), json extra_vars = json::object()) {
+  for (size_t p; (p = text.find("DIR")) != std::string::npos;) text.replace(p, 3, dir);
+  const std::string file = dir + "/play.yml";
+  std::ofstream(file) << text;
+  auto pb = LoadPlaybook(file);
+  REQUIRE_MESSAGE(pb.ok(), pb.status().message());
+  LocalRemote local("node1");
+  vars["inventory_hostname"] = "node1";
+  RunOptions options;
+  options.sleep = [](int) { return true; };  // retries without waiting
+  options.extra_vars = std::move(extra_vars);
+  return RunPlaybook(*pb, "node1", local, vars, &rec, options);
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_CASE("runner: changed then ok on a second run, register and when") {
+  TempDir d;
+  const std::string play = R"(
+- hosts: all
+  tasks:
+    - name: a file
+      copy:
+        dest: DIR/a.txt
+        content: "hello {{ inventory_hostname }}\n"
+    - name: read it
+      command: cat DIR/a.txt
+      register: out
+      changed_when: false
+    - name: only when it says hello
+      file:
+        path: DIR/said-hello
+        state: touch
+      when: "'hello node1' in out.stdout"
+    - name: never
+      file:
+        path: DIR/never
+        state: touch
+      when: out.rc != 0
+)";
+  Recorder first;
+  auto out = Run(d.path, play, first);
+  CHECK(out.status == "ok");
+  CHECK(first.Statuses() == "changed ok changed skipped");
+  CHECK(Read(d.path + "/a.txt") == "hello node1\n");
+  CHECK(std::filesystem::exists(d.path + "/said-hello"));
+  CHECK_FALSE(std::filesystem::exists(d.path + "/never"));
+  CHECK(out.registered["out"]["stdout"] == "hello node1");
+
+  Recorder second;
+  out = Run(d.path, play, second);
+  CHECK(out.status == "ok");
+  // touch always changes (as in Ansible); the copy does not.
+  CHECK(second.results[0].status == "ok");
+  CHECK(second.results[1].status == "ok");
+}
+
+TEST_CASE("runner: a failing task stops the node and names the task and file:line") {
+  TempDir d;
+  Recorder rec;
+  auto out = Run(d.path, R"(
+- hosts: all
+  tasks:
+    - name: fails
+      shell: echo oops >&2; exit 3
+    - name: not reached
+      file:
+        path: DIR/x
+        state: touch
+)",
+                 rec);
+  CHECK(out.status == "failed");
+  REQUIRE(rec.results.size() == 1);
+  CHECK(rec.results[0].status == "failed");
+  CHECK(rec.results[0].exit_code == 3);
+  CHECK(rec.results[0].stderr_tail.find("oops") != std::string::npos);
+  CHECK(rec.results[0].where == d.path + "/play.yml:4");
+  CHECK(out.failed_task.find("fails (" + d.path + "/play.yml:4)") == 0);
+  CHECK_FALSE(std::filesystem::exists(d.path + "/x"));
+}
+
+TEST_CASE("runner: ignore_errors, failed_when, loop, until, notify and handlers") {
+  TempDir d;
+  const std::string play = R"(
+- hosts: all
+  vars:
+    names: [a, b, c]
+  tasks:
+    - name: fails but ignored
+      command: "false"
+      ignore_errors: true
+      register: ignored
+    - name: exit 1 is fine here
+      command: sh -c "exit 1"
+      failed_when: result.rc > 1
+      register: result
+    - name: one file per item
+      copy:
+        dest: "DIR/{{ item }}.txt"
+        content: "{{ item }}"
+      loop: "{{ names }}"
+      notify: restart it
+    - name: counts up until 3
+      shell: n=$(cat DIR/count 2>/dev/null || echo 0); echo $((n+1)) > DIR/count; cat DIR/count
+      register: count
+      until: count.stdout | int >= 3
+      retries: 5
+      delay: 1
+  handlers:
+    - name: restart it
+      shell: echo restarted >> DIR/handler.log
+)";
+  Recorder rec;
+  auto out = Run(d.path, play, rec);
+  CHECK(out.status == "ok");
+  CHECK(rec.Statuses() == "failed changed changed changed changed changed changed");
+  CHECK(out.registered["ignored"]["failed"] == true);
+  CHECK(Read(d.path + "/b.txt") == "b");
+  CHECK(Read(d.path + "/count") == "3\n");
+  CHECK(out.registered["count"]["attempts"] == 3);
+  CHECK(Read(d.path + "/handler.log") == "restarted\n");
+
+  // Second run: the copies are ok, so the handler is not notified again.
+  std::filesystem::remove(d.path + "/count");
+  Recorder again;
+  out = Run(d.path, play, again);
+  CHECK(out.status == "ok");
+  CHECK(Read(d.path + "/handler.log") == "restarted\n");
+}
+
+TEST_CASE("runner: until that never holds fails after its retries") {
+  TempDir d;
+  Recorder rec;
+  auto out = Run(d.path, R"(
+- hosts: all
+  tasks:
+    - name: never ready
+      command: echo no
+      register: r
+      until: r.stdout == 'yes'
+      retries: 2
+      delay: 1
+)",
+                 rec);
+  CHECK(out.status == "failed");
+  REQUIRE(rec.results.size() == 1);
+  CHECK(rec.results[0].msg.find("after 3 attempts") != std::string::npos);
+}
+
+TEST_CASE("runner: plays for other hosts are skipped; play and extra vars are seen") {
+  TempDir d;
+  Recorder rec;
+  auto out = Run(d.path, R"(
+- hosts: other*
+  tasks:
+    - file:
+        path: DIR/other
+        state: touch
+- hosts: node1
+  vars:
+    greeting: "hi {{ who }}"
+  tasks:
+    - copy:
+        dest: DIR/greeting
+        content: "{{ greeting }}"
+)",
+                 rec, json{{"who", "there"}});
+  CHECK(out.status == "ok");
+  CHECK_FALSE(std::filesystem::exists(d.path + "/other"));
+  CHECK(Read(d.path + "/greeting") == "hi there");
+}
+
+TEST_CASE("runner: extra vars win over play and task vars, host vars lose to them") {
+  TempDir d;
+  Recorder rec;
+  auto out = Run(d.path, R"(
+- hosts: all
+  vars:
+    color: play
+    size: play
+    shape: play
+  tasks:
+    - copy:
+        dest: DIR/seen
+        content: "{{ color }} {{ size }} {{ shape }} {{ name }}"
+      vars:
+        size: task
+)",
+                 rec, json{{"shape", "host"}, {"name", "host"}},
+                 json{{"color", "extra"}, {"size", "extra"}});
+  CHECK(out.status == "ok");
+  CHECK(Read(d.path + "/seen") == "extra extra play host");
+}
+
+TEST_CASE("runner: an undefined variable fails the task with its name") {
+  TempDir d;
+  Recorder rec;
+  auto out = Run(d.path, R"(
+- hosts: all
+  tasks:
+    - name: uses a missing var
+      copy:
+        dest: DIR/x
+        content: "{{ nope }}"
+)",
+                 rec);
+  CHECK(out.status == "failed");
+  REQUIRE(rec.results.size() == 1);
+  CHECK(rec.results[0].msg.find("nope") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace prov

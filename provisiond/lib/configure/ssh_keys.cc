@@ -1,0 +1,61 @@
+#include "configure/ssh_keys.h"
+
+#include <libssh/libssh.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "base/file_util.h"
+
+namespace prov {
+namespace {
+struct KeyFree {
+  void operator()(ssh_key k) const { ssh_key_free(k); }
+};
+using KeyPtr = std::unique_ptr<std::remove_pointer_t<ssh_key>, KeyFree>;
+
+Result<std::string> PublicLine(ssh_key key) {
+  char* b64 = nullptr;
+  if (ssh_pki_export_pubkey_base64(key, &b64) != SSH_OK)
+    return Status::Internal("cannot export the public key");
+  std::string line = std::string("ssh-ed25519 ") + b64;
+  ssh_string_free_char(b64);
+  char host[256] = "control";
+  gethostname(host, sizeof host - 1);
+  return line + " provisiond@" + host;
+}
+}  // namespace
+
+Result<ControlKey> EnsureControlKey(const std::string& dir) {
+  ControlKey out;
+  out.private_key_path = dir + "/id_ed25519";
+  Status s = MakeDirs(dir, 0700);
+  if (!s.ok()) return s;
+  ssh_key raw = nullptr;
+  if (std::filesystem::exists(out.private_key_path)) {
+    if (ssh_pki_import_privkey_file(out.private_key_path.c_str(), nullptr, nullptr, nullptr,
+                                    &raw) != SSH_OK)
+      return Status::Internal("cannot read the control key " + out.private_key_path);
+  } else {
+    if (ssh_pki_generate(SSH_KEYTYPE_ED25519, 0, &raw) != SSH_OK)
+      return Status::Internal("cannot generate an ed25519 key");
+    const std::string tmp = out.private_key_path + ".tmp";
+    if (ssh_pki_export_privkey_file(raw, nullptr, nullptr, nullptr, tmp.c_str()) != SSH_OK) {
+      ssh_key_free(raw);
+      return Status::Internal("cannot write " + tmp);
+    }
+    std::filesystem::permissions(
+        tmp, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    std::filesystem::rename(tmp, out.private_key_path);
+  }
+  KeyPtr key(raw);
+  auto pub = PublicLine(key.get());
+  if (!pub.ok()) return pub.status();
+  out.public_key = *pub;
+  s = WriteFileAtomic(out.private_key_path + ".pub", out.public_key + "\n", 0644);
+  if (!s.ok()) return s;
+  return out;
+}
+
+}  // namespace prov

@@ -1,0 +1,289 @@
+#include "dhcp/dnsmasq.h"
+
+#include <arpa/inet.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "base/file_util.h"
+#include "base/template.h"
+#include "store/node_state.h"
+
+namespace prov {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The iPXE binaries TFTP may serve, and the names clients ask for them by
+// ("undionly.0"/"ipxe.0" are what pxe-service basenames become in proxy mode).
+const std::pair<const char*, const char*> kTftpFiles[] = {
+    {"undionly.kpxe", "undionly.kpxe"}, {"ipxe.efi", "ipxe.efi"}, {"snponly.efi", "snponly.efi"},
+    {"undionly.kpxe", "undionly.0"},    {"ipxe.efi", "ipxe.0"},   {"snponly.efi", "snponly.0"},
+};
+
+std::string_view Word(std::string_view s, size_t& pos) {
+  while (pos < s.size() && s[pos] == ' ') ++pos;
+  size_t start = pos;
+  while (pos < s.size() && s[pos] != ' ') ++pos;
+  return s.substr(start, pos - start);
+}
+
+// A dotted-quad IPv4 address (what dnsmasq logs; the node's address is
+// written to the hosts file from it).
+bool IsIpv4(std::string_view s) {
+  if (s.empty() || s.size() > 15) return false;
+  in_addr addr{};
+  return inet_pton(AF_INET, std::string(s).c_str(), &addr) == 1;
+}
+
+// Where the message of a "dnsmasq-dhcp[<pid>]: [<serial> ]" line starts, or
+// npos: DHCPACK must be the message, not a word in a client-chosen name
+// ("client provides name: x DHCPACK(...) ...").
+size_t DhcpMessage(std::string_view line) {
+  size_t tag = line.find("dnsmasq-dhcp[");
+  if (tag == std::string_view::npos) return std::string_view::npos;
+  size_t end = line.find("]: ", tag);
+  if (end == std::string_view::npos) return std::string_view::npos;
+  size_t pos = end + 3;
+  size_t digits = pos;
+  while (digits < line.size() && line[digits] >= '0' && line[digits] <= '9') ++digits;
+  if (digits > pos && digits < line.size() && line[digits] == ' ') pos = digits + 1;
+  return pos;
+}
+
+}  // namespace
+
+std::optional<DhcpObservation> ParseDnsmasqLogLine(std::string_view line) {
+  // "... dnsmasq-dhcp[12]: 3411 DHCPACK(br0) 10.99.0.100 52:54:00:12:34:56 host"
+  size_t msg = DhcpMessage(line);
+  if (msg != std::string_view::npos && line.substr(msg).starts_with("DHCPACK(")) {
+    size_t pos = line.find(')', msg);
+    if (pos == std::string_view::npos) return std::nullopt;
+    ++pos;
+    std::string_view ip = Word(line, pos);
+    std::string_view mac = Word(line, pos);
+    if (!IsIpv4(ip) || mac.size() != 17) return std::nullopt;
+    auto norm = NormalizeMac(mac);
+    if (!norm.ok()) return std::nullopt;
+    DhcpObservation o;
+    o.kind = DhcpObservation::Kind::kAck;
+    o.ip = std::string(ip);
+    o.mac = *norm;
+    return o;
+  }
+  // "... dnsmasq-tftp[12]: sent /var/lib/provisiond/netboot/tftp/ipxe.efi to 10.99.0.100"
+  size_t sent = line.find("dnsmasq-tftp[");
+  if (sent != std::string_view::npos) {
+    size_t at = line.find("]: sent ", sent);
+    if (at == std::string_view::npos) return std::nullopt;
+    size_t pos = at + 8;
+    std::string_view file = Word(line, pos);
+    std::string_view to = Word(line, pos);
+    std::string_view ip = Word(line, pos);
+    if (to != "to" || !IsIpv4(ip) || file.empty()) return std::nullopt;
+    DhcpObservation o;
+    o.kind = DhcpObservation::Kind::kTftpSent;
+    o.ip = std::string(ip);
+    size_t slash = file.rfind('/');
+    o.file = std::string(slash == std::string_view::npos ? file : file.substr(slash + 1));
+    return o;
+  }
+  return std::nullopt;
+}
+
+std::string RenderHostsFile(const std::vector<NodeRecord>& nodes) {
+  std::string out;
+  for (const auto& n : nodes) {
+    if (n.ip.empty() || n.state == NodeState::kDiscovered || n.state == NodeState::kRetired)
+      continue;
+    // No "set:" tags here: dnsmasq (2.86 to 2.90) crashes on SIGHUP when a
+    // hosts-file entry with a tag has been used; it tags such hosts "known"
+    // by itself anyway.
+    out += n.mac + "," + n.ip + (n.hostname.empty() ? "" : "," + n.hostname) + "\n";
+  }
+  return out;
+}
+
+Result<std::string> RenderDnsmasqConfig(const DnsmasqSettings& s, const std::string& text) {
+  TemplateValues v;
+  v["interface"] = s.iface.name;
+  v["log_file"] = s.run_dir + "/dnsmasq.log";
+  v["lease_file"] = s.run_dir + "/dnsmasq.leases";
+  v["hosts_file"] = s.run_dir + "/hosts";
+  v["tftp_root"] = s.run_dir + "/tftp";
+  const std::string script = s.boot_url + "/boot/start.ipxe";
+  const std::string efi_base =
+      s.uefi_binary.substr(0, s.uefi_binary.find('.'));  // pxe-service adds ".0"
+  if (s.mode == "proxy") {
+    v["dhcp_range"] =
+        "# proxy-DHCP: another server hands out addresses on this network.\n"
+        "dhcp-range=" +
+        s.iface.network() + ",proxy," + s.iface.netmask();
+    v["boot_options"] =
+        "# PXE ROMs are offered iPXE by TFTP; iPXE is sent to provisiond's script.\n"
+        "pxe-service=tag:!ipxe,x86PC,\"provisiond (BIOS)\",undionly\n"
+        "pxe-service=tag:!ipxe,X86-64_EFI,\"provisiond (UEFI)\"," +
+        efi_base +
+        "\n"
+        "pxe-service=tag:!ipxe,BC_EFI,\"provisiond (UEFI)\"," +
+        efi_base +
+        "\n"
+        "pxe-service=tag:ipxe,x86PC,\"provisiond\"," +
+        script +
+        "\n"
+        "pxe-service=tag:ipxe,X86-64_EFI,\"provisiond\"," +
+        script +
+        "\n"
+        "dhcp-boot=tag:ipxe," +
+        script;
+  } else {
+    v["dhcp_range"] = "dhcp-range=" + s.range_first + "," + s.range_last + "," + s.iface.netmask() +
+                      ",12h\ndhcp-authoritative";
+    v["boot_options"] =
+        "dhcp-boot=tag:!ipxe,tag:!efi64,undionly.kpxe\n"
+        "dhcp-boot=tag:!ipxe,tag:efi64," +
+        s.uefi_binary +
+        "\n"
+        "dhcp-boot=tag:ipxe," +
+        script +
+        "\n"
+        "# iPXE waits for a proxy-DHCP offer unless the answer says PXEClient.\n"
+        "dhcp-option-force=tag:ipxe,60,PXEClient";
+    if (s.router_advertisements)
+      v["boot_options"] +=
+          "\n# Router advertisements only (no DHCPv6): iPXE stops waiting for IPv6 at once.\n"
+          "enable-ra\ndhcp-range=::,constructor:" +
+          s.iface.name + ",ra-only";
+  }
+  return RenderTemplate(text, v, s.pxe_dir + "/dnsmasq.conf.in");
+}
+
+Result<std::unique_ptr<DnsmasqService>> DnsmasqService::Start(const DnsmasqSettings& settings,
+                                                              Store& store, Observer observer) {
+  std::unique_ptr<DnsmasqService> svc(new DnsmasqService(settings, store, std::move(observer)));
+  const std::string& dir = settings.run_dir;
+  svc->config_path_ = dir + "/dnsmasq.conf";
+  svc->hosts_path_ = dir + "/hosts";
+  svc->lease_path_ = dir + "/dnsmasq.leases";
+  svc->log_path_ = dir + "/dnsmasq.log";
+  svc->tftp_root_ = dir + "/tftp";
+  Status s = MakeDirs(svc->tftp_root_);
+  if (!s.ok()) return s;
+  // dnsmasq drops to `nobody`; it must reach the hosts file and TFTP root.
+  chmod(dir.c_str(), 0755);
+  chmod(svc->tftp_root_.c_str(), 0755);
+  for (const auto& [source, name] : kTftpFiles) {
+    std::error_code ec;
+    const std::string from = settings.ipxe_dir + "/" + source;
+    const std::string tmp = svc->tftp_root_ + "/." + name + ".tmp";
+    fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
+    if (ec) return Status::NotFound("iPXE binary " + from + " is missing (Debian package ipxe)");
+    chmod(tmp.c_str(), 0644);
+    fs::rename(tmp, svc->tftp_root_ + "/" + name, ec);
+    if (ec) return Status::Internal(std::string("cannot install ") + name + ": " + ec.message());
+  }
+  auto text = ReadFile(settings.pxe_dir + "/dnsmasq.conf.in");
+  if (!text.ok()) return text.status();
+  auto config = RenderDnsmasqConfig(settings, *text);
+  if (!config.ok()) return config.status();
+  s = WriteFileAtomic(svc->config_path_, *config);
+  if (!s.ok()) return s;
+  s = svc->SyncReservations();
+  if (!s.ok()) return s;
+  // Only what dnsmasq logs from now on is news.
+  struct stat st {};
+  if (stat(svc->log_path_.c_str(), &st) == 0) svc->log_offset_ = static_cast<uint64_t>(st.st_size);
+  ProcessSpec spec;
+  spec.argv = {settings.program, "--keep-in-foreground", "--conf-file=" + svc->config_path_};
+  spec.output_file = settings.run_dir + "/dnsmasq.stderr";
+  // Often enough that a DHCP stage is recorded before the script request
+  // that follows it a few milliseconds later.
+  auto process = SupervisedProcess::Start(
+      "dnsmasq", spec, "on " + settings.iface.name + ", " + settings.mode + " DHCP",
+      EventRecorder(store, "dnsmasq"), 50, [p = svc.get()] { p->Tick(); });
+  if (!process.ok()) return process.status();
+  svc->process_ = std::move(*process);
+  return svc;
+}
+
+Status DnsmasqService::AssignAddresses() {
+  if (settings_.mode != "full") return Status::Ok();
+  auto first = ParseIpv4(settings_.range_first);
+  auto last = ParseIpv4(settings_.range_last);
+  if (!first.ok() || !last.ok()) return Status::Invalid("bad DHCP range");
+  return store_.Transact([&](StoreTx& tx) -> Status {
+    auto nodes = tx.ListNodes();
+    std::set<uint32_t> used;
+    for (const auto& n : nodes)
+      if (auto a = ParseIpv4(n.ip); a.ok()) used.insert(*a);
+    uint32_t next = *first;
+    for (auto& n : nodes) {
+      if (!n.ip.empty() || n.state == NodeState::kDiscovered || n.state == NodeState::kRetired)
+        continue;
+      while (next <= *last && used.count(next)) ++next;
+      if (next > *last)
+        return Status::Conflict("the DHCP range " + settings_.range_first + "-" +
+                                settings_.range_last + " has no free address for " + n.name());
+      n.ip = FormatIpv4(next);
+      used.insert(next);
+      Status s = tx.UpdateNode(n);
+      if (!s.ok()) return s;
+      EventRecord e{0, 0, n.id, n.name(), "changed", "reserved address " + n.ip, "dnsmasq"};
+      s = tx.AppendEvent(e);
+      if (!s.ok()) return s;
+    }
+    return Status::Ok();
+  });
+}
+
+Status DnsmasqService::SyncReservations() {
+  std::lock_guard lock(sync_mu_);
+  int64_t last = store_.LastEventId();
+  if (last == synced_event_) return Status::Ok();
+  Status s = AssignAddresses();
+  if (!s.ok()) spdlog::warn("{}", s.message());
+  synced_event_ = store_.LastEventId();
+  std::string hosts = RenderHostsFile(store_.ListNodes());
+  if (hosts == hosts_content_ && fs::exists(hosts_path_)) return Status::Ok();
+  s = WriteFileAtomic(hosts_path_, hosts, 0644);
+  if (!s.ok()) return s;
+  hosts_content_ = hosts;
+  if (process_) process_->Signal(SIGHUP);  // dnsmasq re-reads dhcp-hostsfile
+  return Status::Ok();
+}
+
+void DnsmasqService::Tick() {
+  ReadLog();
+  Status s = SyncReservations();
+  if (!s.ok()) spdlog::warn("reservations not written: {}", s.message());
+}
+
+void DnsmasqService::ReadLog() {
+  std::ifstream in(log_path_, std::ios::binary);
+  if (!in) return;
+  in.seekg(0, std::ios::end);
+  uint64_t size = static_cast<uint64_t>(in.tellg());
+  if (size < log_offset_) log_offset_ = 0;  // truncated or replaced
+  if (size == log_offset_) return;
+  in.seekg(static_cast<std::streamoff>(log_offset_));
+  std::string chunk(size - log_offset_, '\0');
+  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  chunk.resize(static_cast<size_t>(in.gcount()));
+  log_offset_ += chunk.size();
+  log_partial_ += chunk;
+  size_t start = 0, nl;
+  while ((nl = log_partial_.find('\n', start)) != std::string::npos) {
+    auto obs = ParseDnsmasqLogLine(std::string_view(log_partial_).substr(start, nl - start));
+    if (obs && observer_) observer_(*obs);
+    start = nl + 1;
+  }
+  log_partial_.erase(0, start);
+  if (log_partial_.size() > 65536) log_partial_.clear();  // a runaway line
+}
+
+}  // namespace prov

@@ -1,0 +1,91 @@
+#include "dhcp/dnsmasq.h"
+
+#include <doctest/doctest.h>
+
+#include "base/file_util.h"
+
+namespace prov {
+
+TEST_CASE("dnsmasq log lines: DHCP acks and TFTP transfers, and nothing else") {
+  auto ack = ParseDnsmasqLogLine(
+      "Nov 22 01:55:01 dnsmasq-dhcp[42]: 3411 DHCPACK(br0) 10.99.0.100 52:54:00:AB:cd:01 lab0");
+  REQUIRE(ack.has_value());
+  CHECK(ack->kind == DhcpObservation::Kind::kAck);
+  CHECK(ack->ip == "10.99.0.100");
+  CHECK(ack->mac == "52:54:00:ab:cd:01");
+  auto tftp = ParseDnsmasqLogLine(
+      "Nov 22 01:55:02 dnsmasq-tftp[42]: sent /var/lib/provisiond/netboot/tftp/ipxe.efi to "
+      "10.99.0.100");
+  REQUIRE(tftp.has_value());
+  auto plain = ParseDnsmasqLogLine("dnsmasq-dhcp[7]: DHCPACK(br0) 10.0.0.5 52:54:00:00:00:02");
+  REQUIRE(plain.has_value());
+  CHECK(plain->mac == "52:54:00:00:00:02");
+  CHECK(tftp->kind == DhcpObservation::Kind::kTftpSent);
+  CHECK(tftp->file == "ipxe.efi");
+  CHECK(tftp->ip == "10.99.0.100");
+  for (const char* other :
+       {"", "dnsmasq-dhcp[1]: DHCPDISCOVER(br0) 52:54:00:00:00:01", "dnsmasq-dhcp[1]: DHCPACK(br0",
+        "dnsmasq-dhcp[1]: DHCPACK(br0) 10.0.0.1 nonsense", "dnsmasq-tftp[1]: sent",
+        "dnsmasq-tftp[1]: sent /x to",
+        "dnsmasq-dhcp[1]: 1 DHCPACK(br0) 10.99.0.100 52:54:00:00:00:zz x",
+        // Found by fuzzing: the address is written to the hosts file.
+        "dnsmasq-dhcp[1]: 1 DHCPACK(br0) 1,2,3 52:54:00:00:00:01 x",
+        "dnsmasq-dhcp[1]: 1 DHCPACK(br0) 10.99.0.300 52:54:00:00:00:01 x",
+        "dnsmasq-tftp[1]: sent /x to 10.0.0.1\nfoo",
+        // A client-chosen name is not a DHCPACK.
+        "dnsmasq-dhcp[1]: 1 client provides name: DHCPACK(x) 10.0.0.9 52:54:00:00:00:02"}) {
+    INFO(other);
+    CHECK_FALSE(ParseDnsmasqLogLine(other).has_value());
+  }
+}
+
+TEST_CASE("dnsmasq hosts file: a reservation per enrolled node") {
+  std::vector<NodeRecord> nodes(4);
+  nodes[0].mac = "52:54:00:00:00:01", nodes[0].ip = "10.99.0.10", nodes[0].hostname = "n0";
+  nodes[1].mac = "52:54:00:00:00:02", nodes[1].ip = "10.99.0.11",
+  nodes[1].state = NodeState::kDiscovered;
+  nodes[2].mac = "52:54:00:00:00:03", nodes[2].ip = "10.99.0.12", nodes[2].hostname = "n2",
+  nodes[2].state = NodeState::kRetired;
+  nodes[3].mac = "52:54:00:00:00:04", nodes[3].hostname = "n3";  // no address yet
+  CHECK(RenderHostsFile(nodes) == "52:54:00:00:00:01,10.99.0.10,n0\n");
+}
+
+TEST_CASE("dnsmasq config: full and proxy mode (golden lines)") {
+  DnsmasqSettings s;
+  s.iface.name = "br0";
+  s.iface.address_host = 0x0a630001;
+  s.iface.netmask_host = 0xffffff00;
+  s.range_first = "10.99.0.100";
+  s.range_last = "10.99.0.200";
+  s.boot_url = "http://10.99.0.1:8080";
+  s.pxe_dir = PROVISION_SOURCE_DIR "/pxe";
+  s.run_dir = "/var/lib/provisiond/netboot";
+  auto text = ReadFile(s.pxe_dir + "/dnsmasq.conf.in");
+  REQUIRE(text.ok());
+  auto full = RenderDnsmasqConfig(s, *text);
+  REQUIRE_MESSAGE(full.ok(), full.status().message());
+  for (const char* line : {"\nport=0\n", "\ninterface=br0\n", "\nbind-interfaces\n",
+                           "\ndhcp-range=10.99.0.100,10.99.0.200,255.255.255.0,12h\n",
+                           "\ndhcp-hostsfile=/var/lib/provisiond/netboot/hosts\n",
+                           "\ndhcp-boot=tag:!ipxe,tag:!efi64,undionly.kpxe\n",
+                           "\ndhcp-boot=tag:!ipxe,tag:efi64,ipxe.efi\n",
+                           "\ndhcp-boot=tag:ipxe,http://10.99.0.1:8080/boot/start.ipxe\n",
+                           "\ntftp-root=/var/lib/provisiond/netboot/tftp\n"}) {
+    INFO(line);
+    CHECK(full->find(line) != std::string::npos);
+  }
+  s.uefi_binary = "snponly.efi";
+  auto snp = RenderDnsmasqConfig(s, *text);
+  CHECK(snp->find("\ndhcp-boot=tag:!ipxe,tag:efi64,snponly.efi\n") != std::string::npos);
+  s.mode = "proxy";
+  auto proxy = RenderDnsmasqConfig(s, *text);
+  REQUIRE(proxy.ok());
+  CHECK(proxy->find("\ndhcp-range=10.99.0.0,proxy,255.255.255.0\n") != std::string::npos);
+  CHECK(proxy->find("pxe-service=tag:!ipxe,x86PC,\"provisiond (BIOS)\",undionly\n") !=
+        std::string::npos);
+  CHECK(proxy->find("dhcp-authoritative") == std::string::npos);
+  CHECK(proxy->find("pxe-service=tag:!ipxe,X86-64_EFI,\"provisiond (UEFI)\",snponly\n") !=
+        std::string::npos);
+}
+
+}  // namespace prov

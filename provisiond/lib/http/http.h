@@ -1,0 +1,146 @@
+// HTTP requests and responses without any server types, and the one route
+// table. Handlers are `HttpResponse(const HttpRequest&)`, so they are tested
+// without a socket; http_server.cc adapts libmicrohttpd to this.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace prov {
+
+struct HttpRequest {
+  std::string method;
+  std::string path;
+  std::map<std::string, std::string> query;
+  std::map<std::string, std::string> headers;  // keys lowercase
+  std::string body;
+  std::string remote;  // peer address
+  // Filled by the router: {name} segments of the matched pattern, and who the
+  // bearer token belongs to ("" when there was none).
+  std::map<std::string, std::string> params;
+  std::string who;
+
+  std::string Header(const std::string& lowercase_name) const;
+  std::string Query(const std::string& name, const std::string& fallback = "") const;
+  const std::string& Param(const std::string& name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  // A file to send instead of `body` (zero-copy by the server): the caller
+  // owns nothing; the server opens `file_path` itself and sends
+  // [file_offset, file_offset + file_length).
+  std::string file_path;
+  uint64_t file_offset = 0;
+  uint64_t file_length = 0;
+
+  static HttpResponse Json(int status, const nlohmann::json& body);
+  static HttpResponse Error(int status, const std::string& message);
+  static HttpResponse FromStatus(const Status& s);
+  static HttpResponse Text(int status, std::string body, std::string type = "text/plain");
+};
+
+// Serves [part of] a file by reference (zero-copy in the server): honours
+// Range (one range: 206 with Content-Range, 416 when unsatisfiable) and
+// If-None-Match against `etag` (304). `path` must come from a catalog, never
+// from the request.
+HttpResponse ServeFile(const HttpRequest& request, const std::string& path, uint64_t size,
+                       const std::string& etag, const std::string& content_type);
+
+// The HTTP status that matches a Status code.
+int HttpStatusFor(Code code);
+
+// Refuses JSON nested deeper than `max_depth` arrays/objects (scanned
+// without parsing): nlohmann's dump() recurses, so a body of a few hundred
+// thousand '[' would overflow a thread's stack wherever it is written back.
+Status CheckJsonDepth(const std::string& body, int max_depth = 64);
+
+// Parses a JSON object body, refusing malformed JSON, too deep nesting,
+// non-objects and fields outside `allowed` with a message that names the field.
+Result<nlohmann::json> ParseJsonObject(const std::string& body,
+                                       const std::vector<std::string>& allowed);
+
+// Bearer tokens from a file: one per line, optionally followed by a name
+// ("<token> alice"); '#' starts a comment. Tokens are compared in constant
+// time and never logged.
+class TokenSet {
+ public:
+  static Result<TokenSet> Load(const std::string& path);
+  static Result<TokenSet> Parse(const std::string& text, const std::string& file);
+  // The token's name, or "" when the token is unknown.
+  std::string Lookup(const std::string& token) const;
+  size_t size() const { return tokens_.size(); }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> tokens_;
+};
+
+// Request counts and latency per route, for /metrics.
+class RouteMetrics {
+ public:
+  void Record(const std::string& route, int status, double seconds);
+  std::string Prometheus() const;
+
+ private:
+  struct Series {
+    std::map<int, uint64_t> by_status;
+    std::vector<uint64_t> buckets;  // cumulative at render time
+    double sum = 0;
+    uint64_t count = 0;
+  };
+  mutable std::mutex mu_;
+  std::map<std::string, Series> series_;  // guarded by mu_
+};
+
+class Router {
+ public:
+  using Handler = std::function<HttpResponse(const HttpRequest&)>;
+  enum class Access { kRead, kWrite };
+
+  explicit Router(std::shared_ptr<const TokenSet> tokens) : tokens_(std::move(tokens)) {}
+
+  // `pattern` is a path with {name} segments; a trailing "{name...}" takes
+  // the rest of the path. `route` names the route in metrics.
+  void Add(const std::string& method, const std::string& pattern, Access access, Handler handler);
+
+  // Matches, authenticates writes, runs the handler, records metrics. Never
+  // throws: a handler's exception becomes a 500 with its message.
+  HttpResponse Handle(HttpRequest& request) const;
+
+  const RouteMetrics& metrics() const { return metrics_; }
+  void set_tokens(std::shared_ptr<const TokenSet> tokens);
+
+  struct Route {
+    std::string method;
+    std::string pattern;
+    std::vector<std::string> segments;
+    Access access;
+    Handler handler;
+  };
+  const std::vector<Route>& routes() const { return routes_; }
+
+ private:
+  std::vector<Route> routes_;
+  mutable std::mutex tokens_mu_;
+  std::shared_ptr<const TokenSet> tokens_;  // guarded by tokens_mu_
+  mutable RouteMetrics metrics_;
+};
+
+// Splits "/a/b?x=1&y=%20" into path and decoded query parameters.
+void SplitTarget(const std::string& target, std::string& path,
+                 std::map<std::string, std::string>& query);
+std::string UrlDecode(const std::string& s);
+
+}  // namespace prov

@@ -1,0 +1,102 @@
+#include "images/image_manifest.h"
+
+#include <regex>
+
+#include "base/file_util.h"
+#include "base/yaml_reader.h"
+#include "images/image_catalog.h"
+
+namespace prov {
+
+std::string AptSource::Render(const std::string& suite) const {
+  if (!line.empty()) return line;
+  return "deb http://ppa.launchpadcontent.net/" + ppa + "/ubuntu " + suite + " main";
+}
+
+Result<ImageManifest> ParseImageManifest(const std::string& text, const std::string& file,
+                                         const std::string& expected_name) {
+  YamlErrors errors(file);
+  YAML::Node root = ParseYaml(text, errors);
+  if (!errors.empty()) return errors.ToStatus();
+  MapReader top(root, errors, "image manifest");
+  if (!top.valid()) return errors.ToStatus();
+  ImageManifest m;
+  m.file = file;
+  if (top.GetString("name", m.name, true)) {
+    Status s = ValidateImageName(m.name);
+    if (!s.ok())
+      errors.Add(top.Raw("name"), s.message());
+    else if (!expected_name.empty() && m.name != expected_name)
+      errors.Add(top.Raw("name"),
+                 "name '" + m.name + "' does not match its directory '" + expected_name + "'");
+  }
+  top.GetString("description", m.description);
+  if (top.GetString("distribution", m.distribution, true) && m.distribution != "debian" &&
+      m.distribution != "ubuntu")
+    errors.Add(top.Raw("distribution"),
+               "distribution must be debian or ubuntu, found '" + m.distribution + "'");
+  if (top.GetString("suite", m.suite, true) &&
+      !std::regex_match(m.suite, std::regex("^[a-z0-9-]+$")))
+    errors.Add(top.Raw("suite"), "suite '" + m.suite + "' must be a release name like bookworm");
+  if (top.GetString("mirror", m.mirror, true) && m.mirror.rfind("http://", 0) != 0 &&
+      m.mirror.rfind("https://", 0) != 0 && m.mirror.rfind("file://", 0) != 0)
+    errors.Add(top.Raw("mirror"), "mirror must be an http://, https:// or file:// URL");
+  if (!top.GetStringList("components", m.components)) m.components = {"main"};
+  if (top.GetString("architecture", m.architecture) && m.architecture != "amd64" &&
+      m.architecture != "arm64")
+    errors.Add(top.Raw("architecture"), "architecture must be amd64 or arm64");
+  top.GetString("kernel_package", m.kernel_package, true);
+  top.GetStringList("packages", m.packages);
+  const std::regex package("^[a-z0-9][a-z0-9+.-]*(/[a-z0-9-]+)?$");
+  for (const auto& p : m.packages)
+    if (!std::regex_match(p, package))
+      errors.Add(top.Raw("packages"), "'" + p + "' is not a Debian package name");
+  if (!m.kernel_package.empty() && !std::regex_match(m.kernel_package, package))
+    errors.Add(top.Raw("kernel_package"),
+               "'" + m.kernel_package + "' is not a Debian package name");
+  top.GetMapList("apt_sources", [&](MapReader& a) {
+    AptSource src;
+    bool has_ppa = a.GetString("ppa", src.ppa), has_line = a.GetString("line", src.line);
+    if (has_ppa == has_line)
+      a.errors().Add(a.node(), "an apt source needs exactly one of 'ppa' or 'line'");
+    if (has_ppa) {
+      if (src.ppa.rfind("ppa:", 0) == 0) src.ppa = src.ppa.substr(4);
+      if (!std::regex_match(src.ppa, std::regex("^[a-z0-9.+-]+/[a-z0-9.+-]+$")))
+        a.errors().Add(a.Raw("ppa"), "ppa '" + src.ppa + "' must be owner/name");
+      if (m.distribution == "debian")
+        a.errors().Add(a.Raw("ppa"), "PPAs are for Ubuntu; this image is Debian");
+    }
+    if (has_line && src.line.rfind("deb ", 0) != 0)
+      a.errors().Add(a.Raw("line"), "an apt source line starts with 'deb '");
+    m.apt_sources.push_back(std::move(src));
+  });
+  top.GetMapList("files", [&](MapReader& f) {
+    ImageFile file_entry;
+    if (f.GetString("path", file_entry.path, true) &&
+        (file_entry.path.empty() || file_entry.path[0] != '/' ||
+         file_entry.path.find("..") != std::string::npos))
+      f.errors().Add(f.Raw("path"),
+                     "file path '" + file_entry.path + "' must be absolute, without '..'");
+    f.GetString("content", file_entry.content, true);
+    if (f.GetString("mode", file_entry.mode) &&
+        !std::regex_match(file_entry.mode, std::regex("^0?[0-7]{3}$")))
+      f.errors().Add(f.Raw("mode"), "mode '" + file_entry.mode + "' must be octal, like \"0644\"");
+    m.files.push_back(std::move(file_entry));
+  });
+  top.Finish();
+  if (!errors.empty()) return errors.ToStatus();
+  m.sha256 = Sha256Hex(text);
+  return m;
+}
+
+Result<ImageManifest> LoadImageManifest(const std::string& images_dir, const std::string& name) {
+  Status s = ValidateImageName(name);
+  if (!s.ok()) return s;
+  const std::string path = images_dir + "/" + name + "/image.yaml";
+  auto text = ReadFile(path);
+  if (!text.ok())
+    return Status::NotFound("no image manifest '" + name + "' (looked for " + path + ")");
+  return ParseImageManifest(*text, path, name);
+}
+
+}  // namespace prov

@@ -1,0 +1,112 @@
+#include "images/image_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "base/json_fields.h"
+
+namespace prov {
+
+ImageService::~ImageService() {
+  stop_ = true;
+  std::map<std::string, std::thread> running;
+  std::vector<std::thread> finished;
+  {
+    std::lock_guard lock(mu_);
+    running.swap(builds_);
+    finished.swap(finished_);
+  }
+  for (auto& [name, t] : running)
+    if (t.joinable()) t.join();
+  for (auto& t : finished)
+    if (t.joinable()) t.join();
+}
+
+std::vector<std::string> ImageService::Running() {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, t] : builds_) out.push_back(name);
+  return out;
+}
+
+Status ImageService::StartBuild(const std::string& name, const std::string& who) {
+  auto manifest = LoadImageManifest(images_dir_, name);
+  if (!manifest.ok()) return manifest.status();
+  std::lock_guard lock(mu_);
+  if (builds_.count(name)) return Status::Conflict("image " + name + " is being built already");
+  for (auto& t : finished_)
+    if (t.joinable()) t.join();
+  finished_.clear();
+  builds_[name] = std::thread(
+      [this, name, m = std::move(*manifest), who]() mutable { Build(name, std::move(m), who); });
+  return Status::Ok();
+}
+
+void ImageService::Build(const std::string& name, ImageManifest manifest, std::string who) {
+  auto event = [&](const std::string& kind, const std::string& detail) {
+    EventRecord e{0, 0, 0, "", kind, name + ": " + detail, who};
+    inventory_.store().AppendEvent(e);
+  };
+  event("image-build", "started (" + manifest.distribution + " " + manifest.suite + ", " +
+                           std::to_string(manifest.packages.size()) + " packages)");
+  // mmdebstrap and apt print hundreds of lines: keep its "I:"/"W:"/"E:"
+  // lines and our own, and at most one other line every 2 seconds.
+  auto last = std::chrono::steady_clock::now() - std::chrono::seconds(10);
+  ImageBuildOptions opt = options_;
+  opt.cancel = &stop_;
+  auto result = BuildImage(manifest, catalog_, opt, [&](const std::string& line) {
+    bool notable = line.find(": I: ") != std::string::npos ||
+                   line.find(": W: ") != std::string::npos ||
+                   line.find(": E: ") != std::string::npos || line.find(": ") == std::string::npos;
+    auto now = std::chrono::steady_clock::now();
+    if (!notable && now - last < std::chrono::seconds(2)) return;
+    last = now;
+    event("image-build", line.substr(0, 500));
+  });
+  if (result.ok()) {
+    event("image-built", result->ref());
+    spdlog::info("image {} built", result->ref());
+  } else {
+    event("image-build-failed", result.status().message());
+    spdlog::warn("image {} not built: {}", name, result.status().message());
+  }
+  std::lock_guard lock(mu_);
+  auto it = builds_.find(name);
+  if (it != builds_.end()) {
+    finished_.push_back(std::move(it->second));
+    builds_.erase(it);
+  }
+}
+
+Status ImageService::Remove(const std::string& ref, const std::string& who) {
+  auto version = catalog_.Resolve(ref);
+  if (!version.ok()) return version.status();
+  std::vector<std::string> errors;
+  for (const auto& [v, profile] : inventory_.ListProfiles(errors)) {
+    if (profile.image_name != version->name) continue;
+    auto used = catalog_.Resolve(ImageRef(profile));
+    if (used.ok() && used->version == version->version)
+      return Status::Conflict("image " + version->ref() + " is used by profile " + v +
+                              "; apply another first");
+  }
+  for (const auto& n : inventory_.store().ListNodes()) {
+    if (n.state == NodeState::kRetired) continue;
+    // The version a node runs now (from its hello) may be older than the one
+    // it is assigned: its root must not go away under it.
+    auto facts = nlohmann::json::parse(n.facts, nullptr, false);
+    if (JsonString(facts, "image") == version->ref())
+      return Status::Conflict("image " + version->ref() + " is the root of node " + n.name() +
+                              ", which runs it now");
+    if (n.image_version.empty()) continue;
+    auto used = catalog_.Resolve(n.image_version);
+    if (used.ok() && used->version == version->version)
+      return Status::Conflict("image " + version->ref() + " is the image of node " + n.name());
+  }
+  Status s = catalog_.Remove(*version);
+  if (!s.ok()) return s;
+  EventRecord e{0, 0, 0, "", "image", "removed " + version->ref(), who};
+  return inventory_.store().AppendEvent(e);
+}
+
+}  // namespace prov

@@ -1,0 +1,51 @@
+// Image builds as background jobs of the daemon (a build takes minutes), with
+// progress as events, and removing versions nothing uses.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "images/image_builder.h"
+#include "images/image_catalog.h"
+#include "profiles/inventory.h"
+
+namespace prov {
+
+class ImageService {
+ public:
+  ImageService(Inventory& inventory, ImageCatalog& catalog, std::string images_dir,
+               ImageBuildOptions options)
+      : inventory_(inventory),
+        catalog_(catalog),
+        images_dir_(std::move(images_dir)),
+        options_(std::move(options)) {}
+  ~ImageService();  // stops running builds and waits for them
+
+  // Validates the manifest and starts building it; Conflict when a build of
+  // the same image runs. Progress and the result are events of kind
+  // "image-build" ("image-built" / "image-build-failed" at the end).
+  Status StartBuild(const std::string& name, const std::string& who);
+  // Names of the images being built now.
+  std::vector<std::string> Running();
+
+  // Removes a version unless a profile or a node uses it.
+  Status Remove(const std::string& ref, const std::string& who);
+
+ private:
+  void Build(const std::string& name, ImageManifest manifest, std::string who);
+
+  Inventory& inventory_;
+  ImageCatalog& catalog_;
+  std::string images_dir_;
+  ImageBuildOptions options_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::map<std::string, std::thread> builds_;  // guarded by mu_
+  std::vector<std::thread> finished_;          // joined later; guarded by mu_
+};
+
+}  // namespace prov

@@ -1,0 +1,91 @@
+// Playbooks in Ansible's syntax (the subset in docs/playbooks.md): a list of
+// plays with hosts, become, vars, tasks and handlers; tasks with a module and
+// the keywords name, when, register, changed_when, failed_when,
+// until/retries/delay, loop, notify, become, become_user, ignore_errors,
+// vars, timeout. Parsing checks every module and argument against the module
+// table, so an unknown module or argument is an error with file:line:col when
+// the profile loads, not when a node runs it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace YAML {
+class Node;
+}
+
+namespace prov {
+
+struct Task {
+  std::string name;
+  std::string module;  // short name: "copy" for copy and ansible.builtin.copy
+  // Arguments as written (strings not yet rendered). Free-form modules
+  // (command, shell) keep their command line in "_raw_params".
+  nlohmann::json args = nlohmann::json::object();
+  std::vector<std::string> when;  // all must hold
+  std::string register_as;
+  std::string changed_when;  // empty: the module decides
+  std::string failed_when;   // empty: the module decides
+  std::string until;         // empty: no retry loop
+  int retries = 3;
+  int delay_s = 5;
+  std::optional<nlohmann::json> loop;  // a list, or a string expression
+  std::string loop_var = "item";
+  std::vector<std::string> notify;
+  std::optional<bool> become;
+  std::string become_user;
+  bool ignore_errors = false;
+  int timeout_s = 0;  // 0: the runner's default
+  nlohmann::json vars = nlohmann::json::object();
+  std::string file;
+  int line = 0;
+
+  // "file:line" for messages.
+  std::string where() const;
+};
+
+struct Play {
+  std::string name;
+  std::string hosts = "all";  // all, a hostname, a glob, or a hostlist
+  bool become = false;
+  std::string become_user = "root";
+  nlohmann::json vars = nlohmann::json::object();
+  std::vector<Task> tasks;
+  std::vector<Task> handlers;  // run at the end of the play when notified
+  std::string file;
+  int line = 0;
+};
+
+struct Playbook {
+  std::string file;
+  std::string dir;  // for copy src: and template src:
+  std::vector<Play> plays;
+};
+
+// Parses playbook text; all errors at once, each "file:line:col: message".
+Result<Playbook> ParsePlaybook(const std::string& text, const std::string& file);
+// Reads and parses `path`.
+Result<Playbook> LoadPlaybook(const std::string& path);
+
+// True when `hosts` (a play's pattern) selects the node: "all", a hostname,
+// a glob ("node*"), a hostlist ("node[01-04]"), several of them joined by ','
+// or ':', and "!pattern" to leave nodes out.
+bool HostsMatch(const std::string& hosts, const std::string& hostname);
+
+// A YAML value as Ansible (PyYAML, YAML 1.1) reads it: plain yes/no/on/off
+// and true/false are booleans, plain numbers are numbers (an unquoted 0644
+// is octal, 420), ~/null/empty are null; quoted scalars stay strings.
+nlohmann::json YamlToJson(const YAML::Node& node);
+
+// Where a copy/template `src` lives: absolute, or <dir>/<subdir>/<src>, or
+// <dir>/<src> (subdir "templates" or "files", as Ansible looks). "" when
+// none exists.
+std::string FindPlaybookFile(const std::string& dir, const std::string& subdir,
+                             const std::string& src);
+
+}  // namespace prov

@@ -1,0 +1,22 @@
+// Whether a node's facts match what its profile expects: the accelerators
+// (by PCI id, or vendor and model name) and the memory. A mismatch is the
+// reason the node is `failed` instead of `ready`.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+#include "profiles/profile.h"
+
+namespace prov {
+
+// Ok, or Invalid with a message like "expected 1 x intel Arc A770 (8086:56a0),
+// found 0; GPUs and accelerators seen: none".
+Status CheckHardware(const Profile& profile, const nlohmann::json& facts);
+
+// The accelerators among the PCI devices of `facts`: display controllers
+// (class 03xx) and processing accelerators (12xx, 1180) of NVIDIA, AMD and
+// Intel, as [{"vendor","pci_id","name"}].
+nlohmann::json Accelerators(const nlohmann::json& facts);
+
+}  // namespace prov

@@ -1,0 +1,368 @@
+#include "profiles/inventory.h"
+
+#include <set>
+
+#include "power/power.h"
+
+namespace prov {
+
+std::string ImageRef(const Profile& p) {
+  return p.image_version.empty() ? p.image_name : p.image_name + "@" + p.image_version;
+}
+
+nlohmann::json ToJson(const NodeRecord& n) {
+  nlohmann::json facts = nlohmann::json::parse(n.facts, nullptr, false);
+  if (facts.is_discarded()) facts = nlohmann::json::object();
+  return {{"id", n.id},
+          {"hostname", n.hostname},
+          {"mac", n.mac},
+          {"ip", n.ip},
+          {"state", std::string(ToString(n.state))},
+          {"reason", n.reason},
+          {"profile", n.profile_version},
+          {"image", n.image_version},
+          {"stage", n.stage},
+          {"power",
+           [&] {
+             auto p = nlohmann::json::parse(n.power, nullptr, false);
+             return p.is_discarded() ? nlohmann::json::object() : p;
+           }()},
+          {"facts", facts},
+          {"host_key", n.host_key},
+          {"last_seen", n.last_seen_ms},
+          {"created", n.created_ms},
+          {"updated", n.updated_ms}};
+}
+
+nlohmann::json ToJson(const EventRecord& e) {
+  return {{"id", e.id},     {"time", e.time_ms},  {"node", e.node},
+          {"kind", e.kind}, {"detail", e.detail}, {"who", e.who}};
+}
+
+nlohmann::json ToJson(const NodePlan& p) {
+  return {{"node", p.node},
+          {"mac", p.mac},
+          {"state", p.state},
+          {"action", p.action},
+          {"from_profile", p.from_profile},
+          {"from_image", p.from_image},
+          {"to_image", p.to_image},
+          {"reboot", p.reboot},
+          {"playbooks", p.playbooks},
+          {"reasons", p.reasons}};
+}
+
+nlohmann::json ToJson(const Plan& p) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& n : p.nodes) nodes.push_back(ToJson(n));
+  return {{"version", p.version},
+          {"sha256", p.sha256},
+          {"current_version", p.current_version},
+          {"current_sha256", p.current_sha256},
+          {"changes", p.changes},
+          {"nodes", nodes}};
+}
+
+Inventory::Inventory(Store& store, std::string profiles_dir, std::string playbooks_dir)
+    : store_(store),
+      profiles_dir_(std::move(profiles_dir)),
+      playbooks_dir_(std::move(playbooks_dir)) {}
+
+Result<Profile> Inventory::GetProfile(const std::string& version) const {
+  return LoadProfile(profiles_dir_, version, playbooks_dir_);
+}
+
+std::map<std::string, Profile> Inventory::ListProfiles(std::vector<std::string>& errors) const {
+  return LoadAllProfiles(profiles_dir_, playbooks_dir_, errors);
+}
+
+Result<NodeRecord> Inventory::Enroll(const EnrollRequest& request, const std::string& who) {
+  Status s = ValidateHostname(request.hostname);
+  if (!s.ok()) return s;
+  auto mac = NormalizeMac(request.mac);
+  if (!mac.ok()) return mac.status();
+  s = ValidatePowerConfig(request.power);
+  if (!s.ok()) return s;
+  std::optional<Profile> profile;
+  if (!request.profile.empty()) {
+    auto p = GetProfile(request.profile);
+    if (!p.ok()) return p.status();
+    profile = std::move(*p);
+  } else if (auto current = store_.CurrentProfile()) {
+    auto p = GetProfile(current->version);
+    if (p.ok() && p->Covers(request.hostname, *mac)) profile = std::move(*p);
+  }
+
+  NodeRecord result;
+  s = store_.Transact([&](StoreTx& tx) -> Status {
+    auto existing = tx.FindNode(*mac);
+    NodeRecord node;
+    bool was_discovered = false;
+    if (existing.ok()) {
+      // A discovered node (seen on the network, unknown) is enrolled in place;
+      // a retired node may be enrolled again.
+      node = *existing;
+      if (node.state != NodeState::kDiscovered && node.state != NodeState::kRetired)
+        return Status::Conflict("a node with MAC " + *mac + " is enrolled already as '" +
+                                node.name() + "'");
+      was_discovered = node.state == NodeState::kDiscovered;
+    }
+    node.hostname = request.hostname;
+    node.mac = *mac;
+    if (!request.power.is_null() && !request.power.empty()) node.power = request.power.dump();
+    if (!request.ip.empty()) node.ip = request.ip;
+    if (profile) {
+      node.profile_version = profile->version;
+      node.image_version = ImageRef(*profile);
+    }
+    if (existing.ok()) {
+      Status t =
+          tx.Transition(node, NodeState::kEnrolled,
+                        was_discovered ? "enrolled a discovered node" : "enrolled again", who);
+      if (!t.ok()) return t;
+    } else {
+      node.state = NodeState::kEnrolled;
+      auto inserted = tx.InsertNode(node);
+      if (!inserted.ok()) return inserted.status();
+      node = *inserted;
+      EventRecord e{0,          0,
+                    node.id,    node.name(),
+                    "enrolled", "mac " + node.mac + (node.ip.empty() ? "" : ", ip " + node.ip),
+                    who};
+      Status a = tx.AppendEvent(e);
+      if (!a.ok()) return a;
+    }
+    if (profile) {
+      EventRecord e{
+          0,         0,
+          node.id,   node.name(),
+          "profile", "assigned profile " + profile->version + " (image " + node.image_version + ")",
+          who};
+      Status a = tx.AppendEvent(e);
+      if (!a.ok()) return a;
+    }
+    result = node;
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return result;
+}
+
+Result<NodeRecord> Inventory::Change(const std::string& name, const NodeChange& change,
+                                     const std::string& who) {
+  if (change.hostname) {
+    Status s = ValidateHostname(*change.hostname);
+    if (!s.ok()) return s;
+  }
+  if (change.power) {
+    Status s = ValidatePowerConfig(*change.power);
+    if (!s.ok()) return s;
+  }
+  if (change.state && !IsOperatorState(*change.state))
+    return Status::Conflict("state '" + std::string(ToString(*change.state)) +
+                            "' is set by provisiond from what it observes; an operator may set "
+                            "enrolled, maintenance or retired");
+  std::optional<Profile> profile;
+  if (change.profile && !change.profile->empty()) {
+    auto p = GetProfile(*change.profile);
+    if (!p.ok()) return p.status();
+    profile = std::move(*p);
+  }
+  NodeRecord result;
+  Status s = store_.Transact([&](StoreTx& tx) -> Status {
+    auto found = tx.FindNode(name);
+    if (!found.ok()) return found.status();
+    NodeRecord node = *found;
+    std::vector<std::string> what;
+    if (change.hostname && *change.hostname != node.hostname) {
+      what.push_back("hostname " + (node.hostname.empty() ? "(none)" : node.hostname) + " -> " +
+                     *change.hostname);
+      node.hostname = *change.hostname;
+    }
+    if (change.ip && *change.ip != node.ip) {
+      what.push_back("ip " + (node.ip.empty() ? "(none)" : node.ip) + " -> " + *change.ip);
+      node.ip = *change.ip;
+    }
+    if (change.host_key && *change.host_key != node.host_key) {
+      what.push_back("host key replaced");
+      node.host_key = *change.host_key;
+    }
+    if (change.power) {
+      std::string power = change.power->is_null() ? "{}" : change.power->dump();
+      if (power != node.power) {
+        what.push_back("power driver " + (power == "{}" ? std::string("removed") : power));
+        node.power = power;
+      }
+    }
+    if (change.profile) {
+      std::string to = profile ? profile->version : "";
+      if (to != node.profile_version) {
+        what.push_back("profile " +
+                       (node.profile_version.empty() ? "(none)" : node.profile_version) + " -> " +
+                       (to.empty() ? "(none)" : to));
+        node.profile_version = to;
+        node.image_version = profile ? ImageRef(*profile) : "";
+      }
+    }
+    if (!what.empty()) {
+      Status u = tx.UpdateNode(node);
+      if (!u.ok()) return u;
+      std::string detail;
+      for (const auto& w : what) detail += (detail.empty() ? "" : ", ") + w;
+      EventRecord e{0, 0, node.id, node.name(), "changed", detail, who};
+      Status a = tx.AppendEvent(e);
+      if (!a.ok()) return a;
+    }
+    if (change.state && *change.state != node.state) {
+      Status t = tx.Transition(node, *change.state, change.reason.value_or("set by operator"), who);
+      if (!t.ok()) return t;
+    }
+    result = node;
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return result;
+}
+
+Status Inventory::Retire(const std::string& name, bool purge, const std::string& who) {
+  return store_.Transact([&](StoreTx& tx) -> Status {
+    auto found = tx.FindNode(name);
+    if (!found.ok()) return found.status();
+    NodeRecord node = *found;
+    if (purge) {
+      EventRecord e{
+          0, 0, 0, node.name(), "purged", "removed from the inventory (mac " + node.mac + ")", who};
+      Status d = tx.DeleteNode(node.id);
+      if (!d.ok()) return d;
+      return tx.AppendEvent(e);
+    }
+    if (node.state == NodeState::kRetired) return Status::Ok();
+    return tx.Transition(node, NodeState::kRetired, "retired by operator", who);
+  });
+}
+
+Plan Inventory::ComputePlan(const Profile& profile, StoreTx& tx) {
+  Plan plan;
+  plan.version = profile.version;
+  plan.sha256 = profile.sha256;
+  if (auto current = tx.CurrentProfile()) {
+    plan.current_version = current->version;
+    plan.current_sha256 = current->sha256;
+  }
+  std::vector<std::string> playbooks;
+  for (const auto& pb : profile.playbooks) playbooks.push_back(pb.file);
+  const std::string image = ImageRef(profile);
+  std::set<std::string> seen;
+  for (const auto& node : tx.ListNodes()) {
+    if (node.state == NodeState::kDiscovered || node.state == NodeState::kRetired) continue;
+    bool covered = profile.Covers(node.hostname, node.mac);
+    NodePlan np;
+    np.node = node.name();
+    np.mac = node.mac;
+    np.state = std::string(ToString(node.state));
+    np.from_profile = node.profile_version;
+    np.from_image = node.image_version;
+    if (covered) {
+      seen.insert(node.hostname);
+      np.to_image = image;
+      if (node.profile_version == profile.version && node.image_version == image &&
+          plan.current_sha256 == profile.sha256) {
+        np.action = "unchanged";
+        np.reasons.push_back("already on " + profile.version);
+      } else {
+        np.action = "assign";
+        np.reasons.push_back(node.profile_version.empty()
+                                 ? "gets profile " + profile.version
+                                 : "profile " + node.profile_version + " -> " + profile.version);
+        if (node.profile_version == profile.version)
+          np.reasons.back() = "profile " + profile.version + " changed (content hash " +
+                              profile.sha256.substr(0, 12) + ")";
+        np.reboot = node.image_version != image;
+        if (np.reboot)
+          np.reasons.push_back("image " +
+                               (node.image_version.empty() ? "(none)" : node.image_version) +
+                               " -> " + image + ": reboot");
+        np.playbooks = playbooks;
+        if (!playbooks.empty())
+          np.reasons.push_back("then " + std::to_string(playbooks.size()) + " playbook(s)");
+      }
+    } else if (!node.profile_version.empty()) {
+      np.action = "release";
+      np.reasons.push_back("not covered by " + profile.version + ": leaves profile " +
+                           node.profile_version);
+    } else {
+      continue;  // not ours before, not ours now
+    }
+    plan.nodes.push_back(std::move(np));
+  }
+  for (const auto& name : profile.nodes.hostnames) {
+    if (seen.count(name)) continue;
+    NodePlan np;
+    np.node = name;
+    np.action = "missing";
+    np.state = "absent";
+    np.reasons.push_back("covered by " + profile.version + " but not enrolled");
+    plan.nodes.push_back(std::move(np));
+  }
+  bool node_changes = false;
+  for (const auto& n : plan.nodes)
+    if (n.action == "assign" || n.action == "release") node_changes = true;
+  plan.changes = node_changes || plan.current_version != profile.version ||
+                 plan.current_sha256 != profile.sha256;
+  return plan;
+}
+
+Result<Plan> Inventory::PlanProfile(const std::string& version) {
+  auto profile = GetProfile(version);
+  if (!profile.ok()) return profile.status();
+  Plan plan;
+  store_.Read([&](StoreTx& tx) { plan = ComputePlan(*profile, tx); });
+  return plan;
+}
+
+Result<Plan> Inventory::ApplyProfile(const std::string& version, const std::string& who) {
+  auto profile = GetProfile(version);
+  if (!profile.ok()) return profile.status();
+  Plan plan;
+  Status s = store_.Transact([&](StoreTx& tx) -> Status {
+    plan = ComputePlan(*profile, tx);
+    if (!plan.changes) return Status::Ok();
+    if (plan.current_version != profile->version || plan.current_sha256 != profile->sha256) {
+      AppliedProfile applied{0, profile->version, profile->sha256, 0, who};
+      Status a = tx.InsertAppliedProfile(applied);
+      if (!a.ok()) return a;
+      EventRecord e{0,
+                    0,
+                    0,
+                    "",
+                    "profile-applied",
+                    "profile " + profile->version + " (sha256 " + profile->sha256.substr(0, 12) +
+                        ")" +
+                        (plan.current_version.empty() ? "" : ", replacing " + plan.current_version),
+                    who};
+      a = tx.AppendEvent(e);
+      if (!a.ok()) return a;
+    }
+    for (const auto& np : plan.nodes) {
+      if (np.action != "assign" && np.action != "release") continue;
+      auto found = tx.FindNode(np.mac);
+      if (!found.ok()) return found.status();
+      NodeRecord node = *found;
+      node.profile_version = np.action == "assign" ? profile->version : "";
+      node.image_version = np.action == "assign" ? np.to_image : "";
+      Status u = tx.UpdateNode(node);
+      if (!u.ok()) return u;
+      std::string detail;
+      for (const auto& r : np.reasons) detail += (detail.empty() ? "" : "; ") + r;
+      EventRecord e{
+          0, 0, node.id, node.name(), np.action == "assign" ? "profile" : "released", detail, who};
+      u = tx.AppendEvent(e);
+      if (!u.ok()) return u;
+    }
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return plan;
+}
+
+}  // namespace prov

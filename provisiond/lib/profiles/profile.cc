@@ -1,0 +1,237 @@
+#include "profiles/profile.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <regex>
+
+#include "base/file_util.h"
+#include "base/hostlist.h"
+#include "base/yaml_reader.h"
+#include "playbook/playbook.h"
+#include "store/node_state.h"
+
+namespace prov {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::regex kPciId("^[0-9a-f]{4}:[0-9a-f]{4}$");
+const std::regex kVersion("^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$");
+
+void ParseHardware(MapReader& hw, Profile& p) {
+  hw.GetMapList("accelerators", [&](MapReader& a) {
+    AcceleratorSpec spec;
+    if (a.GetString("vendor", spec.vendor, true) && spec.vendor != "nvidia" &&
+        spec.vendor != "amd" && spec.vendor != "intel")
+      a.errors().Add(a.Raw("vendor"),
+                     "vendor must be nvidia, amd or intel, found '" + spec.vendor + "'");
+    a.GetString("model", spec.model, true);
+    if (a.GetStringList("pci_ids", spec.pci_ids)) {
+      for (auto& id : spec.pci_ids) {
+        std::transform(id.begin(), id.end(), id.begin(), ::tolower);
+        if (!std::regex_match(id, kPciId))
+          a.errors().Add(a.Raw("pci_ids"),
+                         "PCI id '" + id + "' must be vendor:device in hex, like 8086:56a0");
+      }
+    }
+    a.GetInt("count", spec.count, false, 1, 64);
+    p.accelerators.push_back(std::move(spec));
+  });
+  hw.GetInt("min_memory_gib", p.min_memory_gib, false, 0, 1 << 20);
+}
+
+void ParseNodes(MapReader& m, Profile& p) {
+  auto& errors = m.errors();
+  if (m.GetString("hostlist", p.nodes.hostlist)) {
+    auto names = ExpandHostlist(p.nodes.hostlist);
+    if (!names.ok()) {
+      errors.Add(m.Raw("hostlist"), names.status().message());
+    } else {
+      for (const auto& n : *names) {
+        Status s = ValidateHostname(n);
+        if (!s.ok()) errors.Add(m.Raw("hostlist"), s.message());
+      }
+      p.nodes.hostnames = std::move(*names);
+    }
+  }
+  std::vector<std::string> macs;
+  if (m.GetStringList("macs", macs)) {
+    for (const auto& mac : macs) {
+      auto norm = NormalizeMac(mac);
+      if (!norm.ok())
+        errors.Add(m.Raw("macs"), norm.status().message());
+      else
+        p.nodes.macs.push_back(*norm);
+    }
+  }
+  m.GetString("pattern", p.nodes.pattern);
+  if (p.nodes.hostlist.empty() && p.nodes.macs.empty() && p.nodes.pattern.empty())
+    errors.Add(m.node(), "'nodes' must name at least one of hostlist, macs or pattern");
+}
+
+}  // namespace
+
+bool Profile::Covers(const std::string& hostname, const std::string& mac) const {
+  if (!hostname.empty() &&
+      std::find(nodes.hostnames.begin(), nodes.hostnames.end(), hostname) != nodes.hostnames.end())
+    return true;
+  if (!mac.empty() && std::find(nodes.macs.begin(), nodes.macs.end(), mac) != nodes.macs.end())
+    return true;
+  return !hostname.empty() && !nodes.pattern.empty() &&
+         fnmatch(nodes.pattern.c_str(), hostname.c_str(), 0) == 0;
+}
+
+Result<Profile> ParseProfile(const std::string& text, const std::string& file,
+                             const std::string& expected_version,
+                             const std::string& playbooks_dir) {
+  YamlErrors errors(file);
+  YAML::Node root = ParseYaml(text, errors);
+  if (!errors.empty()) return errors.ToStatus();
+  Profile p;
+  p.file = file;
+  MapReader top(root, errors, "profile");
+  if (!top.valid()) return errors.ToStatus();
+
+  if (top.GetString("version", p.version, true)) {
+    if (!std::regex_match(p.version, kVersion))
+      errors.Add(top.Raw("version"),
+                 "version '" + p.version + "' must be letters, digits, '.', '_' or '-'");
+    else if (!expected_version.empty() && p.version != expected_version)
+      errors.Add(top.Raw("version"), "version '" + p.version + "' does not match its directory '" +
+                                         expected_version + "'");
+  }
+  top.GetString("description", p.description);
+  top.GetMap("hardware", [&](MapReader& hw) { ParseHardware(hw, p); });
+  top.GetMap(
+      "image",
+      [&](MapReader& img) {
+        img.GetString("name", p.image_name, true);
+        img.GetString("version", p.image_version);
+      },
+      true);
+  top.GetStringList("kernel_args", p.kernel_args);
+  top.GetMapList("overlay", [&](MapReader& o) {
+    OverlayFile f;
+    if (o.GetString("path", f.path, true) && (f.path.empty() || f.path[0] != '/'))
+      o.errors().Add(o.Raw("path"), "overlay path '" + f.path + "' must be absolute");
+    o.GetString("content", f.content, true);
+    if (o.GetString("mode", f.mode) && !std::regex_match(f.mode, std::regex("^0?[0-7]{3}$")))
+      o.errors().Add(o.Raw("mode"), "mode '" + f.mode + "' must be octal, like \"0644\"");
+    p.overlay.push_back(std::move(f));
+  });
+  std::string combined = text;
+  top.GetMapList("playbooks", [&](MapReader& pb) {
+    PlaybookRef ref;
+    if (pb.GetString("playbook", ref.file, true)) {
+      ref.line = pb.Raw("playbook").Mark().line + 1;
+      if (ref.file.find("..") != std::string::npos || ref.file.empty() || ref.file[0] == '/') {
+        pb.errors().Add(pb.Raw("playbook"), "playbook '" + ref.file +
+                                                "' must be a path inside the playbooks directory");
+      } else {
+        std::string path = playbooks_dir + "/" + ref.file;
+        auto content = ReadFile(path);
+        if (!content.ok()) {
+          pb.errors().Add(pb.Raw("playbook"),
+                          "playbook '" + ref.file + "' not found (looked for " + path + ")");
+        } else {
+          combined += std::string(1, '\0') + ref.file + std::string(1, '\0') + *content;
+          // A profile with a broken playbook is a broken profile: its errors
+          // (each with the playbook's own file:line:col) are the profile's.
+          auto loaded = ParsePlaybook(*content, path);
+          if (!loaded.ok())
+            pb.errors().Add(pb.Raw("playbook"), "playbook '" + ref.file + "' does not load:\n" +
+                                                    loaded.status().message());
+        }
+      }
+    }
+    YAML::Node vars = pb.Raw("vars");
+    if (vars.IsDefined() && !vars.IsNull()) {
+      if (!vars.IsMap())
+        pb.errors().Add(vars, "'vars' must be a mapping of names to values");
+      else
+        ref.vars = YamlToJson(vars);
+    }
+    p.playbooks.push_back(std::move(ref));
+  });
+  top.GetMapList("health_checks", [&](MapReader& h) {
+    HealthCheck c;
+    h.GetString("name", c.name, true);
+    h.GetString("command", c.command, true);
+    h.GetInt("timeout", c.timeout_s, false, 1, 86400);
+    p.health_checks.push_back(std::move(c));
+  });
+  top.GetMap(
+      "nodes", [&](MapReader& m) { ParseNodes(m, p); }, true);
+  top.Finish();
+
+  if (!errors.empty()) return errors.ToStatus();
+  p.sha256 = Sha256Hex(combined);
+  return p;
+}
+
+Result<Profile> LoadProfile(const std::string& profiles_dir, const std::string& version,
+                            const std::string& playbooks_dir) {
+  if (!std::regex_match(version, kVersion))
+    return Status::Invalid("'" + version + "' is not a profile version");
+  std::string path = profiles_dir + "/" + version + "/profile.yaml";
+  auto text = ReadFile(path);
+  if (!text.ok()) return Status::NotFound("no profile '" + version + "' (looked for " + path + ")");
+  return ParseProfile(*text, path, version, playbooks_dir);
+}
+
+std::map<std::string, Profile> LoadAllProfiles(const std::string& profiles_dir,
+                                               const std::string& playbooks_dir,
+                                               std::vector<std::string>& errors) {
+  std::map<std::string, Profile> out;
+  std::error_code ec;
+  if (!fs::is_directory(profiles_dir, ec)) {
+    errors.push_back(profiles_dir + ": profiles directory does not exist");
+    return out;
+  }
+  std::vector<std::string> versions;
+  for (const auto& entry : fs::directory_iterator(profiles_dir, ec))
+    if (entry.is_directory() && fs::exists(entry.path() / "profile.yaml"))
+      versions.push_back(entry.path().filename().string());
+  std::sort(versions.begin(), versions.end());
+  for (const auto& v : versions) {
+    auto p = LoadProfile(profiles_dir, v, playbooks_dir);
+    if (p.ok())
+      out.emplace(v, std::move(*p));
+    else
+      errors.push_back(p.status().message());
+  }
+  return out;
+}
+
+nlohmann::json ToJson(const Profile& p) {
+  nlohmann::json accel = nlohmann::json::array();
+  for (const auto& a : p.accelerators)
+    accel.push_back(
+        {{"vendor", a.vendor}, {"model", a.model}, {"pci_ids", a.pci_ids}, {"count", a.count}});
+  nlohmann::json overlay = nlohmann::json::array();
+  for (const auto& o : p.overlay) overlay.push_back({{"path", o.path}, {"mode", o.mode}});
+  nlohmann::json playbooks = nlohmann::json::array();
+  for (const auto& pb : p.playbooks)
+    playbooks.push_back({{"playbook", pb.file}, {"vars", pb.vars}});
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& c : p.health_checks)
+    checks.push_back({{"name", c.name}, {"command", c.command}, {"timeout", c.timeout_s}});
+  return {{"version", p.version},
+          {"description", p.description},
+          {"sha256", p.sha256},
+          {"hardware", {{"accelerators", accel}, {"min_memory_gib", p.min_memory_gib}}},
+          {"image", {{"name", p.image_name}, {"version", p.image_version}}},
+          {"kernel_args", p.kernel_args},
+          {"overlay", overlay},
+          {"playbooks", playbooks},
+          {"health_checks", checks},
+          {"nodes",
+           {{"hostlist", p.nodes.hostlist},
+            {"hostnames", p.nodes.hostnames},
+            {"macs", p.nodes.macs},
+            {"pattern", p.nodes.pattern}}}};
+}
+
+}  // namespace prov

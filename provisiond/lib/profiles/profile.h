@@ -1,0 +1,89 @@
+// Versioned hardware profiles: profiles/<version>/profile.yaml. A profile
+// names the hardware it expects per node, the image, kernel arguments,
+// per-node overlay files, the playbooks to run in order with their variables,
+// the health checks that gate `ready`, and the nodes it covers. A profile is
+// identified by the SHA-256 of its file and of every playbook it names, so a
+// changed playbook is a changed profile.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace prov {
+
+struct AcceleratorSpec {
+  std::string vendor;                // nvidia | amd | intel
+  std::string model;                 // "Arc A770", matched in PCI device names
+  std::vector<std::string> pci_ids;  // "8086:56a0"; any of them matches
+  long count = 1;                    // per node
+};
+
+struct OverlayFile {
+  std::string path;  // absolute path on the node
+  std::string content;
+  std::string mode = "0644";
+};
+
+struct PlaybookRef {
+  std::string file;  // relative to playbooks_dir
+  nlohmann::json vars = nlohmann::json::object();
+  int line = 0;  // where the profile names it, for messages
+};
+
+struct HealthCheck {
+  std::string name;
+  std::string command;
+  long timeout_s = 60;
+};
+
+struct NodeSelector {
+  std::vector<std::string> hostnames;  // expanded from `hostlist`
+  std::string hostlist;                // as written
+  std::vector<std::string> macs;       // normalized
+  std::string pattern;                 // shell glob on hostnames
+};
+
+struct Profile {
+  std::string version;
+  std::string description;
+  std::vector<AcceleratorSpec> accelerators;
+  long min_memory_gib = 0;
+  std::string image_name;
+  std::string image_version;  // empty: the newest build of image_name
+  std::vector<std::string> kernel_args;
+  std::vector<OverlayFile> overlay;
+  std::vector<PlaybookRef> playbooks;
+  std::vector<HealthCheck> health_checks;
+  NodeSelector nodes;
+  std::string sha256;  // of profile.yaml and the playbooks it names
+  std::string file;    // where it was loaded from
+
+  // True when the profile covers a node with this hostname and MAC.
+  bool Covers(const std::string& hostname, const std::string& mac) const;
+};
+
+nlohmann::json ToJson(const Profile& p);
+
+// Parses profile text. `file` is used in messages; `expected_version` is the
+// name of the directory it sits in (they must agree); playbooks are looked up
+// in `playbooks_dir`. All errors are reported at once, each with file:line:col.
+Result<Profile> ParseProfile(const std::string& text, const std::string& file,
+                             const std::string& expected_version, const std::string& playbooks_dir);
+
+// Loads <profiles_dir>/<version>/profile.yaml.
+Result<Profile> LoadProfile(const std::string& profiles_dir, const std::string& version,
+                            const std::string& playbooks_dir);
+
+// Loads every profile under `profiles_dir`. Profiles with errors are left out
+// and their errors returned in `errors` (one entry per profile).
+std::map<std::string, Profile> LoadAllProfiles(const std::string& profiles_dir,
+                                               const std::string& playbooks_dir,
+                                               std::vector<std::string>& errors);
+
+}  // namespace prov

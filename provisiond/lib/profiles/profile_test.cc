@@ -1,0 +1,184 @@
+#include "profiles/profile.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "base/file_util.h"
+
+namespace prov {
+namespace {
+
+// A playbooks directory with one playbook, for the parser to find.
+std::string PlaybooksDir() {
+  static std::string dir = [] {
+    auto d = std::filesystem::temp_directory_path() /
+             ("provision-profile-test-" + std::to_string(getpid()));
+    std::filesystem::create_directories(d);
+    WriteFileAtomic((d / "a.yml").string(), "- hosts: all\n  tasks: []\n");
+    WriteFileAtomic(
+        (d / "bad.yml").string(),
+        "- hosts: all\n  tasks:\n    - name: x\n      ansible.builtin.frobnicate: {}\n");
+    return d.string();
+  }();
+  return dir;
+}
+
+const char* kGood = R"(version: v9
+description: test
+hardware:
+  accelerators:
+    - vendor: intel
+      model: Arc A770
+      pci_ids: ["8086:56A0"]
+      count: 1
+image:
+  name: lab
+kernel_args: [quiet]
+playbooks:
+  - playbook: a.yml
+    vars:
+      user: compute
+      retries: 3
+      quoted: "3"
+      enabled: true
+health_checks:
+  - name: ok
+    command: "true"
+nodes:
+  hostlist: node[0-3]
+  macs: ["52:54:00:00:00:AA"]
+)";
+
+}  // namespace
+
+TEST_CASE("profile: a good profile loads with its hash") {
+  auto p = ParseProfile(kGood, "v9/profile.yaml", "v9", PlaybooksDir());
+  REQUIRE_MESSAGE(p.ok(), p.status().message());
+  CHECK(p->version == "v9");
+  CHECK(p->accelerators.at(0).pci_ids.at(0) == "8086:56a0");
+  CHECK(p->nodes.hostnames.size() == 4);
+  CHECK(p->playbooks.at(0).vars["retries"] == 3);
+  CHECK(p->playbooks.at(0).vars["quoted"] == "3");
+  CHECK(p->playbooks.at(0).vars["enabled"] == true);
+  CHECK(p->sha256.size() == 64);
+  CHECK(p->Covers("node2", ""));
+  CHECK(p->Covers("other", "52:54:00:00:00:aa"));
+  CHECK_FALSE(p->Covers("node4", "52:54:00:00:00:01"));
+  // The hash follows the content.
+  auto q = ParseProfile(std::string(kGood) + "# comment\n", "f", "v9", PlaybooksDir());
+  REQUIRE(q.ok());
+  CHECK(q->sha256 != p->sha256);
+}
+
+TEST_CASE("profile: pattern selectors") {
+  auto p = ParseProfile("version: lab\nimage: {name: lab}\nnodes: {pattern: 'lab*'}\n", "f", "lab",
+                        PlaybooksDir());
+  REQUIRE(p.ok());
+  CHECK(p->Covers("lab0", ""));
+  CHECK_FALSE(p->Covers("node0", ""));
+}
+
+TEST_CASE("profile: every broken file gets its own clear error with file:line:col") {
+  struct Case {
+    const char* name;
+    const char* text;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"syntax", "version: v9\nimage: [\n", "p.yaml:3:1: YAML syntax"},
+      {"not a mapping", "- a\n", "p.yaml:1:1: profile must be a mapping"},
+      {"missing version", "image: {name: x}\nnodes: {hostlist: n1}\n",
+       "missing required key 'version'"},
+      {"version mismatch", "version: v8\nimage: {name: x}\nnodes: {hostlist: n1}\n",
+       "p.yaml:1:10: version 'v8' does not match its directory 'v9'"},
+      {"unknown key", "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nimages: x\n",
+       "p.yaml:4:1: unknown key 'images' in profile"},
+      {"unknown nested key", "version: v9\nimage: {name: x, tag: y}\nnodes: {hostlist: n1}\n",
+       "p.yaml:2:18: unknown key 'tag' in 'image'"},
+      {"missing image", "version: v9\nnodes: {hostlist: n1}\n", "missing required key 'image'"},
+      {"missing nodes", "version: v9\nimage: {name: x}\n", "missing required key 'nodes'"},
+      {"empty nodes", "version: v9\nimage: {name: x}\nnodes: {}\n",
+       "'nodes' must name at least one of hostlist, macs or pattern"},
+      {"bad hostlist", "version: v9\nimage: {name: x}\nnodes:\n  hostlist: node[3-1]\n",
+       "p.yaml:4:13: hostlist 'node[3-1]': range '3-1' is reversed"},
+      {"bad mac", "version: v9\nimage: {name: x}\nnodes:\n  macs: [52:54:00]\n",
+       "p.yaml:4:9: MAC address '52:54:00' must have 12 hex digits"},
+      {"bad vendor",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nhardware:\n  accelerators:\n"
+       "    - {vendor: ati, model: X}\n",
+       "p.yaml:6:16: vendor must be nvidia, amd or intel, found 'ati'"},
+      {"bad count",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nhardware:\n  accelerators:\n"
+       "    - {vendor: amd, model: X, count: 0}\n",
+       "'count' must be between 1 and 64, found 0"},
+      {"bad pci id",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nhardware:\n  accelerators:\n"
+       "    - {vendor: amd, model: X, pci_ids: [10de]}\n",
+       "PCI id '10de' must be vendor:device in hex"},
+      {"missing playbook",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nplaybooks:\n"
+       "  - playbook: nope.yml\n",
+       "p.yaml:5:15: playbook 'nope.yml' not found"},
+      {"escaping playbook",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nplaybooks:\n"
+       "  - playbook: ../etc/passwd\n",
+       "must be a path inside the playbooks directory"},
+      {"vars not a mapping",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nplaybooks:\n"
+       "  - playbook: a.yml\n    vars: [1]\n",
+       "p.yaml:6:11: 'vars' must be a mapping"},
+      {"relative overlay",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\noverlay:\n"
+       "  - {path: etc/motd, content: hi}\n",
+       "overlay path 'etc/motd' must be absolute"},
+      {"bad mode",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\noverlay:\n"
+       "  - {path: /etc/motd, content: hi, mode: rw}\n",
+       "mode 'rw' must be octal"},
+      {"health check without command",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nhealth_checks:\n  - name: a\n",
+       "missing required key 'command'"},
+      {"kernel_args not a list",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nkernel_args: quiet\n",
+       "p.yaml:4:14: 'kernel_args' must be a list of strings"},
+      {"duplicate key", "version: v9\nversion: v9\nimage: {name: x}\nnodes: {hostlist: n1}\n",
+       "p.yaml:2:1: duplicate key 'version'"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.name);
+    auto p = ParseProfile(c.text, "p.yaml", "v9", PlaybooksDir());
+    REQUIRE_FALSE(p.ok());
+    CHECK_MESSAGE(p.status().message().find(c.error) != std::string::npos, p.status().message());
+  }
+}
+
+TEST_CASE("profile: a playbook that does not load makes the profile fail, at the playbook's line") {
+  auto p = ParseProfile(
+      "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nplaybooks:\n"
+      "  - playbook: a.yml\n  - playbook: bad.yml\n",
+      "p.yaml", "v9", PlaybooksDir());
+  REQUIRE_FALSE(p.ok());
+  const std::string& m = p.status().message();
+  CHECK_MESSAGE(m.find("p.yaml:6:15: playbook 'bad.yml' does not load") != std::string::npos, m);
+  CHECK_MESSAGE(
+      m.find(PlaybooksDir() + "/bad.yml:4:7: unknown module 'ansible.builtin.frobnicate'") !=
+          std::string::npos,
+      m);
+}
+
+TEST_CASE("profile: every shipped profile loads") {
+  std::vector<std::string> errors;
+  auto all =
+      LoadAllProfiles(PROVISION_SOURCE_DIR "/profiles", PROVISION_SOURCE_DIR "/playbooks", errors);
+  for (const auto& e : errors) FAIL_CHECK(e);
+  CHECK(all.count("v0.1"));
+  CHECK(all.count("v0.2"));
+  CHECK(all.count("lab"));
+  CHECK(all.at("v0.1").nodes.hostnames == std::vector<std::string>{"node0", "node1"});
+  CHECK(all.at("v0.2").nodes.hostnames.size() == 4);
+  CHECK(all.at("v0.1").accelerators.at(0).model == "Arc A770");
+}
+
+}  // namespace prov

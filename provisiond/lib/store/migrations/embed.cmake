@@ -1,0 +1,11 @@
+# Turns the numbered migrations/*.sql into a C++ table: migrations_data.cc.
+file(GLOB files "${SRC}/[0-9][0-9][0-9]_*.sql")
+list(SORT files)
+set(body "")
+foreach(f ${files})
+  get_filename_component(name ${f} NAME)
+  file(READ ${f} sql)
+  string(APPEND body "    {\"${name}\", R\"sql(${sql})sql\"},\n")
+endforeach()
+file(WRITE ${OUT}.tmp "// Generated from provisiond/lib/store/migrations by embed.cmake. Do not edit.\n#include \"store/migrations.h\"\n\nnamespace prov {\nconst std::vector<Migration>& Migrations() {\n  static const std::vector<Migration> all = {\n${body}  };\n  return all;\n}\n}  // namespace prov\n")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

@@ -1,0 +1,52 @@
+// The node life cycle. Only provisiond changes a node's state, and only along
+// the edges of this table; every change is stored together with its event.
+//
+//   discovered -> enrolled -> booting -> booted -> configuring -> ready
+//   plus failed (with a reason), maintenance and retired.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace prov {
+
+enum class NodeState {
+  kDiscovered,
+  kEnrolled,
+  kBooting,
+  kBooted,
+  kConfiguring,
+  kReady,
+  kFailed,
+  kMaintenance,
+  kRetired,
+};
+
+const std::vector<NodeState>& AllNodeStates();
+std::string_view ToString(NodeState s);
+std::optional<NodeState> ParseNodeState(std::string_view s);
+
+// True when a node may move from `from` to `to`.
+bool CanTransition(NodeState from, NodeState to);
+
+// Ok, or a Conflict that names both states and the states reachable from
+// `from`.
+Status CheckTransition(NodeState from, NodeState to);
+
+// States an operator may ask for through the API or CLI; the others are
+// reached only by what provisiond observes (a boot request, a hello, a run).
+bool IsOperatorState(NodeState s);
+
+// MAC addresses: accepts aa:bb:cc:dd:ee:ff, AA-BB-..., aabb.ccdd.eeff and
+// bare hex; returns lowercase colon form.
+Result<std::string> NormalizeMac(std::string_view text);
+
+// Hostnames: RFC 1123 labels plus '_' (seed 000 names its control node
+// control_0_1), at most 63 characters.
+Status ValidateHostname(std::string_view name);
+
+}  // namespace prov

@@ -1,0 +1,71 @@
+#include "store/node_state.h"
+
+#include <doctest/doctest.h>
+
+namespace prov {
+
+TEST_CASE("node life cycle: the allowed and refused transitions") {
+  using S = NodeState;
+  struct Case {
+    S from, to;
+    bool allowed;
+  };
+  const Case cases[] = {
+      {S::kDiscovered, S::kEnrolled, true},  {S::kDiscovered, S::kReady, false},
+      {S::kDiscovered, S::kBooting, false},  {S::kEnrolled, S::kBooting, true},
+      {S::kEnrolled, S::kReady, false},      {S::kBooting, S::kBooted, true},
+      {S::kBooting, S::kReady, false},       {S::kBooted, S::kConfiguring, true},
+      {S::kConfiguring, S::kReady, true},    {S::kConfiguring, S::kFailed, true},
+      {S::kReady, S::kConfiguring, true},    {S::kReady, S::kBooting, true},
+      {S::kFailed, S::kEnrolled, true},      {S::kFailed, S::kReady, false},
+      {S::kMaintenance, S::kEnrolled, true}, {S::kMaintenance, S::kReady, false},
+      {S::kRetired, S::kEnrolled, true},     {S::kRetired, S::kBooting, false},
+      {S::kReady, S::kReady, false},         {S::kReady, S::kDiscovered, false},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(ToString(c.from));
+    CAPTURE(ToString(c.to));
+    CHECK(CanTransition(c.from, c.to) == c.allowed);
+    CHECK(CheckTransition(c.from, c.to).ok() == c.allowed);
+  }
+  // Every state except discovered can be retired, and nothing returns to
+  // discovered: that state only comes from an unknown MAC.
+  for (S s : AllNodeStates()) {
+    if (s != S::kRetired) CHECK(CanTransition(s, S::kRetired));
+    CHECK_FALSE(CanTransition(s, S::kDiscovered));
+  }
+}
+
+TEST_CASE("a refused transition says where the node can go") {
+  Status s = CheckTransition(NodeState::kDiscovered, NodeState::kReady);
+  CHECK(s.code() == Code::kConflict);
+  CHECK(s.message() ==
+        "a node cannot go from 'discovered' to 'ready' (from 'discovered' it can go to: "
+        "enrolled, retired)");
+}
+
+TEST_CASE("state names round-trip") {
+  for (NodeState s : AllNodeStates()) CHECK(ParseNodeState(ToString(s)) == s);
+  CHECK_FALSE(ParseNodeState("up").has_value());
+}
+
+TEST_CASE("MAC addresses are normalized or refused") {
+  CHECK(*NormalizeMac("52:54:00:AB:cd:01") == "52:54:00:ab:cd:01");
+  CHECK(*NormalizeMac("52-54-00-ab-cd-01") == "52:54:00:ab:cd:01");
+  CHECK(*NormalizeMac("5254.00ab.cd01") == "52:54:00:ab:cd:01");
+  CHECK(NormalizeMac("52:54:00:ab:cd").status().message().find("12 hex digits") !=
+        std::string::npos);
+  CHECK(NormalizeMac("52:54:00:ab:cd:zz").status().message().find("'z'") != std::string::npos);
+  CHECK_FALSE(NormalizeMac("").ok());
+}
+
+TEST_CASE("hostnames") {
+  CHECK(ValidateHostname("node0").ok());
+  CHECK(ValidateHostname("control_0_1").ok());
+  CHECK_FALSE(ValidateHostname("").ok());
+  CHECK_FALSE(ValidateHostname("-a").ok());
+  CHECK_FALSE(ValidateHostname("a.b").ok());
+  CHECK_FALSE(ValidateHostname(std::string(64, 'a')).ok());
+}
+
+}  // namespace prov

@@ -1,0 +1,693 @@
+#include "store/store.h"
+
+#include <spdlog/spdlog.h>
+#include <sqlite3.h>
+
+#include <chrono>
+
+#include "base/file_util.h"
+#include "store/migrations.h"
+
+namespace prov {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+namespace {
+
+constexpr const char* kNodeColumns =
+    "id, mac, hostname, ip, state, reason, profile_version, image_version, facts, host_key, "
+    "token, stage, last_seen, created, updated, power, configured";
+
+// SQL texts, each prepared once (the cache is keyed by these pointers).
+const std::string kSelectNodeByName =
+    std::string("SELECT ") + kNodeColumns + " FROM nodes WHERE hostname = ?1 OR mac = ?1";
+const std::string kSelectNodeById =
+    std::string("SELECT ") + kNodeColumns + " FROM nodes WHERE id = ?1";
+const std::string kSelectNodes = std::string("SELECT ") + kNodeColumns +
+                                 " FROM nodes WHERE (?1 IS NULL OR state = ?1) AND "
+                                 "(?2 IS NULL OR profile_version = ?2) "
+                                 "ORDER BY hostname IS NULL, hostname, mac";
+constexpr const char* kInsertNode =
+    "INSERT INTO nodes (mac, hostname, ip, state, reason, profile_version, image_version, facts, "
+    "host_key, token, stage, last_seen, created, updated, power, configured) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16, ?17)";
+constexpr const char* kUpdateNode =
+    "UPDATE nodes SET mac = ?1, hostname = ?2, ip = ?3, state = ?4, reason = ?5, "
+    "profile_version = ?6, image_version = ?7, facts = ?8, host_key = ?9, token = ?10, "
+    "stage = ?11, last_seen = ?12, updated = ?14, power = ?16, configured = ?17 WHERE id = ?15";
+constexpr const char* kDeleteNode = "DELETE FROM nodes WHERE id = ?1";
+constexpr const char* kInsertEvent =
+    "INSERT INTO events (time, node_id, node, kind, detail, who) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+constexpr const char* kSelectEvents =
+    "SELECT id, time, node_id, node, kind, detail, who FROM events "
+    "WHERE id > ?1 AND (?2 = 0 OR node_id = ?2) ORDER BY id LIMIT ?3";
+constexpr const char* kSelectLastEvents =
+    "SELECT * FROM (SELECT id, time, node_id, node, kind, detail, who FROM events "
+    "WHERE (?1 = 0 OR node_id = ?1) ORDER BY id DESC LIMIT ?2) ORDER BY id";
+constexpr const char* kCountByState = "SELECT state, count(*) FROM nodes GROUP BY state";
+constexpr const char* kInsertApplied =
+    "INSERT INTO applied_profiles (version, sha256, time, who) VALUES (?1, ?2, ?3, ?4)";
+constexpr const char* kSelectApplied =
+    "SELECT id, version, sha256, time, who FROM applied_profiles ORDER BY id";
+constexpr const char* kLastEventId = "SELECT coalesce(max(id), 0) FROM events";
+
+std::string ColumnText(sqlite3_stmt* s, int i) {
+  const unsigned char* t = sqlite3_column_text(s, i);
+  return t ? reinterpret_cast<const char*>(t) : "";
+}
+
+void BindText(sqlite3_stmt* s, int i, const std::string& v, bool null_if_empty = false) {
+  if (null_if_empty && v.empty())
+    sqlite3_bind_null(s, i);
+  else
+    sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+}
+
+NodeRecord ReadNode(sqlite3_stmt* s) {
+  NodeRecord n;
+  n.id = sqlite3_column_int64(s, 0);
+  n.mac = ColumnText(s, 1);
+  n.hostname = ColumnText(s, 2);
+  n.ip = ColumnText(s, 3);
+  n.state = ParseNodeState(ColumnText(s, 4)).value_or(NodeState::kFailed);
+  n.reason = ColumnText(s, 5);
+  n.profile_version = ColumnText(s, 6);
+  n.image_version = ColumnText(s, 7);
+  n.facts = ColumnText(s, 8);
+  n.host_key = ColumnText(s, 9);
+  n.token = ColumnText(s, 10);
+  n.stage = ColumnText(s, 11);
+  n.last_seen_ms = sqlite3_column_int64(s, 12);
+  n.created_ms = sqlite3_column_int64(s, 13);
+  n.updated_ms = sqlite3_column_int64(s, 14);
+  n.power = ColumnText(s, 15);
+  n.configured = ColumnText(s, 16);
+  return n;
+}
+
+void BindNode(sqlite3_stmt* s, const NodeRecord& n) {
+  BindText(s, 1, n.mac);
+  BindText(s, 2, n.hostname, true);
+  BindText(s, 3, n.ip, true);
+  BindText(s, 4, std::string(ToString(n.state)));
+  BindText(s, 5, n.reason);
+  BindText(s, 6, n.profile_version, true);
+  BindText(s, 7, n.image_version, true);
+  BindText(s, 8, n.facts);
+  BindText(s, 9, n.host_key, true);
+  BindText(s, 10, n.token);
+  BindText(s, 11, n.stage);
+  if (n.last_seen_ms)
+    sqlite3_bind_int64(s, 12, n.last_seen_ms);
+  else
+    sqlite3_bind_null(s, 12);
+  sqlite3_bind_int64(s, 13, n.created_ms);
+  sqlite3_bind_int64(s, 14, n.updated_ms);
+  BindText(s, 16, n.power.empty() ? "{}" : n.power);
+  BindText(s, 17, n.configured);
+}
+
+Status SqlError(sqlite3* db, const std::string& what) {
+  int code = sqlite3_extended_errcode(db);
+  std::string msg = what + ": " + sqlite3_errmsg(db);
+  if (code == SQLITE_CONSTRAINT_UNIQUE || code == SQLITE_CONSTRAINT_PRIMARYKEY)
+    return Status::Conflict(msg);
+  return Status::Internal(msg);
+}
+
+}  // namespace
+
+// Resets and clears bindings when the scope ends, so a cached statement is
+// always ready for its next use.
+class Store::Stmt {
+ public:
+  Stmt(Store& store, const char* sql) : s_(store.Prepared(sql)) {}
+  ~Stmt() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  sqlite3_stmt* get() { return s_; }
+
+ private:
+  sqlite3_stmt* s_;
+};
+
+Status ApplyMigrations(sqlite3* db, int upto) {
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, nullptr);
+  int current = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
+  sqlite3_finalize(s);
+  const auto& all = Migrations();
+  if (current > static_cast<int>(all.size()))
+    return Status::Internal("database schema version " + std::to_string(current) +
+                            " is newer than this provisiond knows (" + std::to_string(all.size()) +
+                            "); use a newer provisiond");
+  for (int v = current + 1; v <= upto && v <= static_cast<int>(all.size()); ++v) {
+    // Each migration and its version bump commit together.
+    std::string sql = std::string("BEGIN IMMEDIATE;\n") + all[v - 1].sql +
+                      "\nPRAGMA user_version = " + std::to_string(v) + ";\nCOMMIT;";
+    char* err = nullptr;
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg =
+          std::string("migration ") + all[v - 1].name + " failed: " + (err ? err : "unknown error");
+      sqlite3_free(err);
+      sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+      return Status::Internal(msg);
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg =
+        "cannot open database " + path + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    sqlite3_close(db);
+    return Status::Internal(msg);
+  }
+  std::unique_ptr<Store> store(new Store(db));
+  for (const char* pragma : {"PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL",
+                             "PRAGMA busy_timeout = 5000", "PRAGMA foreign_keys = ON"}) {
+    Status s = store->Exec(pragma);
+    if (!s.ok()) return s;
+  }
+  Status s = ApplyMigrations(db, static_cast<int>(Migrations().size()));
+  if (!s.ok()) return Status::Internal(path + ": " + s.message());
+  store->last_event_id_ = store->LastEventId();
+  return store;
+}
+
+Store::Store(sqlite3* db) : db_(db) {}
+
+Store::~Store() {
+  for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
+  sqlite3_close(db_);
+}
+
+Status Store::Exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = std::string(sql) + ": " + (err ? err : "error");
+    sqlite3_free(err);
+    return Status::Internal(msg);
+  }
+  return Status::Ok();
+}
+
+sqlite3_stmt* Store::Prepared(const char* sql) {
+  auto it = statements_.find(sql);
+  if (it != statements_.end()) return it->second;
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK)
+    throw std::logic_error(std::string("cannot prepare '") + sql + "': " + sqlite3_errmsg(db_));
+  statements_[sql] = s;
+  return s;
+}
+
+int Store::schema_version() {
+  std::lock_guard lock(mu_);
+  Stmt s(*this, "PRAGMA user_version");
+  return sqlite3_step(s.get()) == SQLITE_ROW ? sqlite3_column_int(s.get(), 0) : 0;
+}
+
+Status Store::Transact(const std::function<Status(StoreTx&)>& fn) {
+  std::unique_lock lock(mu_);
+  Status s = Exec("BEGIN IMMEDIATE");
+  if (!s.ok()) return s;
+  StoreTx tx(*this);
+  try {
+    s = fn(tx);
+  } catch (...) {
+    Exec("ROLLBACK");
+    throw;
+  }
+  if (!s.ok()) {
+    Exec("ROLLBACK");
+    // The rolled-back events are gone; re-read the cursor.
+    Stmt q(*this, kLastEventId);
+    last_event_id_ = sqlite3_step(q.get()) == SQLITE_ROW ? sqlite3_column_int64(q.get(), 0) : 0;
+    return s;
+  }
+  Status c = Exec("COMMIT");
+  if (!c.ok()) {
+    Exec("ROLLBACK");
+    return c;
+  }
+  lock.unlock();
+  events_cv_.notify_all();
+  return Status::Ok();
+}
+
+Result<NodeRecord> StoreTx::FindNode(const std::string& name) {
+  Store::Stmt s(store_, kSelectNodeByName.c_str());
+  BindText(s.get(), 1, name);
+  if (sqlite3_step(s.get()) == SQLITE_ROW) return ReadNode(s.get());
+  return Status::NotFound("no node named '" + name + "' (by hostname or MAC)");
+}
+
+Result<NodeRecord> StoreTx::NodeById(int64_t id) {
+  Store::Stmt s(store_, kSelectNodeById.c_str());
+  sqlite3_bind_int64(s.get(), 1, id);
+  if (sqlite3_step(s.get()) == SQLITE_ROW) return ReadNode(s.get());
+  return Status::NotFound("no node with id " + std::to_string(id));
+}
+
+Result<NodeRecord> StoreTx::InsertNode(NodeRecord node) {
+  node.created_ms = node.updated_ms = NowMs();
+  if (node.token.empty()) node.token = RandomHex(16);
+  Store::Stmt s(store_, kInsertNode);
+  BindNode(s.get(), node);
+  if (sqlite3_step(s.get()) != SQLITE_DONE) {
+    Status e = SqlError(store_.db_, "cannot add node " + node.name());
+    if (e.code() == Code::kConflict) {
+      std::string m = sqlite3_errmsg(store_.db_);
+      if (m.find("nodes.mac") != std::string::npos)
+        return Status::Conflict("a node with MAC " + node.mac + " exists already");
+      if (m.find("nodes.hostname") != std::string::npos)
+        return Status::Conflict("a node named '" + node.hostname + "' exists already");
+    }
+    return e;
+  }
+  node.id = sqlite3_last_insert_rowid(store_.db_);
+  return node;
+}
+
+Status StoreTx::UpdateNode(NodeRecord& node) {
+  node.updated_ms = NowMs();
+  Store::Stmt s(store_, kUpdateNode);
+  BindNode(s.get(), node);
+  sqlite3_bind_int64(s.get(), 15, node.id);
+  if (sqlite3_step(s.get()) != SQLITE_DONE) {
+    Status e = SqlError(store_.db_, "cannot update node " + node.name());
+    if (e.code() == Code::kConflict)
+      return Status::Conflict("another node already has hostname '" + node.hostname + "' or MAC " +
+                              node.mac);
+    return e;
+  }
+  if (sqlite3_changes(store_.db_) != 1) return Status::NotFound("node " + node.name() + " is gone");
+  return Status::Ok();
+}
+
+Status StoreTx::DeleteNode(int64_t id) {
+  Store::Stmt s(store_, kDeleteNode);
+  sqlite3_bind_int64(s.get(), 1, id);
+  if (sqlite3_step(s.get()) != SQLITE_DONE) return SqlError(store_.db_, "cannot delete node");
+  return Status::Ok();
+}
+
+Status StoreTx::AppendEvent(EventRecord& e) {
+  if (!e.time_ms) e.time_ms = NowMs();
+  Store::Stmt s(store_, kInsertEvent);
+  sqlite3_bind_int64(s.get(), 1, e.time_ms);
+  if (e.node_id)
+    sqlite3_bind_int64(s.get(), 2, e.node_id);
+  else
+    sqlite3_bind_null(s.get(), 2);
+  BindText(s.get(), 3, e.node);
+  BindText(s.get(), 4, e.kind);
+  BindText(s.get(), 5, e.detail);
+  BindText(s.get(), 6, e.who);
+  if (sqlite3_step(s.get()) != SQLITE_DONE) return SqlError(store_.db_, "cannot append event");
+  e.id = sqlite3_last_insert_rowid(store_.db_);
+  store_.last_event_id_ = e.id;
+  return Status::Ok();
+}
+
+Status StoreTx::Transition(NodeRecord& node, NodeState to, const std::string& detail,
+                           const std::string& who) {
+  Status s = CheckTransition(node.state, to);
+  if (!s.ok()) return Status::Conflict(node.name() + ": " + s.message());
+  NodeState from = node.state;
+  node.state = to;
+  if (to != NodeState::kFailed && to != NodeState::kMaintenance) node.reason.clear();
+  if (to == NodeState::kFailed || to == NodeState::kMaintenance) node.reason = detail;
+  s = UpdateNode(node);
+  if (!s.ok()) return s;
+  EventRecord e;
+  e.node_id = node.id;
+  e.node = node.name();
+  e.kind = "state";
+  e.detail = std::string(ToString(from)) + " -> " + std::string(ToString(to)) +
+             (detail.empty() ? "" : ": " + detail);
+  e.who = who;
+  return AppendEvent(e);
+}
+
+Status StoreTx::InsertAppliedProfile(AppliedProfile& a) {
+  if (!a.time_ms) a.time_ms = NowMs();
+  Store::Stmt s(store_, kInsertApplied);
+  BindText(s.get(), 1, a.version);
+  BindText(s.get(), 2, a.sha256);
+  sqlite3_bind_int64(s.get(), 3, a.time_ms);
+  BindText(s.get(), 4, a.who);
+  if (sqlite3_step(s.get()) != SQLITE_DONE)
+    return SqlError(store_.db_, "cannot record applied profile");
+  a.id = sqlite3_last_insert_rowid(store_.db_);
+  return Status::Ok();
+}
+
+Result<NodeRecord> Store::FindNode(const std::string& name) {
+  std::lock_guard lock(mu_);
+  return StoreTx(*this).FindNode(name);
+}
+
+std::vector<NodeRecord> StoreTx::ListNodes(const NodeFilter& filter) {
+  Store::Stmt s(store_, kSelectNodes.c_str());
+  if (filter.state) BindText(s.get(), 1, std::string(ToString(*filter.state)));
+  if (filter.profile_version) BindText(s.get(), 2, *filter.profile_version);
+  std::vector<NodeRecord> out;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) out.push_back(ReadNode(s.get()));
+  return out;
+}
+
+std::vector<NodeRecord> Store::ListNodes(const NodeFilter& filter) {
+  std::lock_guard lock(mu_);
+  return StoreTx(*this).ListNodes(filter);
+}
+
+void Store::Read(const std::function<void(StoreTx&)>& fn) {
+  std::lock_guard lock(mu_);
+  StoreTx tx(*this);
+  fn(tx);
+}
+
+std::map<NodeState, int64_t> Store::CountByState() {
+  std::lock_guard lock(mu_);
+  Stmt s(*this, kCountByState);
+  std::map<NodeState, int64_t> out;
+  for (NodeState st : AllNodeStates()) out[st] = 0;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+    auto st = ParseNodeState(ColumnText(s.get(), 0));
+    if (st) out[*st] = sqlite3_column_int64(s.get(), 1);
+  }
+  return out;
+}
+
+Status Store::AppendEvent(EventRecord& event) {
+  return Transact([&](StoreTx& tx) { return tx.AppendEvent(event); });
+}
+
+std::function<void(const std::string&)> EventRecorder(Store& store, std::string kind) {
+  return [&store, kind = std::move(kind)](const std::string& detail) {
+    EventRecord e{0, 0, 0, "", kind, detail, kind};
+    Status s = store.AppendEvent(e);
+    if (!s.ok()) spdlog::warn("{} event not recorded: {}", kind, s.message());
+  };
+}
+
+namespace {
+std::vector<EventRecord> ReadEvents(sqlite3_stmt* s) {
+  std::vector<EventRecord> out;
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    EventRecord e;
+    e.id = sqlite3_column_int64(s, 0);
+    e.time_ms = sqlite3_column_int64(s, 1);
+    e.node_id = sqlite3_column_int64(s, 2);
+    e.node = ColumnText(s, 3);
+    e.kind = ColumnText(s, 4);
+    e.detail = ColumnText(s, 5);
+    e.who = ColumnText(s, 6);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<EventRecord> Store::ListEvents(int64_t after, int64_t node_id, int64_t limit) {
+  std::lock_guard lock(mu_);
+  Stmt s(*this, kSelectEvents);
+  sqlite3_bind_int64(s.get(), 1, after);
+  sqlite3_bind_int64(s.get(), 2, node_id);
+  sqlite3_bind_int64(s.get(), 3, limit);
+  return ReadEvents(s.get());
+}
+
+std::vector<EventRecord> Store::LastEvents(int64_t node_id, int64_t count) {
+  std::lock_guard lock(mu_);
+  Stmt s(*this, kSelectLastEvents);
+  sqlite3_bind_int64(s.get(), 1, node_id);
+  sqlite3_bind_int64(s.get(), 2, count);
+  return ReadEvents(s.get());
+}
+
+bool Store::WaitForEvents(int64_t after, int64_t timeout_ms) {
+  std::unique_lock lock(mu_);
+  events_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                      [&] { return stopping_ || last_event_id_ > after; });
+  return !stopping_;
+}
+
+void Store::WakeWaiters() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  events_cv_.notify_all();
+}
+
+int64_t Store::LastEventId() {
+  std::lock_guard lock(mu_);
+  Stmt s(*this, kLastEventId);
+  return sqlite3_step(s.get()) == SQLITE_ROW ? sqlite3_column_int64(s.get(), 0) : 0;
+}
+
+std::vector<AppliedProfile> StoreTx::AppliedProfiles() {
+  Store::Stmt s(store_, kSelectApplied);
+  std::vector<AppliedProfile> out;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+    AppliedProfile a;
+    a.id = sqlite3_column_int64(s.get(), 0);
+    a.version = ColumnText(s.get(), 1);
+    a.sha256 = ColumnText(s.get(), 2);
+    a.time_ms = sqlite3_column_int64(s.get(), 3);
+    a.who = ColumnText(s.get(), 4);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+std::optional<AppliedProfile> StoreTx::CurrentProfile() {
+  auto all = AppliedProfiles();
+  if (all.empty()) return std::nullopt;
+  return all.back();
+}
+
+std::vector<AppliedProfile> Store::AppliedProfiles() {
+  std::lock_guard lock(mu_);
+  return StoreTx(*this).AppliedProfiles();
+}
+
+std::optional<AppliedProfile> Store::CurrentProfile() {
+  std::lock_guard lock(mu_);
+  return StoreTx(*this).CurrentProfile();
+}
+
+}  // namespace prov
+
+namespace prov {
+namespace {
+
+constexpr const char* kRunColumns =
+    "id, node_id, node, kind, what, profile_sha256, status, started, finished, ok, changed, "
+    "failed, skipped, message, who";
+constexpr const char* kInsertRun =
+    "INSERT INTO runs (node_id, node, kind, what, profile_sha256, status, started, finished, ok, "
+    "changed, failed, skipped, message, who) "
+    "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+constexpr const char* kUpdateRun =
+    "UPDATE runs SET status = ?7, finished = ?9, ok = ?10, changed = ?11, failed = ?12, "
+    "skipped = ?13, message = ?14 WHERE id = ?1";
+constexpr const char* kInsertRunTask =
+    "INSERT INTO run_tasks (run_id, playbook, play, task, module, location, item, status, "
+    "changed, exit_code, stdout, stderr, msg, duration_ms) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+constexpr const char* kSelectRunTasks =
+    "SELECT id, run_id, playbook, play, task, module, location, item, status, changed, "
+    "exit_code, stdout, stderr, msg, duration_ms FROM run_tasks WHERE run_id = ?1 ORDER BY id";
+const std::string kSelectRunById =
+    std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?1";
+const std::string kSelectRuns = std::string("SELECT ") + kRunColumns +
+                                " FROM runs WHERE (?1 = 0 OR node_id = ?1) AND "
+                                "(?2 = '' OR status = ?2) ORDER BY id DESC LIMIT ?3";
+const std::string kSelectRunning =
+    std::string("SELECT ") + kRunColumns + " FROM runs WHERE status = 'running' ORDER BY id";
+
+void BindRun(sqlite3_stmt* s, const RunRecord& r) {
+  sqlite3_bind_int64(s, 1, r.id);
+  sqlite3_bind_int64(s, 2, r.node_id);
+  BindText(s, 3, r.node);
+  BindText(s, 4, r.kind);
+  BindText(s, 5, r.what);
+  BindText(s, 6, r.profile_sha256);
+  BindText(s, 7, r.status);
+  sqlite3_bind_int64(s, 8, r.started_ms);
+  sqlite3_bind_int64(s, 9, r.finished_ms);
+  sqlite3_bind_int64(s, 10, r.ok);
+  sqlite3_bind_int64(s, 11, r.changed);
+  sqlite3_bind_int64(s, 12, r.failed);
+  sqlite3_bind_int64(s, 13, r.skipped);
+  BindText(s, 14, r.message);
+  BindText(s, 15, r.who);
+}
+
+RunRecord ReadRun(sqlite3_stmt* s) {
+  RunRecord r;
+  r.id = sqlite3_column_int64(s, 0);
+  r.node_id = sqlite3_column_int64(s, 1);
+  r.node = ColumnText(s, 2);
+  r.kind = ColumnText(s, 3);
+  r.what = ColumnText(s, 4);
+  r.profile_sha256 = ColumnText(s, 5);
+  r.status = ColumnText(s, 6);
+  r.started_ms = sqlite3_column_int64(s, 7);
+  r.finished_ms = sqlite3_column_int64(s, 8);
+  r.ok = sqlite3_column_int64(s, 9);
+  r.changed = sqlite3_column_int64(s, 10);
+  r.failed = sqlite3_column_int64(s, 11);
+  r.skipped = sqlite3_column_int64(s, 12);
+  r.message = ColumnText(s, 13);
+  r.who = ColumnText(s, 14);
+  return r;
+}
+
+}  // namespace
+
+Status StoreTx::InsertRun(RunRecord& run) {
+  if (!run.started_ms) run.started_ms = NowMs();
+  Store::Stmt s(store_, kInsertRun);
+  BindRun(s.get(), run);
+  if (sqlite3_step(s.get()) != SQLITE_DONE)
+    return SqlError(store_.db_, "cannot record a run on " + run.node);
+  run.id = sqlite3_last_insert_rowid(store_.db_);
+  return Status::Ok();
+}
+
+Status StoreTx::UpdateRun(const RunRecord& run) {
+  Store::Stmt s(store_, kUpdateRun);
+  BindRun(s.get(), run);
+  if (sqlite3_step(s.get()) != SQLITE_DONE)
+    return SqlError(store_.db_, "cannot update run " + std::to_string(run.id));
+  return Status::Ok();
+}
+
+Status StoreTx::AppendRunTask(RunTaskRecord& t) {
+  Store::Stmt s(store_, kInsertRunTask);
+  sqlite3_stmt* q = s.get();
+  sqlite3_bind_int64(q, 1, t.run_id);
+  BindText(q, 2, t.playbook);
+  BindText(q, 3, t.play);
+  BindText(q, 4, t.task);
+  BindText(q, 5, t.module);
+  BindText(q, 6, t.location);
+  BindText(q, 7, t.item);
+  BindText(q, 8, t.status);
+  sqlite3_bind_int(q, 9, t.changed ? 1 : 0);
+  sqlite3_bind_int64(q, 10, t.exit_code);
+  BindText(q, 11, t.stdout_tail);
+  BindText(q, 12, t.stderr_tail);
+  BindText(q, 13, t.msg);
+  sqlite3_bind_int64(q, 14, t.duration_ms);
+  if (sqlite3_step(q) != SQLITE_DONE)
+    return SqlError(store_.db_, "cannot record a task of run " + std::to_string(t.run_id));
+  t.id = sqlite3_last_insert_rowid(store_.db_);
+  return Status::Ok();
+}
+
+Status Store::AppendRunTask(RunTaskRecord& task) {
+  return Transact([&](StoreTx& tx) { return tx.AppendRunTask(task); });
+}
+
+std::vector<RunRecord> Store::ListRuns(const RunFilter& filter) {
+  std::lock_guard lock(mu_);
+  std::vector<RunRecord> out;
+  if (!filter.ids.empty()) {
+    Stmt s(*this, kSelectRunById.c_str());
+    for (int64_t id : filter.ids) {
+      sqlite3_bind_int64(s.get(), 1, id);
+      if (sqlite3_step(s.get()) == SQLITE_ROW) out.push_back(ReadRun(s.get()));
+      sqlite3_reset(s.get());
+    }
+    return out;
+  }
+  Stmt s(*this, kSelectRuns.c_str());
+  sqlite3_bind_int64(s.get(), 1, filter.node_id);
+  BindText(s.get(), 2, filter.status);
+  sqlite3_bind_int64(s.get(), 3, filter.limit);
+  while (sqlite3_step(s.get()) == SQLITE_ROW) out.push_back(ReadRun(s.get()));
+  return out;
+}
+
+Result<RunRecord> Store::GetRun(int64_t id) {
+  auto runs = ListRuns(RunFilter{0, "", {id}, 1});
+  if (runs.empty()) return Status::NotFound("no run with id " + std::to_string(id));
+  return runs.front();
+}
+
+std::vector<RunTaskRecord> Store::RunTasks(int64_t run_id) {
+  std::lock_guard lock(mu_);
+  Stmt s(*this, kSelectRunTasks);
+  sqlite3_bind_int64(s.get(), 1, run_id);
+  std::vector<RunTaskRecord> out;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+    sqlite3_stmt* q = s.get();
+    RunTaskRecord t;
+    t.id = sqlite3_column_int64(q, 0);
+    t.run_id = sqlite3_column_int64(q, 1);
+    t.playbook = ColumnText(q, 2);
+    t.play = ColumnText(q, 3);
+    t.task = ColumnText(q, 4);
+    t.module = ColumnText(q, 5);
+    t.location = ColumnText(q, 6);
+    t.item = ColumnText(q, 7);
+    t.status = ColumnText(q, 8);
+    t.changed = sqlite3_column_int(q, 9) != 0;
+    t.exit_code = sqlite3_column_int64(q, 10);
+    t.stdout_tail = ColumnText(q, 11);
+    t.stderr_tail = ColumnText(q, 12);
+    t.msg = ColumnText(q, 13);
+    t.duration_ms = sqlite3_column_int64(q, 14);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+int64_t Store::InterruptRunningRuns() {
+  int64_t count = 0;
+  Status s = Transact([&](StoreTx& tx) -> Status {
+    std::vector<RunRecord> running;
+    {
+      Stmt q(*this, kSelectRunning.c_str());
+      while (sqlite3_step(q.get()) == SQLITE_ROW) running.push_back(ReadRun(q.get()));
+    }
+    for (RunRecord& r : running) {
+      r.status = "interrupted";
+      r.finished_ms = NowMs();
+      r.message = "provisiond stopped while it ran";
+      Status u = tx.UpdateRun(r);
+      if (!u.ok()) return u;
+      EventRecord e{0,
+                    0,
+                    r.node_id,
+                    r.node,
+                    "run",
+                    "run " + std::to_string(r.id) + " (" + r.kind + " " + r.what +
+                        ") interrupted: provisiond stopped while it ran",
+                    "provisiond"};
+      u = tx.AppendEvent(e);
+      if (!u.ok()) return u;
+      ++count;
+    }
+    return Status::Ok();
+  });
+  return s.ok() ? count : 0;
+}
+
+}  // namespace prov

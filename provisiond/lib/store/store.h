@@ -1,0 +1,217 @@
+// The inventory in SQLite: nodes, events, applied profiles. One connection
+// guarded by a mutex (WAL, synchronous=NORMAL, busy_timeout); statements are
+// prepared once and bound. A state change and its event are written in one
+// transaction, so the history never disagrees with the inventory.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "store/node_state.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace prov {
+
+struct NodeRecord {
+  int64_t id = 0;
+  std::string mac;
+  std::string hostname;  // empty while only discovered
+  std::string ip;
+  NodeState state = NodeState::kEnrolled;
+  std::string reason;
+  std::string profile_version;
+  std::string image_version;
+  std::string facts = "{}";  // JSON text
+  std::string host_key;
+  std::string token;
+  std::string stage;
+  std::string power = "{}";  // JSON: {"driver": ...}
+  // The profile hash this boot of the node was configured with ("" since
+  // its last hello, or never).
+  std::string configured;
+  int64_t last_seen_ms = 0;
+  int64_t created_ms = 0;
+  int64_t updated_ms = 0;
+
+  // The name to show: the hostname, or the MAC for a discovered node.
+  const std::string& name() const { return hostname.empty() ? mac : hostname; }
+};
+
+struct EventRecord {
+  int64_t id = 0;
+  int64_t time_ms = 0;
+  int64_t node_id = 0;  // 0: not about one node
+  std::string node;
+  std::string kind;
+  std::string detail;
+  std::string who;
+};
+
+struct AppliedProfile {
+  int64_t id = 0;
+  std::string version;
+  std::string sha256;
+  int64_t time_ms = 0;
+  std::string who;
+};
+
+// One run over SSH on one node: the profile's playbooks ("configure"), a
+// playbook run by hand ("playbook"), or a command ("cmd").
+struct RunRecord {
+  int64_t id = 0;
+  int64_t node_id = 0;
+  std::string node;
+  std::string kind;  // configure | playbook | cmd
+  std::string what;  // profile version, playbook file or command
+  std::string profile_sha256;
+  // running | ok | failed | unreachable | interrupted | rebooted
+  std::string status = "running";
+  int64_t started_ms = 0;
+  int64_t finished_ms = 0;
+  int64_t ok = 0, changed = 0, failed = 0, skipped = 0;
+  std::string message;  // the failed task and why
+  std::string who;
+};
+
+struct RunTaskRecord {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  std::string playbook, play, task, module;
+  std::string location;  // file:line
+  std::string item;
+  std::string status;  // ok | changed | failed | skipped | unreachable
+  bool changed = false;
+  int64_t exit_code = -1;
+  std::string stdout_tail, stderr_tail, msg;
+  int64_t duration_ms = 0;
+};
+
+struct RunFilter {
+  int64_t node_id = 0;       // 0: all nodes
+  std::string status;        // "": any
+  std::vector<int64_t> ids;  // empty: any
+  int64_t limit = 100;       // the newest ones
+};
+
+struct NodeFilter {
+  std::optional<NodeState> state;
+  std::optional<std::string> profile_version;
+};
+
+int64_t NowMs();
+
+class Store;
+
+// The operations available inside one transaction. Only valid inside the
+// callback given to Store::Transact.
+class StoreTx {
+ public:
+  Result<NodeRecord> FindNode(const std::string& hostname_or_mac);
+  Result<NodeRecord> NodeById(int64_t id);
+  // Inserts; fills id, created/updated and a fresh token when empty.
+  Result<NodeRecord> InsertNode(NodeRecord node);
+  // Writes every column of `node` (matched by id).
+  Status UpdateNode(NodeRecord& node);
+  Status DeleteNode(int64_t id);
+  // Appends; fills id and time (when 0).
+  Status AppendEvent(EventRecord& event);
+  // Moves the node to `to` when the life cycle allows it and appends the
+  // event "state" with "from -> to: detail".
+  Status Transition(NodeRecord& node, NodeState to, const std::string& detail,
+                    const std::string& who);
+  Status InsertAppliedProfile(AppliedProfile& applied);
+  std::vector<NodeRecord> ListNodes(const NodeFilter& filter = {});
+  // Fills id (and started when 0).
+  Status InsertRun(RunRecord& run);
+  Status UpdateRun(const RunRecord& run);
+  Status AppendRunTask(RunTaskRecord& task);
+  std::vector<AppliedProfile> AppliedProfiles();
+  std::optional<AppliedProfile> CurrentProfile();
+
+ private:
+  friend class Store;
+  explicit StoreTx(Store& store) : store_(store) {}
+  Store& store_;
+};
+
+class Store {
+ public:
+  // Opens (creating if needed) the database at `path` and migrates it to the
+  // latest schema. ":memory:" works for tests.
+  static Result<std::unique_ptr<Store>> Open(const std::string& path);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Runs `fn` in one IMMEDIATE transaction; commits when it returns Ok,
+  // rolls back otherwise (and on exceptions). Wakes WaitForEvents callers.
+  Status Transact(const std::function<Status(StoreTx&)>& fn);
+  // Runs `fn` under the store's lock without a write transaction: a
+  // consistent read of several tables.
+  void Read(const std::function<void(StoreTx&)>& fn);
+
+  Result<NodeRecord> FindNode(const std::string& hostname_or_mac);
+  std::vector<NodeRecord> ListNodes(const NodeFilter& filter = {});
+  std::map<NodeState, int64_t> CountByState();
+  Status AppendEvent(EventRecord& event);
+  // Events with id > `after`, oldest first; node_id 0 means all nodes.
+  std::vector<EventRecord> ListEvents(int64_t after, int64_t node_id, int64_t limit);
+  // The newest `count` events (of one node when node_id != 0), oldest first.
+  std::vector<EventRecord> LastEvents(int64_t node_id, int64_t count);
+  // Blocks until an event with id > `after` exists, `timeout_ms` passes or
+  // WakeWaiters is called; returns false once WakeWaiters has been called.
+  bool WaitForEvents(int64_t after, int64_t timeout_ms);
+  // Wakes every WaitForEvents caller now and makes later calls return at
+  // once (provisiond is stopping: long-polls must not hold up the stop).
+  void WakeWaiters();
+  int64_t LastEventId();
+  std::optional<AppliedProfile> CurrentProfile();
+  std::vector<AppliedProfile> AppliedProfiles();
+
+  // Runs, newest first.
+  std::vector<RunRecord> ListRuns(const RunFilter& filter);
+  Result<RunRecord> GetRun(int64_t id);
+  std::vector<RunTaskRecord> RunTasks(int64_t run_id);
+  Status AppendRunTask(RunTaskRecord& task);
+  // Runs still "running" from a provisiond that stopped become
+  // "interrupted" (with an event each); returns how many.
+  int64_t InterruptRunningRuns();
+
+  int schema_version();
+
+ private:
+  friend class StoreTx;
+  class Stmt;
+  explicit Store(sqlite3* db);
+  Status Exec(const char* sql);
+  sqlite3_stmt* Prepared(const char* sql);  // cached per SQL text
+  Status Migrate();
+
+  sqlite3* db_;
+  std::mutex mu_;  // guards db_ and statements_
+  std::map<const char*, sqlite3_stmt*> statements_;
+  std::condition_variable events_cv_;
+  int64_t last_event_id_ = 0;  // guarded by mu_
+  bool stopping_ = false;      // guarded by mu_
+};
+
+// A function that appends an event of `kind` (no node, by `kind`) with the
+// detail it is given; a failure to record is logged. For the parts that only
+// report (the supervised programs).
+std::function<void(const std::string& detail)> EventRecorder(Store& store, std::string kind);
+
+// Applies migrations 1..`upto` to a raw database; Store::Open applies all.
+// Exposed for the migration tests.
+Status ApplyMigrations(sqlite3* db, int upto);
+
+}  // namespace prov

@@ -1,0 +1,187 @@
+#include "store/store.h"
+
+#include <doctest/doctest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "store/migrations.h"
+
+namespace prov {
+namespace {
+
+NodeRecord MakeNode(const std::string& host, const std::string& mac) {
+  NodeRecord n;
+  n.hostname = host;
+  n.mac = mac;
+  n.state = NodeState::kEnrolled;
+  return n;
+}
+
+std::string TempDb() {
+  static int counter = 0;
+  auto dir = std::filesystem::temp_directory_path() /
+             ("provision-store-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return (dir / "test.db").string();
+}
+
+}  // namespace
+
+TEST_CASE("store: a node and its transitions, each with its event") {
+  auto store = Store::Open(":memory:");
+  REQUIRE(store.ok());
+  NodeRecord node;
+  REQUIRE((*store)
+              ->Transact([&](StoreTx& tx) {
+                auto r = tx.InsertNode(MakeNode("node0", "52:54:00:00:00:01"));
+                if (!r.ok()) return r.status();
+                node = *r;
+                return Status::Ok();
+              })
+              .ok());
+  CHECK(node.id > 0);
+  CHECK(node.token.size() == 32);
+
+  Status s = (*store)->Transact([&](StoreTx& tx) {
+    return tx.Transition(node, NodeState::kBooting, "script fetched", "test");
+  });
+  REQUIRE(s.ok());
+  // An illegal transition is refused and changes nothing.
+  s = (*store)->Transact(
+      [&](StoreTx& tx) { return tx.Transition(node, NodeState::kDiscovered, "", "test"); });
+  CHECK(s.code() == Code::kConflict);
+  CHECK(s.message().find("node0: a node cannot go from 'booting' to 'discovered'") == 0);
+
+  auto found = (*store)->FindNode("52:54:00:00:00:01");
+  REQUIRE(found.ok());
+  CHECK(found->state == NodeState::kBooting);
+  auto events = (*store)->ListEvents(0, found->id, 100);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].kind == "state");
+  CHECK(events[0].detail == "enrolled -> booting: script fetched");
+  CHECK(events[0].node == "node0");
+}
+
+TEST_CASE("store: a failed transaction leaves no trace") {
+  auto store = Store::Open(":memory:");
+  REQUIRE(store.ok());
+  Status s = (*store)->Transact([&](StoreTx& tx) {
+    auto r = tx.InsertNode(MakeNode("node0", "52:54:00:00:00:01"));
+    EventRecord e;
+    e.kind = "x";
+    tx.AppendEvent(e);
+    // Same MAC again: the whole transaction must roll back.
+    auto r2 = tx.InsertNode(MakeNode("node1", "52:54:00:00:00:01"));
+    return r2.status();
+  });
+  CHECK(s.code() == Code::kConflict);
+  CHECK(s.message() == "a node with MAC 52:54:00:00:00:01 exists already");
+  CHECK((*store)->ListNodes().empty());
+  CHECK((*store)->ListEvents(0, 0, 10).empty());
+  CHECK((*store)->LastEventId() == 0);
+}
+
+TEST_CASE("store: duplicate hostnames are refused with their name") {
+  auto store = Store::Open(":memory:");
+  REQUIRE(store.ok());
+  auto add = [&](const char* host, const char* mac) {
+    return (*store)->Transact(
+        [&](StoreTx& tx) { return tx.InsertNode(MakeNode(host, mac)).status(); });
+  };
+  CHECK(add("node0", "52:54:00:00:00:01").ok());
+  Status s = add("node0", "52:54:00:00:00:02");
+  CHECK(s.message() == "a node named 'node0' exists already");
+}
+
+TEST_CASE("store: filters, counts and the event cursor") {
+  auto store = Store::Open(":memory:");
+  REQUIRE(store.ok());
+  for (int i = 0; i < 5; ++i) {
+    char mac[32];
+    snprintf(mac, sizeof mac, "52:54:00:00:00:%02x", i);
+    REQUIRE((*store)
+                ->Transact([&](StoreTx& tx) {
+                  NodeRecord n = MakeNode("node" + std::to_string(i), mac);
+                  n.profile_version = i < 2 ? "v0.1" : "v0.2";
+                  auto r = tx.InsertNode(n);
+                  if (!r.ok()) return r.status();
+                  EventRecord e{0, 0, r->id, r->name(), "enrolled", "", "test"};
+                  return tx.AppendEvent(e);
+                })
+                .ok());
+  }
+  CHECK((*store)->ListNodes().size() == 5);
+  NodeFilter f;
+  f.profile_version = "v0.1";
+  CHECK((*store)->ListNodes(f).size() == 2);
+  f = {};
+  f.state = NodeState::kReady;
+  CHECK((*store)->ListNodes(f).empty());
+  CHECK((*store)->CountByState()[NodeState::kEnrolled] == 5);
+  auto first = (*store)->ListEvents(0, 0, 2);
+  REQUIRE(first.size() == 2);
+  auto rest = (*store)->ListEvents(first.back().id, 0, 100);
+  CHECK(rest.size() == 3);
+  CHECK((*store)->LastEventId() == rest.back().id);
+}
+
+TEST_CASE("store: migrations from an empty database and from every earlier version") {
+  const int latest = static_cast<int>(Migrations().size());
+  REQUIRE(latest >= 2);
+  for (int from = 0; from <= latest; ++from) {
+    CAPTURE(from);
+    std::string path = TempDb();
+    {
+      sqlite3* db = nullptr;
+      REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+      REQUIRE(ApplyMigrations(db, from).ok());
+      if (from >= 1) {
+        // Rows written by an older provisiond must survive the upgrade.
+        REQUIRE(sqlite3_exec(db,
+                             "INSERT INTO nodes (mac, hostname, state, created, updated) "
+                             "VALUES ('52:54:00:00:00:01', 'old0', 'ready', 1, 1);"
+                             "INSERT INTO events (time, node_id, node, kind) "
+                             "VALUES (1, 1, 'old0', 'state');"
+                             "INSERT INTO applied_profiles (version, sha256, time) "
+                             "VALUES ('v0.1', 'abc', 1);",
+                             nullptr, nullptr, nullptr) == SQLITE_OK);
+      }
+      sqlite3_close(db);
+    }
+    auto store = Store::Open(path);
+    REQUIRE(store.ok());
+    CHECK((*store)->schema_version() == latest);
+    if (from >= 1) {
+      auto n = (*store)->FindNode("old0");
+      REQUIRE(n.ok());
+      CHECK(n->state == NodeState::kReady);
+      if (from == 1) CHECK(n->token.size() == 32);  // 002 gives old nodes a token
+      CHECK((*store)->ListEvents(0, 0, 10).size() == 1);
+      REQUIRE((*store)->CurrentProfile().has_value());
+      CHECK((*store)->CurrentProfile()->version == "v0.1");
+    }
+    // Opening again is a no-op.
+    store = Result<std::unique_ptr<Store>>(Status::Internal("reset"));
+    auto again = Store::Open(path);
+    REQUIRE(again.ok());
+    CHECK((*again)->schema_version() == latest);
+    std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+  }
+}
+
+TEST_CASE("store: a database from a newer provisiond is refused") {
+  std::string path = TempDb();
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  sqlite3_exec(db, "PRAGMA user_version = 999", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  auto store = Store::Open(path);
+  REQUIRE_FALSE(store.ok());
+  CHECK(store.status().message().find("newer than this provisiond knows") != std::string::npos);
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+}
+
+}  // namespace prov

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The library's layout is its architecture (provisiond/lib/README.md): each
+# folder may include only from the folders this table allows, so the node's
+# path stays readable and no cycle creeps in. Also: no folder holds more than a
+# dozen units and no unit is over 1,500 lines (tests aside); provisionctl
+# includes nothing of the daemon but base/.
+# Usage: layout_test.sh REPO
+set -uo pipefail
+repo="${1:?usage: layout_test.sh REPO}"
+lib="$repo/provisiond/lib"
+declare -A allowed=(
+  [base]=""
+  [http]="base"
+  [store]="base"
+  [power]="base store"
+  [playbook]="base"
+  [profiles]="base store power playbook"
+  [dhcp]="base store"
+  [images]="base store profiles"
+  [boot]="base http store profiles images"
+  [hello]="base store profiles"
+  [configure]="base store profiles playbook"
+  [api]="base http store power playbook profiles dhcp images boot hello configure"
+)
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+for dir in "$lib"/*/; do
+  d="$(basename "$dir")"
+  [ "$d" = migrations ] && continue
+  [ -v "allowed[$d]" ] || { fail "lib/$d is not in the layout table (provisiond/lib/README.md)"; continue; }
+  while IFS=: read -r file _ inc; do
+    top="$(sed -E 's|#include "([a-z_]+)/.*|\1|' <<<"$inc")"
+    [ "$top" = "$d" ] && continue
+    [[ " ${allowed[$d]} " == *" $top "* ]] ||
+      fail "${file#"$repo"/} includes $top/ ($inc), which lib/$d may not use"
+  done < <(grep -rn --include='*.h' --include='*.cc' -E '^#include "[a-z_]+/' "$dir" |
+    grep -v '_test\.cc:')
+  units="$(find "$dir" -maxdepth 1 -name '*.cc' ! -name '*_test.cc' | wc -l)"
+  [ "$units" -le 12 ] || fail "lib/$d has $units units (at most 12: split it)"
+done
+
+while read -r lines file; do
+  [ "$file" = total ] && continue
+  [ "$lines" -le 1500 ] || fail "${file#"$repo"/} has $lines lines (at most 1,500)"
+done < <(find "$lib" "$repo/provisiond/ctl" -name '*.cc' ! -name '*_test.cc' -print0 |
+  xargs -0 wc -l)
+
+while IFS=: read -r file _ inc; do
+  fail "${file#"$repo"/} (provisionctl) includes the daemon's $inc"
+done < <(grep -rn -E '^#include "[a-z_]+/' "$repo/provisiond/ctl" | grep -v '#include "base/')
+
+if [ "$fails" -gt 0 ]; then
+  echo "$fails layout problem(s)"
+  exit 1
+fi
+echo "layout: every include follows the table; folders and units within their sizes"
