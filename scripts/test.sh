@@ -1,37 +1,65 @@
 #!/usr/bin/env bash
-# The test command: installs what is needed, builds, and runs the tests in two
-# builds: a normal one (RelWithDebInfo), then one with AddressSanitizer and
-# UndefinedBehaviorSanitizer. Every test runs under the sanitizers. The lab
-# tests (label `lab`: QEMU machines under TCG, most of the time spent in the
-# guests) run in the sanitizer build only, unless --lab-twice; the other tests
-# run in both.
-# Usage: scripts/test.sh [--no-install] [--no-sanitize] [--lab-twice]
-#   --no-sanitize   one build, every test (lab ones included) in it
+# The test command: installs what is needed, then
+#   1. checks the formatting and the library's layout (no build needed);
+#   2. builds the normal build (RelWithDebInfo: what the demo and the
+#      benchmarks run; its optimizer warns differently, and warnings are
+#      errors) and runs its unit tests and fuzz replays (seconds);
+#   3. builds with AddressSanitizer + UndefinedBehaviorSanitizer (-O1, as the
+#      sanitizers advise) and runs every test there: unit, integration, web,
+#      fuzz replays and the lab tests (QEMU machines under TCG).
+# So every test runs under the sanitizers, and none runs twice except the
+# quick unit tests and replays, which also run optimized. ccache (from
+# Debian) keeps compiled units between runs on one machine.
+# Usage: scripts/test.sh [--no-install] [--no-sanitize]
+#   --no-sanitize   one build (the normal one), every test in it
 set -euo pipefail
 cd "$(dirname "$0")/.."
-install=1 sanitize=1 lab_twice=0
+install=1 sanitize=1
 for arg in "$@"; do
   case "$arg" in
     --no-install) install=0 ;;
     --no-sanitize) sanitize=0 ;;
-    --lab-twice) lab_twice=1 ;;
-    *) echo "usage: scripts/test.sh [--no-install] [--no-sanitize] [--lab-twice]" >&2; exit 2 ;;
+    *) echo "usage: scripts/test.sh [--no-install] [--no-sanitize]" >&2; exit 2 ;;
   esac
 done
-normal_args=()
-[ "$sanitize" -eq 0 ] || [ "$lab_twice" -eq 1 ] || normal_args=(-LE lab)
+start=$SECONDS
+phases=()
+phase() { phases+=("$(printf '%-44s %4d s' "$1" $((SECONDS - phase_start)))"); }
+phase_start=$SECONDS
 [ "$install" -eq 0 ] || scripts/install-deps.sh
+phase "packages"
 
+phase_start=$SECONDS
+echo "== format and layout"
+scripts/check-format.sh
+bash tests/layout_test.sh "$PWD"
+phase "format and layout"
+
+phase_start=$SECONDS
 echo "== build (RelWithDebInfo)"
 scripts/build.sh build -DCMAKE_BUILD_TYPE=RelWithDebInfo
-echo "== tests${normal_args[*]:+ (all but the lab tests: they run under the sanitizers below)}"
-ctest --test-dir build --output-on-failure --timeout 900 "${normal_args[@]}"
+phase "build (RelWithDebInfo)"
+phase_start=$SECONDS
+if [ "$sanitize" -eq 1 ]; then
+  echo "== unit tests and fuzz replays, optimized (everything runs under the sanitizers below)"
+  ctest --test-dir build --output-on-failure --timeout 900 -L 'unit|fuzz'
+else
+  echo "== every test"
+  ctest --test-dir build --output-on-failure --timeout 900
+fi
+phase "tests (RelWithDebInfo)"
 
 if [ "$sanitize" -eq 1 ]; then
+  phase_start=$SECONDS
   echo "== build (ASan + UBSan)"
-  scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DPROVISION_SANITIZE=ON
-  echo "== tests under ASan + UBSan"
+  scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+    -DPROVISION_SANITIZE=ON
+  phase "build (ASan + UBSan)"
+  phase_start=$SECONDS
+  echo "== every test under ASan + UBSan"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure --timeout 900
+  phase "tests (ASan + UBSan)"
 fi
-echo "== all tests passed"
+echo "== all tests passed in $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s"
+printf '   %s\n' "${phases[@]}"

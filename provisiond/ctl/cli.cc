@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "base/file_util.h"
-#include "commands.h"
+#include "verb.h"
 
 namespace prov::ctl {
 namespace {

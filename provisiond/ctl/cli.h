@@ -1,4 +1,4 @@
-// provisionctl's command line, generated from the verb table (commands.h):
+// provisionctl's command line, generated from the verb table (verb.h):
 // CLI11 subcommands with the table's synopsis, summary and description as
 // their help, the long-form `provisionctl doc`, and the run itself.
 #pragma once

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "client.h"
-#include "commands.h"
+#include "verb.h"
 
 namespace prov::ctl {
 namespace {

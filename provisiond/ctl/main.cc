@@ -1,6 +1,6 @@
 // provisionctl: the command line of provisiond. Everything but the process's
-// own setup lives in cli.cc (the command line, from the verb table) and
-// commands.cc (one function per verb).
+// own setup lives in cli.cc (the command line, from the verb table, verb.h)
+// and verbs/<noun>.cc (each noun's verbs with their help text).
 #include <unistd.h>
 
 #include <iostream>

@@ -39,7 +39,8 @@ bool Excluded(const Router::Route& r) {
   const std::string p = r.pattern;
   return p.ends_with("/power") || p.ends_with("/build") || p.ends_with("/import") ||
          p.ends_with("/verify") || p.ends_with("/preflight") ||
-         (r.method == "DELETE" && p.starts_with("/api/v1/images"));
+         (r.method == "DELETE" && p.starts_with("/api/v1/images")) || p.ends_with("/configure") ||
+         p == "/api/v1/cmd" || p == "/api/v1/playbook-runs";
 }
 
 }  // namespace
@@ -53,7 +54,7 @@ ApiHarness::ApiHarness() {
   ImageCatalog& images = Images();
   store_ = std::move(*Store::Open(":memory:"));
   inventory_ = std::make_unique<Inventory>(*store_, PROVISION_DATADIR "/profiles",
-                                           PROVISION_DATADIR "/playbooks");
+                                           PROVISION_DATADIR "/playbooks", snapshots_.path());
   auto n0 = inventory_->Enroll({"n0", kNodeMac, "10.99.0.10", "lab"}, "fuzz");
   if (!n0.ok()) {
     std::fprintf(stderr, "fuzz: enroll: %s\n", n0.status().message().c_str());
@@ -81,21 +82,23 @@ ApiHarness::ApiHarness() {
   boot_ = std::move(*b);
   image_service_ = std::make_unique<ImageService>(*inventory_, images, PROVISION_DATADIR "/images",
                                                   ImageBuildOptions{});
-  netboot_.reset(new NetbootContext{*inventory_, images, *boot_, *phonehome_, *image_service_,
-                                    nullptr, PowerSettings{}, Config{}, "10.99.0.1"});
 
   router_ = std::make_unique<Router>(std::make_shared<const TokenSet>(
       *TokenSet::Parse(std::string(kAdminToken) + " fuzz\n", "tokens")));
-  ApiOptions api;
-  api.max_event_wait_ms = 0;                 // GET /events?wait= answers at once
-  AddApiRoutes(*router_, *inventory_, api);  // /metrics holds on to the router it is added to
-  AddWebRoutes(*router_, PROVISION_DATADIR "/web");
-  AddBootRoutes(*router_, *boot_);
-  // The netboot routes on a staging router, then the ones that stay in the
+  context_.inventory = inventory_.get();
+  context_.images = &images;
+  context_.image_service = image_service_.get();
+  context_.boot = boot_.get();
+  context_.phonehome = phonehome_.get();
+  context_.route_metrics = &router_->metrics();
+  context_.config.web_dir = PROVISION_DATADIR "/web";
+  context_.own_address = "10.99.0.1";
+  context_.max_event_wait_ms = 0;  // GET /events?wait= answers at once
+  // The daemon's table on a staging router, then the routes that stay in the
   // process (their handlers hold only the context).
-  Router netboot(nullptr);
-  AddNetbootApiRoutes(netboot, *netboot_);
-  for (const auto& r : netboot.routes())
+  Router all(nullptr);
+  AddRoutes(all, context_);
+  for (const auto& r : all.routes())
     if (!Excluded(r)) router_->Add(r.method, r.pattern, r.access, r.handler);
 }
 

@@ -7,8 +7,9 @@
 #include <memory>
 #include <string>
 
-#include "api/api.h"
-#include "api/netboot_api.h"
+#include "api/context.h"
+#include "api/routes.h"
+#include "base/temp_dir.h"
 #include "boot/boot.h"
 #include "hello/phonehome.h"
 #include "images/image_catalog.h"
@@ -31,10 +32,11 @@ inline constexpr const char* kAdminToken = "0123456789abcdef0123456789abcdef";
 inline constexpr const char* kNodeMac = "52:54:00:00:00:01";
 
 // provisiond's routes over an in-memory store, built fresh for each input:
-// the API, the web page, the boot scripts and files, and the netboot API
-// except what leaves the process (power, image build/import/verify/delete,
-// preflight). Node n0 (kNodeMac, profile lab) is enrolled; its token is
-// node_token. Nothing here starts a thread.
+// the daemon's route table (api/routes.cc, through the same AddRoutes) except
+// the routes that leave the process (power, image build/import/verify/delete,
+// preflight, and configure, cmd and playbook runs over SSH). Node n0
+// (kNodeMac, profile lab) is enrolled; its token is node_token. Nothing here
+// starts a thread.
 class ApiHarness {
  public:
   ApiHarness();
@@ -44,12 +46,13 @@ class ApiHarness {
   Inventory& inventory() { return *inventory_; }
 
  private:
+  TempDir snapshots_{"fuzz-snapshots"};
   std::unique_ptr<Store> store_;
   std::unique_ptr<Inventory> inventory_;
   std::unique_ptr<BootService> boot_;
   std::unique_ptr<PhoneHome> phonehome_;
   std::unique_ptr<ImageService> image_service_;
-  std::unique_ptr<NetbootContext> netboot_;
+  ApiContext context_;
   std::unique_ptr<Router> router_;
   std::string node_token_;
 };

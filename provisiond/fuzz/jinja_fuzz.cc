@@ -1,11 +1,12 @@
-// The Jinja2 subset (jinja.cc) playbooks carry: the first byte picks how the
-// rest is used (a template rendered, an expression, a condition, a syntax
-// check only, a whole YAML value rendered), over variables like a play's.
+// The Jinja2 subset (playbook/jinja/) playbooks carry: the first byte picks
+// how the rest is used (a template rendered, an expression, a condition, a
+// syntax check only, a whole YAML value rendered), over variables like a
+// play's.
 #include <cstdint>
 #include <string>
 
 #include "fuzz_util.h"
-#include "playbook/jinja.h"
+#include "playbook/jinja/jinja.h"
 
 namespace {
 

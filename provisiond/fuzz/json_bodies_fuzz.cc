@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "api/run_api.h"
+#include "api/exports.h"
 #include "fuzz_util.h"
 #include "profiles/hardware_check.h"
 #include "profiles/profile.h"

@@ -8,9 +8,8 @@
 #include <mutex>
 #include <optional>
 
-#include "api/api.h"
-#include "api/netboot_api.h"
-#include "api/run_api.h"
+#include "api/context.h"
+#include "api/routes.h"
 #include "base/file_util.h"
 #include "base/netinfo.h"
 #include "base/process.h"
@@ -42,43 +41,15 @@ std::vector<std::string> CheckAll(const Config& config) {
   return errors;
 }
 
-// The kernel arguments of each profile version, re-read when its file changes
-// (boot scripts are on the hot path; parsing YAML for each would not be).
-class KernelArgsCache {
- public:
-  KernelArgsCache(std::string profiles_dir, std::string playbooks_dir)
-      : profiles_dir_(std::move(profiles_dir)), playbooks_dir_(std::move(playbooks_dir)) {}
-  std::vector<std::string> Get(const std::string& version) {
-    std::error_code ec;
-    auto mtime =
-        std::filesystem::last_write_time(profiles_dir_ + "/" + version + "/profile.yaml", ec);
-    if (ec) return {};
-    std::lock_guard lock(mu_);
-    auto it = cache_.find(version);
-    if (it != cache_.end() && it->second.first == mtime) return it->second.second;
-    auto p = LoadProfile(profiles_dir_, version, playbooks_dir_);
-    std::vector<std::string> args = p.ok() ? p->kernel_args : std::vector<std::string>{};
-    cache_[version] = {mtime, args};
-    return args;
-  }
-
- private:
-  std::string profiles_dir_, playbooks_dir_;
-  std::mutex mu_;
-  std::map<std::string, std::pair<std::filesystem::file_time_type, std::vector<std::string>>>
-      cache_;
-};
-
 struct Daemon::Impl {
   Config config;
   std::unique_ptr<Store> store;
   std::unique_ptr<Inventory> inventory;
   std::unique_ptr<ImageCatalog> images;
-  std::unique_ptr<KernelArgsCache> kernel_args;
   std::unique_ptr<BootService> boot;
   std::unique_ptr<PhoneHome> phonehome;
   std::unique_ptr<ImageService> image_service;
-  std::unique_ptr<NetbootContext> netboot;
+  std::unique_ptr<ApiContext> api;  // what the routes' handlers use
   std::unique_ptr<Router> router;
   std::unique_ptr<HttpServer> server;
   std::unique_ptr<DnsmasqService> dnsmasq;
@@ -145,11 +116,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   auto store = Store::Open(config.database_path());
   if (!store.ok()) return store.status();
   impl->store = std::move(*store);
-  impl->inventory =
-      std::make_unique<Inventory>(*impl->store, config.profiles_dir, config.playbooks_dir);
+  impl->inventory = std::make_unique<Inventory>(
+      *impl->store, config.profiles_dir, config.playbooks_dir, config.data_dir + "/snapshots");
   impl->router = std::make_unique<Router>(nullptr);
   Impl* raw = impl.get();
-  ApiOptions api;
+  impl->api = std::make_unique<ApiContext>();
+  ApiContext& api = *impl->api;
   // Applying a profile configures its nodes that are up; the others are
   // configured when they phone home.
   api.after_apply = [raw](const Plan& plan, const std::string& who) {
@@ -164,31 +136,31 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     }
     return nlohmann::json{{"started", started}, {"not_started", later}};
   };
-  AddApiRoutes(*impl->router, *impl->inventory, api);
-  AddWebRoutes(*impl->router, config.web_dir);
 
   // Netboot: boot scripts and files are served always (a site's own DHCP
   // server may point at them); dnsmasq runs only with an interface.
   impl->images = std::make_unique<ImageCatalog>(config.effective_image_store());
-  impl->kernel_args = std::make_unique<KernelArgsCache>(config.profiles_dir, config.playbooks_dir);
   auto control_key = EnsureControlKey(config.data_dir + "/ssh");
   if (!control_key.ok()) return control_key.status();
   spdlog::info("control key {}", control_key->private_key_path);
   BootSettings boot;
   boot.pxe_dir = config.pxe_dir;
-  boot.profile_kernel_args = [cache = impl->kernel_args.get()](const std::string& v) {
-    return cache->Get(v);
+  boot.loader_dir = config.ipxe_dir;
+  boot.uefi_file = config.uefi_binary;
+  // From the applied snapshot, in memory: boot scripts are on the hot path.
+  boot.profile_kernel_args = [inventory = impl->inventory.get()](const std::string& v) {
+    if (v.empty()) return std::vector<std::string>{};
+    auto p = inventory->Snapshot(v);
+    return p.ok() ? (*p)->kernel_args : std::vector<std::string>{};
   };
   ConfigureSettings configure;
   configure.key_path = control_key->private_key_path;
   configure.public_key = control_key->public_key;
-  configure.playbooks_dir = config.playbooks_dir;
   configure.ssh_user = config.ssh_user;
   configure.ssh_port = config.ssh_port;
   configure.workers = config.configure_workers;
   configure.task_timeout_s = config.task_timeout_s;
   impl->configurator = std::make_unique<Configurator>(*impl->inventory, configure);
-  AddRunApiRoutes(*impl->router, *impl->inventory, *impl->configurator, config.playbooks_dir);
   impl->phonehome = std::make_unique<PhoneHome>(*impl->inventory, control_key->public_key,
                                                 [raw] { return raw->boot->boot_url(); });
   boot.root_args = [raw](const ImageVersion& image) {
@@ -204,7 +176,6 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   auto boot_service = BootService::Create(boot, *impl->store, *impl->images);
   if (!boot_service.ok()) return boot_service.status();
   impl->boot = std::move(*boot_service);
-  AddBootRoutes(*impl->router, *impl->boot);
   if (!config.interface.empty()) {
     // A provisiond killed with SIGKILL leaves its dnsmasq and NFS server
     // running, holding the DHCP and TFTP ports (preflight would refuse them):
@@ -254,13 +225,20 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   build.tools_dir = config.tools_dir;
   impl->image_service =
       std::make_unique<ImageService>(*impl->inventory, *impl->images, config.images_dir, build);
-  impl->netboot.reset(new NetbootContext{*impl->inventory, *impl->images, *impl->boot,
-                                         *impl->phonehome, *impl->image_service, nullptr, power,
-                                         config, impl->iface ? impl->iface->address : ""});
-  impl->netboot->on_booted = [raw](const NodeRecord& node) {
+  api.inventory = impl->inventory.get();
+  api.configurator = impl->configurator.get();
+  api.images = impl->images.get();
+  api.image_service = impl->image_service.get();
+  api.boot = impl->boot.get();
+  api.phonehome = impl->phonehome.get();
+  api.route_metrics = &impl->router->metrics();
+  api.config = config;
+  api.power = power;
+  api.own_address = impl->iface ? impl->iface->address : "";
+  api.on_booted = [raw](const NodeRecord& node) {
     if (!node.profile_version.empty()) raw->configurator->Configure(node.name(), "node");
   };
-  AddNetbootApiRoutes(*impl->router, *impl->netboot);
+  AddRoutes(*impl->router, api);  // every route: api/routes.cc
 
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(impl)));
   s = daemon->ReloadTokens();
@@ -296,9 +274,17 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     dns.iface = *d.iface;
     s = EffectiveRange(config, *d.iface, dns.range_first, dns.range_last);
     if (!s.ok()) return s;
-    dns.boot_url = boot_url;
-    dns.ipxe_dir = config.ipxe_dir;
-    dns.uefi_binary = config.uefi_binary;
+    // What DHCP and TFTP serve, from the boot loader's description.
+    const BootLoader& loader = d.boot->loader();
+    dns.loader = {.title = std::string(loader.title()),
+                  .tag = std::string(loader.name()),
+                  .user_class = std::string(loader.dhcp_user_class()),
+                  .bios_file = loader.FirstStage(ClientArch::kBios),
+                  .uefi_file = loader.FirstStage(ClientArch::kUefiX64),
+                  .start_url = loader.StartUrl(boot_url),
+                  .options = loader.DhcpOptions(),
+                  .tftp_files = loader.TftpFiles(),
+                  .package = std::string(loader.package())};
     dns.pxe_dir = config.pxe_dir;
     dns.run_dir = config.data_dir + "/netboot";
     dns.router_advertisements = config.dhcp_mode == "full" && HasRoutableIpv6(config.interface);
@@ -325,7 +311,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
       auto service = NfsService::Start(nfs, *d.store, *d.images);
       if (!service.ok()) return service.status();
       d.nfs = std::move(*service);
-      d.netboot->nfs = d.nfs.get();
+      d.api->nfs = d.nfs.get();
     }
     auto dnsmasq = DnsmasqService::Start(dns, *d.store, observer);
     if (!dnsmasq.ok()) return dnsmasq.status();

@@ -54,24 +54,76 @@ Status WriteFileAtomic(const std::string& path, const std::string& content, int 
 }
 
 Status MakeDirs(const std::string& path, int mode) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) return Status::Internal("cannot create directory " + path + ": " + ec.message());
-  (void)mode;
+  if (path.empty()) return Status::Invalid("cannot create a directory with an empty name");
+  std::string prefix;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    prefix = path.substr(0, pos);
+    if (prefix.empty() || prefix == "/") continue;
+    if (mkdir(prefix.c_str(), static_cast<mode_t>(mode)) == 0) {
+      // mkdir(2) masks the mode with the umask; the caller asked for exactly it.
+      if (chmod(prefix.c_str(), static_cast<mode_t>(mode)) != 0)
+        return Status::Internal("cannot set the mode of " + prefix + ": " + strerror(errno));
+      continue;
+    }
+    if (errno != EEXIST)
+      return Status::Internal("cannot create directory " + prefix + ": " + strerror(errno));
+    struct stat st {};
+    if (stat(prefix.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return Status::Internal("cannot create directory " + path + ": " + prefix +
+                              " exists and is not a directory");
+  }
   return Status::Ok();
 }
 
-std::string Sha256Hex(const std::string& data) {
+std::string HexEncode(std::string_view bytes) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
+}
+
+std::string Sha256Hex(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 15];
+  return HexEncode(std::string_view(reinterpret_cast<const char*>(digest), len));
+}
+
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new(), EVP_MD_CTX_free) {
+  if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1)
+    throw std::runtime_error("cannot start a SHA-256 digest");
+}
+
+Sha256::~Sha256() = default;
+
+void Sha256::Update(std::string_view data) {
+  EVP_DigestUpdate(ctx_.get(), data.data(), data.size());
+}
+
+std::string Sha256::HexDigest() {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx_.get(), digest, &len);
+  return HexEncode(std::string_view(reinterpret_cast<const char*>(digest), len));
+}
+
+Result<std::string> Sha256File(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound("cannot read " + path + ": " + strerror(errno));
+  Sha256 hash;
+  std::string buf(1 << 16, '\0');
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    hash.Update(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
   }
-  return out;
+  if (in.bad()) return Status::Internal("cannot read " + path);
+  return hash.HexDigest();
 }
 
 std::string RandomHex(size_t bytes) {
@@ -85,13 +137,7 @@ std::string RandomHex(size_t bytes) {
     }
     got += static_cast<size_t>(n);
   }
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : raw) {
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
+  return HexEncode(raw);
 }
 
 }  // namespace prov

@@ -3,9 +3,9 @@
 // speeds up the build: every unit still includes what it uses.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>

@@ -8,8 +8,6 @@
 namespace prov {
 namespace {
 
-const char* kTemplates[] = {"start", "node", "discovered", "local", "unavailable"};
-
 std::string Hyphen(std::string mac) {
   for (char& c : mac)
     if (c == ':') c = '-';
@@ -33,19 +31,34 @@ bool BootMovesToBooting(NodeState s) {
 Result<std::unique_ptr<BootService>> BootService::Create(const BootSettings& settings, Store& store,
                                                          ImageCatalog& images) {
   std::unique_ptr<BootService> boot(new BootService(settings, store, images));
-  for (const char* name : kTemplates) {
-    auto text = ReadFile(settings.pxe_dir + "/" + name + ".ipxe.in");
-    if (!text.ok())
-      return Status::NotFound("boot script template missing: " + text.status().message());
-    boot->templates_[name] = *text;
-  }
+  auto loader = CreateBootLoader(settings.loader,
+                                 {settings.pxe_dir, settings.loader_dir, settings.uefi_file});
+  if (!loader.ok()) return loader.status();
+  boot->loader_ = std::move(*loader);
   return boot;
 }
 
-Result<std::string> BootService::Render(const std::string& name, TemplateValues values) const {
-  values["boot_url"] = boot_url();
-  values["delay"] = std::to_string(settings_.retry_delay_s);
-  return RenderTemplate(templates_.at(name), values, settings_.pxe_dir + "/" + name + ".ipxe.in");
+ScriptContext BootService::Context(const NodeRecord* node) const {
+  ScriptContext c;
+  c.boot_url = boot_url();
+  c.retry_delay_s = settings_.retry_delay_s;
+  if (node) {
+    c.mac = node->mac;
+    c.hostname = node->hostname;
+    c.name = node->name();
+    c.state = std::string(ToString(node->state));
+  }
+  return c;
+}
+
+std::string BootService::FilesUrl(const std::string& mac) const {
+  return boot_url() + "/boot/" + Hyphen(mac);
+}
+
+std::vector<BootFile> BootService::Initrds(const std::string& mac,
+                                           const ImageVersion& image) const {
+  // ?v= names the version the script was rendered for (see NodeFile).
+  return {{"initrd.img", FilesUrl(mac) + "/initrd.img?v=" + image.version}};
 }
 
 Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::string& stage,
@@ -134,16 +147,17 @@ std::string BootService::boot_url() const {
 }
 
 HttpResponse BootService::StartScript() const {
-  auto text = Render("start", {});
+  auto text = loader_->StartScript(Context(nullptr));
   if (!text.ok()) return HttpResponse::FromStatus(text.status());
   return Script(std::move(*text));
 }
 
 std::string BootService::KernelCommandLine(const NodeRecord& node,
                                            const ImageVersion& image) const {
-  std::string cmd = "initrd=initrd.img provision.url=" + boot_url() + " provision.mac=" + node.mac +
-                    " provision.node=" + node.hostname + " provision.token=" + node.token +
-                    " provision.image=" + image.ref();
+  std::string cmd = loader_->InitrdArguments(Initrds(node.mac, image));
+  cmd += (cmd.empty() ? "" : " ") + std::string("provision.url=") + boot_url() +
+         " provision.mac=" + node.mac + " provision.node=" + node.hostname +
+         " provision.token=" + node.token + " provision.image=" + image.ref();
   if (settings_.root_args) {
     std::string root = settings_.root_args(image);
     if (!root.empty()) cmd += " " + root;
@@ -158,19 +172,15 @@ HttpResponse BootService::NodeScript(const std::string& mac_text, const std::str
   if (!mac.ok()) return HttpResponse::FromStatus(mac.status());
   auto node = RecordStage(*mac, "script", "from " + remote, remote);
   if (!node.ok()) return HttpResponse::FromStatus(node.status());
-  TemplateValues v = {{"mac", *mac},
-                      {"mac_hyphen", Hyphen(*mac)},
-                      {"hostname", node->hostname},
-                      {"name", node->name()},
-                      {"state", std::string(ToString(node->state))}};
+  const ScriptContext context = Context(&*node);
   Result<std::string> text = Status::Internal("unrendered");
   switch (node->state) {
     case NodeState::kDiscovered:
-      text = Render("discovered", v);
+      text = loader_->DiscoveredScript(context);
       break;
     case NodeState::kRetired:
     case NodeState::kMaintenance:
-      text = Render("local", v);
+      text = loader_->LocalScript(context);
       break;
     default: {
       auto image =
@@ -185,23 +195,27 @@ HttpResponse BootService::NodeScript(const std::string& mac_text, const std::str
               "the root of " + image->ref() + " cannot be read over NFS: " + verified.message());
       }
       if (!image.ok()) {
-        v["reason"] = image.status().message();
         EventRecord e{
             0,     0, node->id, node->name(), "boot-error", "script: " + image.status().message(),
             "boot"};
         store_.AppendEvent(e);
-        text = Render("unavailable", v);
+        text = loader_->UnavailableScript(context, image.status().message());
         break;
       }
-      v["profile"] = node->profile_version;
-      v["image"] = image->ref();
-      v["version"] = image->version;
-      v["cmdline"] = KernelCommandLine(*node, *image);
-      v["max_tries"] = std::to_string(settings_.max_tries);
+      NodeBootConfig boot;
+      boot.context = context;
+      boot.profile = node->profile_version;
+      boot.image = image->ref();
+      boot.files_url = FilesUrl(*mac);
+      // ?v=: the version this script is for (see NodeFile).
+      boot.kernel_url = boot.files_url + "/vmlinuz?v=" + image->version;
+      boot.initrds = Initrds(*mac, *image);
+      boot.cmdline = KernelCommandLine(*node, *image);
+      boot.max_tries = settings_.max_tries;
       // Spreads the retries of many nodes; no need for a random device per request.
       thread_local std::minstd_rand jitter(std::random_device{}());
-      v["jitter"] = std::to_string(1 + jitter() % 5);
-      text = Render("node", v);
+      boot.retry_jitter_s = static_cast<int>(1 + jitter() % 5);
+      text = loader_->NodeScript(boot);
     }
   }
   if (!text.ok()) return HttpResponse::FromStatus(text.status());
@@ -240,21 +254,6 @@ HttpResponse BootService::NodeFile(const HttpRequest& request, const std::string
   return ServeFile(request, kernel ? image->kernel : image->initrd,
                    kernel ? image->kernel_size : image->initrd_size,
                    "\"" + image->version + "-" + file + "\"", "application/octet-stream");
-}
-
-void AddBootRoutes(Router& router, BootService& boot) {
-  router.Add("GET", "/boot/{script}", Router::Access::kRead, [&boot](const HttpRequest& r) {
-    const std::string& script = r.Param("script");
-    if (script == "start.ipxe") return boot.StartScript();
-    const std::string suffix = ".ipxe";
-    if (script.size() <= suffix.size() ||
-        script.compare(script.size() - suffix.size(), suffix.size(), suffix) != 0)
-      return HttpResponse::Error(404, "no boot script '" + script + "'");
-    return boot.NodeScript(script.substr(0, script.size() - suffix.size()), r.remote);
-  });
-  router.Add("GET", "/boot/{mac}/{file}", Router::Access::kRead, [&boot](const HttpRequest& r) {
-    return boot.NodeFile(r, r.Param("mac"), r.Param("file"));
-  });
 }
 
 }  // namespace prov

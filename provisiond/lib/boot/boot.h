@@ -1,7 +1,8 @@
-// The HTTP half of netboot: per-node iPXE scripts rendered from pxe/*.ipxe.in,
-// the node's kernel and initrd served zero-copy from the image catalog, and
-// every stage a node passes recorded as an event (which also moves it to
-// `booting`). Unknown MACs become `discovered` and get a script that waits.
+// The HTTP half of netboot: per-node boot scripts rendered by the boot loader
+// (boot/loader.h; iPXE today), the node's kernel and initrd served zero-copy
+// from the image catalog, and every stage a node passes recorded as an event
+// (which also moves it to `booting`). Unknown MACs become `discovered` and
+// get a script that waits.
 #pragma once
 
 #include <map>
@@ -13,7 +14,7 @@
 #include <memory>
 #include <vector>
 
-#include "base/template.h"
+#include "boot/loader.h"
 #include "http/http.h"
 #include "images/image_catalog.h"
 #include "store/store.h"
@@ -23,6 +24,11 @@ namespace prov {
 struct BootSettings {
   std::string boot_url;  // how nodes reach us, no trailing slash
   std::string pxe_dir;   // templates
+  // The boot loader (boot/loader.h's registry), where its binaries are, and
+  // its UEFI binary where it has several (empty: its default).
+  std::string loader = "ipxe";
+  std::string loader_dir = "/usr/lib/ipxe";
+  std::string uefi_file;
   int retry_delay_s = 10;
   int max_tries = 10;
   // The extra kernel arguments of a profile version (empty if unknown).
@@ -44,7 +50,8 @@ inline constexpr const char* kBootStages[] = {"dhcp", "ipxe-binary", "script", "
 
 class BootService {
  public:
-  // Loads the templates; a missing or bad one is an error naming it.
+  // Creates the boot loader, which loads its templates; a missing or bad one
+  // is an error naming it.
   static Result<std::unique_ptr<BootService>> Create(const BootSettings& settings, Store& store,
                                                      ImageCatalog& images);
 
@@ -67,21 +74,25 @@ class BootService {
   // The kernel command line for a node (also shown by `node why`).
   std::string KernelCommandLine(const NodeRecord& node, const ImageVersion& image) const;
 
+  // The loader nodes are booted with (what DHCP and TFTP must serve).
+  const BootLoader& loader() const { return *loader_; }
+
  private:
   BootService(const BootSettings& settings, Store& store, ImageCatalog& images)
       : settings_(settings), store_(store), images_(images) {}
-  Result<std::string> Render(const std::string& name, TemplateValues values) const;
+  ScriptContext Context(const NodeRecord* node) const;
+  // The node's files on provisiond (the URL of what NodeFile serves), and the
+  // initrds it loads from there.
+  std::string FilesUrl(const std::string& mac) const;
+  std::vector<BootFile> Initrds(const std::string& mac, const ImageVersion& image) const;
 
   BootSettings settings_;  // boot_url guarded by url_mu_
   mutable std::mutex url_mu_;
   Store& store_;
   ImageCatalog& images_;
-  std::map<std::string, std::string> templates_;  // name -> text, read once
+  std::unique_ptr<BootLoader> loader_;
   std::mutex recent_mu_;
   std::unordered_map<std::string, int64_t> recent_;  // mac+stage -> ms; guarded by recent_mu_
 };
-
-// Registers GET /boot/start.ipxe, /boot/{mac}.ipxe, /boot/{mac}/{file}.
-void AddBootRoutes(Router& router, BootService& boot);
 
 }  // namespace prov

@@ -4,6 +4,12 @@
 // Each node has one persistent SSH session, reused by every run and command;
 // nodes run in parallel on a pool of workers and never wait for each other.
 // Every run and task is stored (runs, run_tasks) as it happens.
+//
+// This is the composition; each concern is a unit of its own: the pool of
+// workers (work_queue.h), the nodes' sessions and host-key pinning
+// (sessions.h), run records (run_recorder.h), node variables (node_vars.h),
+// the playbook runner (play_runner.h), health checks and the `ready` gate
+// (health.h) and commands (command.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -13,34 +19,22 @@
 #include <vector>
 
 #include "base/result.h"
+#include "configure/command.h"       // CommandResult, ToJson(CommandResult)
+#include "configure/run_recorder.h"  // ToJson(RunRecord), ToJson(RunTaskRecord)
 #include "profiles/inventory.h"
 #include "store/store.h"
 
 namespace prov {
 
 struct ConfigureSettings {
-  std::string key_path;       // the control key (private half)
-  std::string public_key;     // its public half, for the playbooks
-  std::string playbooks_dir;  // profile playbooks are relative to it
+  std::string key_path;    // the control key (private half)
+  std::string public_key;  // its public half, for the playbooks
   std::string ssh_user = "root";
   int ssh_port = 22;
   int connect_timeout_ms = 10000;
   int workers = 64;          // nodes configured at once
   int task_timeout_s = 600;  // per task unless the task says otherwise
 };
-
-struct CommandResult {
-  std::string node;
-  std::string status;  // ok | failed | unreachable | timeout
-  int exit_code = -1;
-  std::string out, err;
-  std::string error;  // why it could not run
-  int64_t duration_ms = 0;
-};
-
-nlohmann::json ToJson(const RunRecord& r);
-nlohmann::json ToJson(const RunTaskRecord& t);
-nlohmann::json ToJson(const CommandResult& c);
 
 class Configurator {
  public:

@@ -4,8 +4,8 @@
 #include <set>
 #include <thread>
 
-#include "playbook/jinja.h"
-#include "playbook/modules.h"
+#include "playbook/jinja/jinja.h"
+#include "playbook/modules/modules.h"
 
 namespace prov {
 namespace {

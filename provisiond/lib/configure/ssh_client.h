@@ -26,6 +26,19 @@ struct SshEndpoint {
   int connect_timeout_ms = 10000;
 };
 
+// A connected session to one node as the configurator uses it (sessions.h):
+// scripts run through Remote, plus the host key the node showed. SshSession
+// is the real one; unit tests put fakes behind it.
+class NodeSession : public Remote {
+ public:
+  // The host key the node showed, "type base64".
+  virtual const std::string& host_key() const = 0;
+  // True when no key was pinned and this one was accepted.
+  virtual bool pinned_now() const = 0;
+  // False once the connection broke.
+  virtual bool alive() const = 0;
+};
+
 // Threads: one SshSession is used by one thread at a time (its calls are not
 // synchronised); different sessions may be used from different threads at
 // once. libssh is initialised once per process on the first Connect.
@@ -37,7 +50,7 @@ struct SshEndpoint {
 // The node needs GNU coreutils (head -c, stat -c) and /proc. A timeout_ms
 // <= 0 means no time limit. On a timeout the worker's process group is
 // killed and the next Run starts a new worker.
-class SshSession : public Remote {
+class SshSession : public NodeSession {
  public:
   // Connects, checks the host key, authenticates with the private key at
   // `key_path`. A host key that differs from the pinned one is
@@ -51,11 +64,9 @@ class SshSession : public Remote {
   Result<RemoteResult> Run(const std::string& script, const std::string& input,
                            const std::string& become_user, int timeout_ms) override;
 
-  // The host key the node showed, "type base64".
-  const std::string& host_key() const;
-  // True when no key was pinned and this one was accepted.
-  bool pinned_now() const;
-  bool alive() const;
+  const std::string& host_key() const override;
+  bool pinned_now() const override;
+  bool alive() const override;
 
  private:
   struct Impl;

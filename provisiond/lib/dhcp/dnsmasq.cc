@@ -19,12 +19,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The iPXE binaries TFTP may serve, and the names clients ask for them by
-// ("undionly.0"/"ipxe.0" are what pxe-service basenames become in proxy mode).
-const std::pair<const char*, const char*> kTftpFiles[] = {
-    {"undionly.kpxe", "undionly.kpxe"}, {"ipxe.efi", "ipxe.efi"}, {"snponly.efi", "snponly.efi"},
-    {"undionly.kpxe", "undionly.0"},    {"ipxe.efi", "ipxe.0"},   {"snponly.efi", "snponly.0"},
-};
+// The name pxe-service gives a boot file ("undionly" for undionly.kpxe):
+// dnsmasq adds ".0", so TFTP serves each file under that name too.
+std::string PxeServiceName(const std::string& file) {
+  return file.substr(0, file.find('.'));
+}
+
+std::string Join(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += (out.empty() ? "" : "\n") + l;
+  return out;
+}
 
 std::string_view Word(std::string_view s, size_t& pos) {
   while (pos < s.size() && s[pos] == ' ') ++pos;
@@ -116,50 +121,61 @@ Result<std::string> RenderDnsmasqConfig(const DnsmasqSettings& s, const std::str
   v["lease_file"] = s.run_dir + "/dnsmasq.leases";
   v["hosts_file"] = s.run_dir + "/hosts";
   v["tftp_root"] = s.run_dir + "/tftp";
-  const std::string script = s.boot_url + "/boot/start.ipxe";
-  const std::string efi_base =
-      s.uefi_binary.substr(0, s.uefi_binary.find('.'));  // pxe-service adds ".0"
+  const DhcpBootLoader& l = s.loader;
+  v["loader"] = l.title;
+  // A loader that asks DHCP again (iPXE) is told apart by its user class and
+  // sent to its start script instead of its own binary again.
+  const bool own_requests = !l.user_class.empty();
+  const std::string firmware = own_requests ? "tag:!" + l.tag + "," : "";
+  const std::string loader = "tag:" + l.tag + ",";
+  std::vector<std::string> classes;
+  if (own_requests) {
+    classes = {"# Clients: " + l.title + " (user class \"" + l.user_class +
+                   "\"), UEFI (client architecture 7 or 9),",
+               "# else legacy BIOS PXE.", "dhcp-userclass=set:" + l.tag + "," + l.user_class};
+  } else {
+    classes = {"# Clients: UEFI (client architecture 7 or 9), else legacy BIOS PXE."};
+  }
+  classes.push_back("dhcp-match=set:efi64,option:client-arch,7");
+  classes.push_back("dhcp-match=set:efi64,option:client-arch,9");
+  v["client_classes"] = Join(classes);
+  std::vector<std::string> boot;
   if (s.mode == "proxy") {
     v["dhcp_range"] =
         "# proxy-DHCP: another server hands out addresses on this network.\n"
         "dhcp-range=" +
         s.iface.network() + ",proxy," + s.iface.netmask();
-    v["boot_options"] =
-        "# PXE ROMs are offered iPXE by TFTP; iPXE is sent to provisiond's script.\n"
-        "pxe-service=tag:!ipxe,x86PC,\"provisiond (BIOS)\",undionly\n"
-        "pxe-service=tag:!ipxe,X86-64_EFI,\"provisiond (UEFI)\"," +
-        efi_base +
-        "\n"
-        "pxe-service=tag:!ipxe,BC_EFI,\"provisiond (UEFI)\"," +
-        efi_base +
-        "\n"
-        "pxe-service=tag:ipxe,x86PC,\"provisiond\"," +
-        script +
-        "\n"
-        "pxe-service=tag:ipxe,X86-64_EFI,\"provisiond\"," +
-        script +
-        "\n"
-        "dhcp-boot=tag:ipxe," +
-        script;
+    const std::string bios = PxeServiceName(l.bios_file), efi = PxeServiceName(l.uefi_file);
+    boot = {"# PXE ROMs are offered " + l.title + " by TFTP" +
+                (own_requests ? "; " + l.title + " is sent to provisiond's script." : "."),
+            "pxe-service=" + firmware + "x86PC,\"provisiond (BIOS)\"," + bios,
+            "pxe-service=" + firmware + "X86-64_EFI,\"provisiond (UEFI)\"," + efi,
+            "pxe-service=" + firmware + "BC_EFI,\"provisiond (UEFI)\"," + efi};
+    if (own_requests) {
+      boot.push_back("pxe-service=" + loader + "x86PC,\"provisiond\"," + l.start_url);
+      boot.push_back("pxe-service=" + loader + "X86-64_EFI,\"provisiond\"," + l.start_url);
+      boot.push_back("dhcp-boot=" + loader + l.start_url);
+    }
   } else {
     v["dhcp_range"] = "dhcp-range=" + s.range_first + "," + s.range_last + "," + s.iface.netmask() +
                       ",12h\ndhcp-authoritative";
-    v["boot_options"] =
-        "dhcp-boot=tag:!ipxe,tag:!efi64,undionly.kpxe\n"
-        "dhcp-boot=tag:!ipxe,tag:efi64," +
-        s.uefi_binary +
-        "\n"
-        "dhcp-boot=tag:ipxe," +
-        script +
-        "\n"
-        "# iPXE waits for a proxy-DHCP offer unless the answer says PXEClient.\n"
-        "dhcp-option-force=tag:ipxe,60,PXEClient";
-    if (s.router_advertisements)
-      v["boot_options"] +=
-          "\n# Router advertisements only (no DHCPv6): iPXE stops waiting for IPv6 at once.\n"
-          "enable-ra\ndhcp-range=::,constructor:" +
-          s.iface.name + ",ra-only";
+    boot = {"dhcp-boot=" + firmware + "tag:!efi64," + l.bios_file,
+            "dhcp-boot=" + firmware + "tag:efi64," + l.uefi_file};
+    if (own_requests) {
+      boot.push_back("dhcp-boot=" + loader + l.start_url);
+      for (const auto& [why, option] : l.options) {
+        boot.push_back("# " + why);
+        boot.push_back("dhcp-option-force=" + loader + option);
+      }
+    }
+    if (s.router_advertisements) {
+      boot.push_back(
+          "# Router advertisements only (no DHCPv6): iPXE stops waiting for IPv6 at once.");
+      boot.push_back("enable-ra");
+      boot.push_back("dhcp-range=::,constructor:" + s.iface.name + ",ra-only");
+    }
   }
+  v["boot_options"] = Join(boot);
   return RenderTemplate(text, v, s.pxe_dir + "/dnsmasq.conf.in");
 }
 
@@ -177,15 +193,21 @@ Result<std::unique_ptr<DnsmasqService>> DnsmasqService::Start(const DnsmasqSetti
   // dnsmasq drops to `nobody`; it must reach the hosts file and TFTP root.
   chmod(dir.c_str(), 0755);
   chmod(svc->tftp_root_.c_str(), 0755);
-  for (const auto& [source, name] : kTftpFiles) {
+  std::vector<std::pair<std::string, std::string>> tftp;  // source, name in the TFTP root
+  for (const auto& from : settings.loader.tftp_files)
+    tftp.emplace_back(from, fs::path(from).filename().string());
+  for (const auto& from : settings.loader.tftp_files)
+    tftp.emplace_back(from, PxeServiceName(fs::path(from).filename().string()) + ".0");
+  for (const auto& [from, name] : tftp) {
     std::error_code ec;
-    const std::string from = settings.ipxe_dir + "/" + source;
     const std::string tmp = svc->tftp_root_ + "/." + name + ".tmp";
     fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
-    if (ec) return Status::NotFound("iPXE binary " + from + " is missing (Debian package ipxe)");
+    if (ec)
+      return Status::NotFound(settings.loader.title + " binary " + from + " is missing (" +
+                              settings.loader.package + ")");
     chmod(tmp.c_str(), 0644);
     fs::rename(tmp, svc->tftp_root_ + "/" + name, ec);
-    if (ec) return Status::Internal(std::string("cannot install ") + name + ": " + ec.message());
+    if (ec) return Status::Internal("cannot install " + name + ": " + ec.message());
   }
   auto text = ReadFile(settings.pxe_dir + "/dnsmasq.conf.in");
   if (!text.ok()) return text.status();

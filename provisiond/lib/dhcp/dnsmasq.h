@@ -2,8 +2,8 @@
 // (written to a temporary file and renamed), reservations by MAC in a hosts
 // file that is rewritten and reloaded (SIGHUP) when the inventory changes,
 // restarted with an event if it dies, stopped with provisiond. Its log tells
-// provisiond which node got an address (DHCP) and which fetched an iPXE
-// binary (TFTP).
+// provisiond which node got an address (DHCP) and which fetched the boot
+// loader's binary (TFTP).
 #pragma once
 
 #include <atomic>
@@ -23,14 +23,28 @@
 
 namespace prov {
 
+// The boot loader as DHCP and TFTP see it. The daemon copies it from the
+// loader's description (boot/loader.h, which dhcp/, earlier on the node's
+// path, does not include).
+struct DhcpBootLoader {
+  std::string title;       // "iPXE": in comments and errors
+  std::string tag;         // dnsmasq's tag for the loader's own requests: "ipxe"
+  std::string user_class;  // their DHCP user class ("iPXE"); empty: it makes none
+  std::string bios_file;   // what BIOS PXE firmware loads by TFTP: "undionly.kpxe"
+  std::string uefi_file;   // what UEFI x86-64 firmware loads: "ipxe.efi"
+  std::string start_url;   // what the loader's own requests are sent to
+  // {why, "NUMBER,VALUE"}: added to answers to the loader's requests (full mode).
+  std::vector<std::pair<std::string, std::string>> options;
+  std::vector<std::string> tftp_files;  // full paths; served under their own names
+  std::string package;                  // where they come from ("Debian package ipxe")
+};
+
 struct DnsmasqSettings {
   std::string program = "/usr/sbin/dnsmasq";
   std::string mode = "full";  // full | proxy
   InterfaceAddress iface;
   std::string range_first, range_last;  // full mode
-  std::string boot_url;
-  std::string uefi_binary = "ipxe.efi";  // what UEFI firmware gets by TFTP
-  std::string ipxe_dir;
+  DhcpBootLoader loader;
   std::string pxe_dir;
   std::string run_dir;  // config, hosts, leases, log, tftp root
   // Send IPv6 router advertisements (full mode, interface with a routable
@@ -62,7 +76,8 @@ Result<std::string> RenderDnsmasqConfig(const DnsmasqSettings& settings,
 class DnsmasqService {
  public:
   using Observer = std::function<void(const DhcpObservation&)>;
-  // Prepares run_dir (tftp root with the iPXE binaries, config, hosts file),
+  // Prepares run_dir (tftp root with the boot loader's binaries, config,
+  // hosts file),
   // starts dnsmasq and the thread that supervises it.
   static Result<std::unique_ptr<DnsmasqService>> Start(const DnsmasqSettings& settings,
                                                        Store& store, Observer observer);

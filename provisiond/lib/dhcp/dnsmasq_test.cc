@@ -57,7 +57,18 @@ TEST_CASE("dnsmasq config: full and proxy mode (golden lines)") {
   s.iface.netmask_host = 0xffffff00;
   s.range_first = "10.99.0.100";
   s.range_last = "10.99.0.200";
-  s.boot_url = "http://10.99.0.1:8080";
+  // iPXE as the daemon copies it from boot/ipxe.cc's description.
+  s.loader = {.title = "iPXE",
+              .tag = "ipxe",
+              .user_class = "iPXE",
+              .bios_file = "undionly.kpxe",
+              .uefi_file = "ipxe.efi",
+              .start_url = "http://10.99.0.1:8080/boot/start.ipxe",
+              .options = {{"iPXE waits for a proxy-DHCP offer unless the answer says PXEClient.",
+                           "60,PXEClient"}},
+              .tftp_files = {"/usr/lib/ipxe/undionly.kpxe", "/usr/lib/ipxe/ipxe.efi",
+                             "/usr/lib/ipxe/snponly.efi"},
+              .package = "Debian package ipxe"};
   s.pxe_dir = PROVISION_SOURCE_DIR "/pxe";
   s.run_dir = "/var/lib/provisiond/netboot";
   auto text = ReadFile(s.pxe_dir + "/dnsmasq.conf.in");
@@ -74,7 +85,20 @@ TEST_CASE("dnsmasq config: full and proxy mode (golden lines)") {
     INFO(line);
     CHECK(full->find(line) != std::string::npos);
   }
-  s.uefi_binary = "snponly.efi";
+  // The clients and the boot options, whole (the loader's part of the config).
+  CHECK(full->find("\n# Clients: iPXE (user class \"iPXE\"), UEFI (client architecture 7 or 9),\n"
+                   "# else legacy BIOS PXE.\n"
+                   "dhcp-userclass=set:ipxe,iPXE\n"
+                   "dhcp-match=set:efi64,option:client-arch,7\n"
+                   "dhcp-match=set:efi64,option:client-arch,9\n"
+                   "dhcp-boot=tag:!ipxe,tag:!efi64,undionly.kpxe\n"
+                   "dhcp-boot=tag:!ipxe,tag:efi64,ipxe.efi\n"
+                   "dhcp-boot=tag:ipxe,http://10.99.0.1:8080/boot/start.ipxe\n"
+                   "# iPXE waits for a proxy-DHCP offer unless the answer says PXEClient.\n"
+                   "dhcp-option-force=tag:ipxe,60,PXEClient\n"
+                   "# TFTP serves only the iPXE binaries provisiond copies into tftp-root.\n") !=
+        std::string::npos);
+  s.loader.uefi_file = "snponly.efi";
   auto snp = RenderDnsmasqConfig(s, *text);
   CHECK(snp->find("\ndhcp-boot=tag:!ipxe,tag:efi64,snponly.efi\n") != std::string::npos);
   s.mode = "proxy";
@@ -85,6 +109,16 @@ TEST_CASE("dnsmasq config: full and proxy mode (golden lines)") {
         std::string::npos);
   CHECK(proxy->find("dhcp-authoritative") == std::string::npos);
   CHECK(proxy->find("pxe-service=tag:!ipxe,X86-64_EFI,\"provisiond (UEFI)\",snponly\n") !=
+        std::string::npos);
+  CHECK(proxy->find("\n# PXE ROMs are offered iPXE by TFTP; iPXE is sent to provisiond's script.\n"
+                    "pxe-service=tag:!ipxe,x86PC,\"provisiond (BIOS)\",undionly\n"
+                    "pxe-service=tag:!ipxe,X86-64_EFI,\"provisiond (UEFI)\",snponly\n"
+                    "pxe-service=tag:!ipxe,BC_EFI,\"provisiond (UEFI)\",snponly\n"
+                    "pxe-service=tag:ipxe,x86PC,\"provisiond\",http://10.99.0.1:8080/boot/"
+                    "start.ipxe\n"
+                    "pxe-service=tag:ipxe,X86-64_EFI,\"provisiond\",http://10.99.0.1:8080/boot/"
+                    "start.ipxe\n"
+                    "dhcp-boot=tag:ipxe,http://10.99.0.1:8080/boot/start.ipxe\n") !=
         std::string::npos);
 }
 

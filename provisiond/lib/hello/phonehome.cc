@@ -64,9 +64,9 @@ Result<std::string> PhoneHome::Overlay(const std::string& mac, const std::string
                        "\nPROVISION_TOKEN=" + node->token + "\n",
                    0600});
   if (!node->profile_version.empty()) {
-    auto profile = inventory_.GetProfile(node->profile_version);
+    auto profile = inventory_.Snapshot(node->profile_version);
     if (profile.ok())
-      for (const auto& o : profile->overlay)
+      for (const auto& o : (*profile)->overlay)
         files.push_back({o.path, o.content, std::stoi(o.mode, nullptr, 8)});
   }
   auto tar = WriteTar(files, NowMs() / 1000);
@@ -103,9 +103,9 @@ Result<NodeRecord> PhoneHome::Hello(const std::string& mac, const std::string& t
       node->state == NodeState::kDiscovered)
     return Status::Conflict(node->name() + " is " + std::string(ToString(node->state)) +
                             ": its phone-home is not accepted");
-  std::optional<Profile> profile;
+  std::shared_ptr<const Profile> profile;
   if (!node->profile_version.empty()) {
-    auto p = inventory_.GetProfile(node->profile_version);
+    auto p = inventory_.Snapshot(node->profile_version);
     if (p.ok()) profile = std::move(*p);
   }
   Status hardware = profile ? CheckHardware(*profile, facts) : Status::Ok();

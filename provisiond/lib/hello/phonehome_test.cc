@@ -7,13 +7,16 @@
 
 #include "base/file_util.h"
 #include "base/process.h"
+#include "base/temp_dir.h"
 
 namespace prov {
 namespace {
 
 struct Fixture {
   std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
-  Inventory inventory{*store, PROVISION_SOURCE_DIR "/profiles", PROVISION_SOURCE_DIR "/playbooks"};
+  TempDir snapshots{"snapshots"};
+  Inventory inventory{*store, PROVISION_SOURCE_DIR "/profiles", PROVISION_SOURCE_DIR "/playbooks",
+                      snapshots.path()};
   PhoneHome home{inventory, "ssh-ed25519 AAAAcontrol provisiond@control",
                  [] { return std::string("http://10.99.0.1:8080"); }};
   NodeRecord Enroll(const std::string& host, const std::string& mac, const std::string& profile) {

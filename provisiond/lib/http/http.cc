@@ -340,7 +340,7 @@ HttpResponse Router::Handle(HttpRequest& request) const {
     std::string auth = request.Header("authorization");
     std::string token;
     if (auth.rfind("Bearer ", 0) == 0) token = auth.substr(7);
-    if (!token.empty()) {
+    if (!token.empty() && match->access != Access::kOpen) {
       std::shared_ptr<const TokenSet> tokens;
       {
         std::lock_guard lock(tokens_mu_);
@@ -348,7 +348,7 @@ HttpResponse Router::Handle(HttpRequest& request) const {
       }
       request.who = tokens ? tokens->Lookup(token) : "";
     }
-    if (match->access == Access::kWrite && request.who.empty()) {
+    if (match->access == Access::kAdmin && request.who.empty()) {
       response = HttpResponse::Error(
           401, token.empty() ? "this request changes state and needs a bearer token "
                                "(Authorization: Bearer <token>)"

@@ -107,7 +107,13 @@ class RouteMetrics {
 class Router {
  public:
   using Handler = std::function<HttpResponse(const HttpRequest&)>;
-  enum class Access { kRead, kWrite };
+  // Who may call a route:
+  //   kOpen   anyone; the Authorization header is not read as an API token
+  //           (what nodes fetch and send while they boot: a node sends its
+  //           own token, which its handler checks)
+  //   kRead   anyone; a valid API token names who asked
+  //   kAdmin  a valid API token only (401 without one)
+  enum class Access { kOpen, kRead, kAdmin };
 
   explicit Router(std::shared_ptr<const TokenSet> tokens) : tokens_(std::move(tokens)) {}
 
@@ -115,8 +121,9 @@ class Router {
   // the rest of the path. `route` names the route in metrics.
   void Add(const std::string& method, const std::string& pattern, Access access, Handler handler);
 
-  // Matches, authenticates writes, runs the handler, records metrics. Never
-  // throws: a handler's exception becomes a 500 with its message.
+  // Matches, authenticates by the route's Access, runs the handler, records
+  // metrics. Never throws: a handler's exception becomes a 500 with its
+  // message.
   HttpResponse Handle(HttpRequest& request) const;
 
   const RouteMetrics& metrics() const { return metrics_; }

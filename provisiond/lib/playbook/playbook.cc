@@ -12,8 +12,8 @@
 #include "base/file_util.h"
 #include "base/hostlist.h"
 #include "base/yaml_reader.h"
-#include "playbook/jinja.h"
-#include "playbook/modules.h"
+#include "playbook/jinja/jinja.h"
+#include "playbook/modules/modules.h"
 
 namespace prov {
 namespace {
@@ -253,6 +253,8 @@ class PlaybookParser {
       pb.plays.push_back(std::move(play));
     }
     if (!errors_.empty()) return errors_.ToStatus();
+    pb.reached_files.assign(reached_files_.begin(), reached_files_.end());
+    pb.reached_dirs.assign(reached_dirs_.begin(), reached_dirs_.end());
     return pb;
   }
 
@@ -667,14 +669,18 @@ class PlaybookParser {
   void CheckLocalFile(const YAML::Node& value, const std::string& subdir, bool is_template) {
     if (!value.IsMap()) return;
     YAML::Node src = value["src"];
-    if (!src.IsDefined() || !src.IsScalar() || src.Scalar().empty() || IsTemplated(src.Scalar()))
+    if (!src.IsDefined() || !src.IsScalar() || src.Scalar().empty()) return;
+    if (IsTemplated(src.Scalar())) {
+      reached_dirs_.insert(dir_ + "/" + subdir);
       return;
+    }
     std::string path = FindPlaybookFile(dir_, subdir, src.Scalar());
     if (path.empty()) {
       errors_.Add(src, std::string(is_template ? "template" : "file") + " '" + src.Scalar() +
                            "' not found (looked at " + CandidatePaths(subdir, src.Scalar()) + ")");
       return;
     }
+    reached_files_.insert(path);
     if (!is_template) return;
     auto text = ReadFile(path);
     if (!text.ok()) {
@@ -692,6 +698,7 @@ class PlaybookParser {
 
   YamlErrors errors_;
   std::string dir_;
+  std::set<std::string> reached_files_, reached_dirs_;
 };
 
 }  // namespace

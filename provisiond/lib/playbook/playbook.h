@@ -65,6 +65,12 @@ struct Playbook {
   std::string file;
   std::string dir;  // for copy src: and template src:
   std::vector<Play> plays;
+  // The controller-side files its tasks reach (template and copy src:), as
+  // found when it was parsed; a templated src reaches the whole folder it is
+  // looked up in (<dir>/templates or <dir>/files). An applied profile's
+  // snapshot holds all of them.
+  std::vector<std::string> reached_files;
+  std::vector<std::string> reached_dirs;
 };
 
 // Parses playbook text; all errors at once, each "file:line:col: message".

@@ -55,21 +55,90 @@ nlohmann::json ToJson(const NodePlan& p) {
 nlohmann::json ToJson(const Plan& p) {
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& n : p.nodes) nodes.push_back(ToJson(n));
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : p.files) files.push_back(ToJson(f));
   return {{"version", p.version},
           {"sha256", p.sha256},
           {"current_version", p.current_version},
           {"current_sha256", p.current_sha256},
           {"changes", p.changes},
-          {"nodes", nodes}};
+          {"nodes", nodes},
+          {"files_against", p.files_against},
+          {"files", files}};
 }
 
-Inventory::Inventory(Store& store, std::string profiles_dir, std::string playbooks_dir)
+Inventory::Inventory(Store& store, std::string profiles_dir, std::string playbooks_dir,
+                     std::string snapshots_dir)
     : store_(store),
       profiles_dir_(std::move(profiles_dir)),
-      playbooks_dir_(std::move(playbooks_dir)) {}
+      playbooks_dir_(std::move(playbooks_dir)),
+      snapshots_(std::move(snapshots_dir)) {}
 
-Result<Profile> Inventory::GetProfile(const std::string& version) const {
+Result<Profile> Inventory::DiskProfile(const std::string& version) const {
   return LoadProfile(profiles_dir_, version, playbooks_dir_);
+}
+
+Result<std::shared_ptr<const Profile>> Inventory::Snapshot(const std::string& version,
+                                                           const std::string& who) {
+  {
+    std::lock_guard lock(snapshot_of_mu_);
+    auto it = snapshot_of_.find(version);
+    if (it != snapshot_of_.end()) return snapshots_.Get(it->second);
+  }
+  std::optional<std::string> sha = store_.SnapshotOf(version);
+  if (!sha) {
+    auto disk = DiskProfile(version);
+    if (!disk.ok()) return disk.status();
+    auto committed = snapshots_.Commit(*disk);
+    if (!committed.ok()) return committed.status();
+    Status s = store_.Transact([&](StoreTx& tx) -> Status {
+      // Someone may have applied it meanwhile: theirs stands.
+      if (tx.SnapshotOf(version)) return Status::Ok();
+      return tx.RecordSnapshot((*committed)->sha256, version, who);
+    });
+    if (!s.ok()) return s;
+    sha = store_.SnapshotOf(version);
+    if (!sha) return Status::Internal("snapshot of " + version + " not recorded");
+  }
+  auto snapshot = snapshots_.Get(*sha);
+  if (!snapshot.ok()) return snapshot.status();
+  std::lock_guard lock(snapshot_of_mu_);
+  snapshot_of_[version] = *sha;
+  return snapshot;
+}
+
+Result<std::shared_ptr<const Profile>> Inventory::Resolve(const std::string& spec) {
+  auto at = spec.find('@');
+  if (at == std::string::npos) {
+    auto disk = DiskProfile(spec);
+    if (!disk.ok()) return disk.status();
+    return std::make_shared<const Profile>(std::move(*disk));
+  }
+  const std::string version = spec.substr(0, at), prefix = spec.substr(at + 1);
+  if (prefix.size() < 8 || prefix.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return Status::Invalid("'" + spec + "': after '@' give 8 or more hex digits of a snapshot's " +
+                           "hash (provisionctl profile list shows them)");
+  std::vector<std::string> found;
+  for (const auto& row : store_.Snapshots())
+    if (row.version == version && row.sha256.rfind(prefix, 0) == 0) found.push_back(row.sha256);
+  if (found.empty())
+    return Status::NotFound("no applied snapshot of " + version + " has a hash starting with " +
+                            prefix);
+  if (found.size() > 1)
+    return Status::Invalid("'" + prefix + "' matches " + std::to_string(found.size()) +
+                           " snapshots of " + version + ": give more of the hash");
+  return snapshots_.Get(found.front());
+}
+
+std::vector<FileChange> Inventory::FilesAgainst(const Profile& target, std::string& against) {
+  std::optional<std::string> sha = store_.SnapshotOf(target.version);
+  if (!sha)
+    if (auto current = store_.CurrentProfile()) sha = current->sha256;
+  if (!sha) return {};
+  auto from = snapshots_.Get(*sha);
+  if (!from.ok()) return {};  // applied before snapshots existed: nothing to compare
+  against = *sha;
+  return DiffProfileFiles((*from)->files, target.files);
 }
 
 std::map<std::string, Profile> Inventory::ListProfiles(std::vector<std::string>& errors) const {
@@ -83,14 +152,14 @@ Result<NodeRecord> Inventory::Enroll(const EnrollRequest& request, const std::st
   if (!mac.ok()) return mac.status();
   s = ValidatePowerConfig(request.power);
   if (!s.ok()) return s;
-  std::optional<Profile> profile;
+  std::shared_ptr<const Profile> profile;
   if (!request.profile.empty()) {
-    auto p = GetProfile(request.profile);
+    auto p = Snapshot(request.profile, who);
     if (!p.ok()) return p.status();
     profile = std::move(*p);
   } else if (auto current = store_.CurrentProfile()) {
-    auto p = GetProfile(current->version);
-    if (p.ok() && p->Covers(request.hostname, *mac)) profile = std::move(*p);
+    auto p = Snapshot(current->version, who);
+    if (p.ok() && (*p)->Covers(request.hostname, *mac)) profile = std::move(*p);
   }
 
   NodeRecord result;
@@ -162,9 +231,9 @@ Result<NodeRecord> Inventory::Change(const std::string& name, const NodeChange& 
     return Status::Conflict("state '" + std::string(ToString(*change.state)) +
                             "' is set by provisiond from what it observes; an operator may set "
                             "enrolled, maintenance or retired");
-  std::optional<Profile> profile;
+  std::shared_ptr<const Profile> profile;
   if (change.profile && !change.profile->empty()) {
-    auto p = GetProfile(*change.profile);
+    auto p = Snapshot(*change.profile, who);
     if (!p.ok()) return p.status();
     profile = std::move(*p);
   }
@@ -312,21 +381,31 @@ Plan Inventory::ComputePlan(const Profile& profile, StoreTx& tx) {
   return plan;
 }
 
-Result<Plan> Inventory::PlanProfile(const std::string& version) {
-  auto profile = GetProfile(version);
+Result<Plan> Inventory::PlanProfile(const std::string& spec) {
+  auto profile = Resolve(spec);
   if (!profile.ok()) return profile.status();
   Plan plan;
-  store_.Read([&](StoreTx& tx) { plan = ComputePlan(*profile, tx); });
+  store_.Read([&](StoreTx& tx) { plan = ComputePlan(**profile, tx); });
+  plan.files = FilesAgainst(**profile, plan.files_against);
   return plan;
 }
 
-Result<Plan> Inventory::ApplyProfile(const std::string& version, const std::string& who) {
-  auto profile = GetProfile(version);
-  if (!profile.ok()) return profile.status();
+Result<Plan> Inventory::ApplyProfile(const std::string& spec, const std::string& who) {
+  auto resolved = Resolve(spec);
+  if (!resolved.ok()) return resolved.status();
+  // The disk reads and parsing happen here, before the transaction: boot
+  // requests never wait on them.
+  auto committed = snapshots_.Commit(**resolved);
+  if (!committed.ok()) return committed.status();
+  const std::shared_ptr<const Profile>& profile = *committed;
   Plan plan;
+  std::string against;
+  std::vector<FileChange> files = FilesAgainst(*profile, against);
   Status s = store_.Transact([&](StoreTx& tx) -> Status {
     plan = ComputePlan(*profile, tx);
     if (!plan.changes) return Status::Ok();
+    Status r = tx.RecordSnapshot(profile->sha256, profile->version, who);
+    if (!r.ok()) return r;
     if (plan.current_version != profile->version || plan.current_sha256 != profile->sha256) {
       AppliedProfile applied{0, profile->version, profile->sha256, 0, who};
       Status a = tx.InsertAppliedProfile(applied);
@@ -362,6 +441,12 @@ Result<Plan> Inventory::ApplyProfile(const std::string& version, const std::stri
     return Status::Ok();
   });
   if (!s.ok()) return s;
+  if (plan.changes) {
+    std::lock_guard lock(snapshot_of_mu_);
+    snapshot_of_[profile->version] = profile->sha256;
+  }
+  plan.files = std::move(files);
+  plan.files_against = against;
   return plan;
 }
 

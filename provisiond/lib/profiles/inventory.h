@@ -9,8 +9,12 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+#include <mutex>
 #include "base/result.h"
+
 #include "profiles/profile.h"
+#include "profiles/snapshot.h"
 #include "store/store.h"
 
 namespace prov {
@@ -56,6 +60,10 @@ struct Plan {
   std::string current_sha256;
   bool changes = false;  // false: applying it again changes nothing
   std::vector<NodePlan> nodes;
+  // What the files would change against `files_against`: the snapshot that
+  // stands for this version now, or else the one applied now ("" if none).
+  std::string files_against;
+  std::vector<FileChange> files;
 };
 
 nlohmann::json ToJson(const NodeRecord& n);
@@ -65,9 +73,12 @@ nlohmann::json ToJson(const Plan& p);
 
 class Inventory {
  public:
-  // `store` must outlive the inventory. Profiles are read from disk on each
-  // use, so an edited profile is seen (and its new hash shows in the plan).
-  Inventory(Store& store, std::string profiles_dir, std::string playbooks_dir);
+  // `store` must outlive the inventory. Plans and listings read profiles
+  // from disk, so an edited profile shows in its plan (with its new hash and
+  // the files that changed); nodes are configured from applied snapshots
+  // kept in `snapshots_dir`.
+  Inventory(Store& store, std::string profiles_dir, std::string playbooks_dir,
+            std::string snapshots_dir);
 
   Result<NodeRecord> Enroll(const EnrollRequest& request, const std::string& who);
   Result<NodeRecord> Change(const std::string& name, const NodeChange& change,
@@ -76,22 +87,45 @@ class Inventory {
   // (its events stay, by name).
   Status Retire(const std::string& name, bool purge, const std::string& who);
 
-  Result<Profile> GetProfile(const std::string& version) const;
+  // The profile as its files on disk say now.
+  Result<Profile> DiskProfile(const std::string& version) const;
   std::map<std::string, Profile> ListProfiles(std::vector<std::string>& errors) const;
-  Result<Plan> PlanProfile(const std::string& version);
-  // Validates, records the version with its hash, assigns and releases nodes,
-  // and appends events, all in one transaction. Returns the plan it carried
-  // out; plan.changes is false when nothing had to change.
-  Result<Plan> ApplyProfile(const std::string& version, const std::string& who);
+
+  // What the nodes of `version` are configured and booted with: the snapshot
+  // that stands for it (the last one applied). A version that was never
+  // applied is committed from disk on first use (a node enrolled with it).
+  // From memory after the first call; thread-safe.
+  Result<std::shared_ptr<const Profile>> Snapshot(const std::string& version,
+                                                  const std::string& who = "provisiond");
+
+  // `spec` is a version ("v0.2": its files on disk) or a version and a
+  // committed snapshot ("v0.1@3fa2c1d0", a hash prefix of 8 or more: exactly
+  // what was applied then, for a rollback).
+  Result<Plan> PlanProfile(const std::string& spec);
+  // Validates, commits the snapshot (outside the store's lock), then records
+  // it, assigns and releases nodes, and appends events in one transaction.
+  // Returns the plan it carried out; plan.changes is false when nothing had
+  // to change.
+  Result<Plan> ApplyProfile(const std::string& spec, const std::string& who);
+
+  SnapshotStore& snapshots() { return snapshots_; }
 
   Store& store() { return store_; }
 
  private:
   Plan ComputePlan(const Profile& profile, StoreTx& tx);
+  // The profile `spec` names: from disk, or a committed snapshot.
+  Result<std::shared_ptr<const Profile>> Resolve(const std::string& spec);
+  // Per file, `target` against the snapshot that stands for its version
+  // now (or else the one applied now); `against` names it.
+  std::vector<FileChange> FilesAgainst(const Profile& target, std::string& against);
 
   Store& store_;
   std::string profiles_dir_;
   std::string playbooks_dir_;
+  SnapshotStore snapshots_;
+  std::mutex snapshot_of_mu_;
+  std::map<std::string, std::string> snapshot_of_;  // version -> sha256; guarded
 };
 
 // The image a profile gives its nodes, as stored on the node ("lab" or

@@ -71,7 +71,68 @@ void ParseNodes(MapReader& m, Profile& p) {
     errors.Add(m.node(), "'nodes' must name at least one of hostlist, macs or pattern");
 }
 
+// Adds `source` to the profile's files under "playbooks/<path inside
+// playbooks_dir>"; a file outside the playbooks directory cannot be part of
+// a snapshot.
+void AddPlaybookFile(const std::string& source, const std::string& playbooks_dir,
+                     std::map<std::string, ProfileFile>& files, std::vector<std::string>& errors) {
+  fs::path rel = fs::path(source).lexically_normal().lexically_relative(
+      fs::path(playbooks_dir).lexically_normal());
+  if (rel.empty() || *rel.begin() == "..") {
+    errors.push_back(source + " is outside the playbooks directory " + playbooks_dir +
+                     ": a profile carries only files from there");
+    return;
+  }
+  std::string path = "playbooks/" + rel.string();
+  if (files.count(path)) return;
+  auto sha = Sha256File(source);
+  if (!sha.ok()) {
+    errors.push_back(sha.status().message());
+    return;
+  }
+  files[path] = ProfileFile{path, *sha, source};
+}
+
 }  // namespace
+
+std::string HashProfileFiles(const std::vector<ProfileFile>& files) {
+  std::vector<const ProfileFile*> sorted;
+  for (const auto& f : files) sorted.push_back(&f);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const ProfileFile* a, const ProfileFile* b) { return a->path < b->path; });
+  Sha256 hash;
+  for (const auto* f : sorted) {
+    hash.Update(f->path);
+    hash.Update(std::string_view("\0", 1));
+    hash.Update(f->sha256);
+    hash.Update("\n");
+  }
+  return hash.HexDigest();
+}
+
+std::vector<FileChange> DiffProfileFiles(const std::vector<ProfileFile>& from,
+                                         const std::vector<ProfileFile>& to) {
+  std::map<std::string, std::string> a, b;
+  for (const auto& f : from) a[f.path] = f.sha256;
+  for (const auto& f : to) b[f.path] = f.sha256;
+  std::vector<FileChange> out;
+  for (const auto& [path, sha] : b) {
+    auto it = a.find(path);
+    if (it == a.end())
+      out.push_back({path, "added"});
+    else if (it->second != sha)
+      out.push_back({path, "changed"});
+  }
+  for (const auto& [path, sha] : a)
+    if (!b.count(path)) out.push_back({path, "removed"});
+  std::sort(out.begin(), out.end(),
+            [](const FileChange& x, const FileChange& y) { return x.path < y.path; });
+  return out;
+}
+
+nlohmann::json ToJson(const FileChange& c) {
+  return {{"path", c.path}, {"change", c.change}};
+}
 
 bool Profile::Covers(const std::string& hostname, const std::string& mac) const {
   if (!hostname.empty() &&
@@ -121,7 +182,9 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
       o.errors().Add(o.Raw("mode"), "mode '" + f.mode + "' must be octal, like \"0644\"");
     p.overlay.push_back(std::move(f));
   });
-  std::string combined = text;
+  std::map<std::string, ProfileFile> files;
+  files["profile.yaml"] = ProfileFile{"profile.yaml", Sha256Hex(text), file};
+  std::vector<std::string> file_errors;
   top.GetMapList("playbooks", [&](MapReader& pb) {
     PlaybookRef ref;
     if (pb.GetString("playbook", ref.file, true)) {
@@ -136,13 +199,26 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
           pb.errors().Add(pb.Raw("playbook"),
                           "playbook '" + ref.file + "' not found (looked for " + path + ")");
         } else {
-          combined += std::string(1, '\0') + ref.file + std::string(1, '\0') + *content;
           // A profile with a broken playbook is a broken profile: its errors
           // (each with the playbook's own file:line:col) are the profile's.
           auto loaded = ParsePlaybook(*content, path);
-          if (!loaded.ok())
+          if (!loaded.ok()) {
             pb.errors().Add(pb.Raw("playbook"), "playbook '" + ref.file + "' does not load:\n" +
                                                     loaded.status().message());
+          } else {
+            std::string name = "playbooks/" + fs::path(ref.file).lexically_normal().string();
+            files[name] = ProfileFile{name, Sha256Hex(*content), path};
+            for (const auto& reached : loaded->reached_files)
+              AddPlaybookFile(reached, playbooks_dir, files, file_errors);
+            for (const auto& dir : loaded->reached_dirs) {
+              std::error_code ec;
+              if (!fs::is_directory(dir, ec)) continue;
+              for (const auto& e : fs::recursive_directory_iterator(dir, ec))
+                if (e.is_regular_file())
+                  AddPlaybookFile(e.path().string(), playbooks_dir, files, file_errors);
+            }
+            ref.parsed = std::make_shared<const Playbook>(std::move(*loaded));
+          }
         }
       }
     }
@@ -165,9 +241,11 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
   top.GetMap(
       "nodes", [&](MapReader& m) { ParseNodes(m, p); }, true);
   top.Finish();
+  for (const auto& e : file_errors) errors.AddFileLevel(e);
 
   if (!errors.empty()) return errors.ToStatus();
-  p.sha256 = Sha256Hex(combined);
+  for (auto& [path, f] : files) p.files.push_back(std::move(f));
+  p.sha256 = HashProfileFiles(p.files);
   return p;
 }
 
@@ -215,6 +293,8 @@ nlohmann::json ToJson(const Profile& p) {
   nlohmann::json playbooks = nlohmann::json::array();
   for (const auto& pb : p.playbooks)
     playbooks.push_back({{"playbook", pb.file}, {"vars", pb.vars}});
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : p.files) files.push_back({{"path", f.path}, {"sha256", f.sha256}});
   nlohmann::json checks = nlohmann::json::array();
   for (const auto& c : p.health_checks)
     checks.push_back({{"name", c.name}, {"command", c.command}, {"timeout", c.timeout_s}});
@@ -227,6 +307,7 @@ nlohmann::json ToJson(const Profile& p) {
           {"overlay", overlay},
           {"playbooks", playbooks},
           {"health_checks", checks},
+          {"files", files},
           {"nodes",
            {{"hostlist", p.nodes.hostlist},
             {"hostnames", p.nodes.hostnames},

@@ -2,8 +2,9 @@
 // names the hardware it expects per node, the image, kernel arguments,
 // per-node overlay files, the playbooks to run in order with their variables,
 // the health checks that gate `ready`, and the nodes it covers. A profile is
-// identified by the SHA-256 of its file and of every playbook it names, so a
-// changed playbook is a changed profile.
+// identified by the SHA-256 of everything it is made of: its file, every
+// playbook it names and every template and file those reach, so a changed
+// template is a changed profile.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,8 +15,18 @@
 #include <vector>
 
 #include "base/result.h"
+#include "playbook/playbook.h"
 
 namespace prov {
+
+// One file a profile is made of: its path inside an applied snapshot
+// ("profile.yaml", "playbooks/lab-node.yml", "playbooks/templates/motd.j2"),
+// its SHA-256, and where it was read from.
+struct ProfileFile {
+  std::string path;
+  std::string sha256;
+  std::string source;
+};
 
 struct AcceleratorSpec {
   std::string vendor;                // nvidia | amd | intel
@@ -34,6 +45,8 @@ struct PlaybookRef {
   std::string file;  // relative to playbooks_dir
   nlohmann::json vars = nlohmann::json::object();
   int line = 0;  // where the profile names it, for messages
+  // Parsed once with the profile; what nodes run.
+  std::shared_ptr<const Playbook> parsed;
 };
 
 struct HealthCheck {
@@ -61,14 +74,28 @@ struct Profile {
   std::vector<PlaybookRef> playbooks;
   std::vector<HealthCheck> health_checks;
   NodeSelector nodes;
-  std::string sha256;  // of profile.yaml and the playbooks it names
-  std::string file;    // where it was loaded from
+  std::vector<ProfileFile> files;  // everything it is made of, by path
+  std::string sha256;              // of `files` (HashProfileFiles)
+  std::string file;                // where it was loaded from
 
   // True when the profile covers a node with this hostname and MAC.
   bool Covers(const std::string& hostname, const std::string& mac) const;
 };
 
 nlohmann::json ToJson(const Profile& p);
+
+// The content hash of a profile: SHA-256 over each file's path and hash, in
+// path order.
+std::string HashProfileFiles(const std::vector<ProfileFile>& files);
+
+// What changed from one set of files to another, by path.
+struct FileChange {
+  std::string path;
+  std::string change;  // added | removed | changed
+};
+std::vector<FileChange> DiffProfileFiles(const std::vector<ProfileFile>& from,
+                                         const std::vector<ProfileFile>& to);
+nlohmann::json ToJson(const FileChange& c);
 
 // Parses profile text. `file` is used in messages; `expected_version` is the
 // name of the directory it sits in (they must agree); playbooks are looked up

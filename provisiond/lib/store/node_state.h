@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/mac.h"  // NormalizeMac moved there; its callers still include this header
 #include "base/result.h"
 
 namespace prov {
@@ -40,10 +41,6 @@ Status CheckTransition(NodeState from, NodeState to);
 // States an operator may ask for through the API or CLI; the others are
 // reached only by what provisiond observes (a boot request, a hello, a run).
 bool IsOperatorState(NodeState s);
-
-// MAC addresses: accepts aa:bb:cc:dd:ee:ff, AA-BB-..., aabb.ccdd.eeff and
-// bare hex; returns lowercase colon form.
-Result<std::string> NormalizeMac(std::string_view text);
 
 // Hostnames: RFC 1123 labels plus '_' (seed 000 names its control node
 // control_0_1), at most 63 characters.

@@ -51,6 +51,15 @@ constexpr const char* kSelectLastEvents =
 constexpr const char* kCountByState = "SELECT state, count(*) FROM nodes GROUP BY state";
 constexpr const char* kInsertApplied =
     "INSERT INTO applied_profiles (version, sha256, time, who) VALUES (?1, ?2, ?3, ?4)";
+constexpr const char* kRecordSnapshot =
+    "INSERT INTO profile_snapshots (sha256, version, seq, time, who) VALUES (?1, ?2, "
+    "(SELECT coalesce(max(seq), 0) + 1 FROM profile_snapshots), ?3, ?4) "
+    "ON CONFLICT (sha256) DO UPDATE SET seq = excluded.seq, time = excluded.time, who = "
+    "excluded.who";
+constexpr const char* kSnapshotOf =
+    "SELECT sha256 FROM profile_snapshots WHERE version = ?1 ORDER BY seq DESC LIMIT 1";
+constexpr const char* kSelectSnapshots =
+    "SELECT sha256, version, time, who FROM profile_snapshots ORDER BY seq";
 constexpr const char* kSelectApplied =
     "SELECT id, version, sha256, time, who FROM applied_profiles ORDER BY id";
 constexpr const char* kLastEventId = "SELECT coalesce(max(id), 0) FROM events";
@@ -457,6 +466,49 @@ int64_t Store::LastEventId() {
   std::lock_guard lock(mu_);
   Stmt s(*this, kLastEventId);
   return sqlite3_step(s.get()) == SQLITE_ROW ? sqlite3_column_int64(s.get(), 0) : 0;
+}
+
+Status StoreTx::RecordSnapshot(const std::string& sha256, const std::string& version,
+                               const std::string& who) {
+  Store::Stmt s(store_, kRecordSnapshot);
+  BindText(s.get(), 1, sha256);
+  BindText(s.get(), 2, version);
+  sqlite3_bind_int64(s.get(), 3, NowMs());
+  BindText(s.get(), 4, who);
+  if (sqlite3_step(s.get()) != SQLITE_DONE)
+    return SqlError(store_.db_, "cannot record profile snapshot");
+  return Status::Ok();
+}
+
+std::optional<std::string> StoreTx::SnapshotOf(const std::string& version) {
+  Store::Stmt s(store_, kSnapshotOf);
+  BindText(s.get(), 1, version);
+  if (sqlite3_step(s.get()) != SQLITE_ROW) return std::nullopt;
+  return ColumnText(s.get(), 0);
+}
+
+std::vector<AppliedProfile> StoreTx::Snapshots() {
+  Store::Stmt s(store_, kSelectSnapshots);
+  std::vector<AppliedProfile> out;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+    AppliedProfile a;
+    a.sha256 = ColumnText(s.get(), 0);
+    a.version = ColumnText(s.get(), 1);
+    a.time_ms = sqlite3_column_int64(s.get(), 2);
+    a.who = ColumnText(s.get(), 3);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+std::optional<std::string> Store::SnapshotOf(const std::string& version) {
+  std::lock_guard lock(mu_);
+  return StoreTx(*this).SnapshotOf(version);
+}
+
+std::vector<AppliedProfile> Store::Snapshots() {
+  std::lock_guard lock(mu_);
+  return StoreTx(*this).Snapshots();
 }
 
 std::vector<AppliedProfile> StoreTx::AppliedProfiles() {

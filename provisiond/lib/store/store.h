@@ -137,6 +137,13 @@ class StoreTx {
   Status AppendRunTask(RunTaskRecord& task);
   std::vector<AppliedProfile> AppliedProfiles();
   std::optional<AppliedProfile> CurrentProfile();
+  // Makes snapshot `sha256` the one that stands for `version` (profiles/snapshot.h).
+  Status RecordSnapshot(const std::string& sha256, const std::string& version,
+                        const std::string& who);
+  // The snapshot that stands for `version` now, if it was ever committed.
+  std::optional<std::string> SnapshotOf(const std::string& version);
+  // Every committed snapshot (id unused), the one committed last at the end.
+  std::vector<AppliedProfile> Snapshots();
 
  private:
   friend class Store;
@@ -177,6 +184,8 @@ class Store {
   int64_t LastEventId();
   std::optional<AppliedProfile> CurrentProfile();
   std::vector<AppliedProfile> AppliedProfiles();
+  std::optional<std::string> SnapshotOf(const std::string& version);
+  std::vector<AppliedProfile> Snapshots();
 
   // Runs, newest first.
   std::vector<RunRecord> ListRuns(const RunFilter& filter);

@@ -1,0 +1,135 @@
+#include "node.h"
+
+#include <algorithm>
+
+#include "events.h"
+#include "format.h"
+
+namespace prov::ctl {
+namespace {
+
+using json = nlohmann::json;
+
+// Facts are free-form JSON from the node; nested objects become dotted keys,
+// arrays of scalars a comma list, arrays of objects "gpus[0].model".
+void FlattenFacts(const json& value, const std::string& prefix, KeyValues& out) {
+  if (value.is_object()) {
+    if (value.empty() && !prefix.empty()) out.Add(prefix, "{}");
+    for (const auto& [k, v] : value.items())
+      FlattenFacts(v, prefix.empty() ? k : prefix + "." + k, out);
+  } else if (value.is_array()) {
+    bool scalars =
+        std::none_of(value.begin(), value.end(), [](const json& v) { return v.is_structured(); });
+    if (scalars) {
+      out.Add(prefix, Join(Strings(value), ", "));
+    } else {
+      for (size_t i = 0; i < value.size(); ++i)
+        FlattenFacts(value[i], prefix + "[" + std::to_string(i) + "]", out);
+    }
+  } else {
+    out.Add(prefix, Scalar(value));
+  }
+}
+
+std::string StateWithReason(const json& node) {
+  std::string state = Str(node, "state");
+  std::string reason = Str(node, "reason");
+  return reason.empty() ? state : state + " (" + reason + ")";
+}
+
+}  // namespace
+
+std::string FormatPowerSpec(const json& power) {
+  std::string driver = Str(power, "driver");
+  if (driver.empty()) return "";
+  std::string out = driver;
+  for (const auto& [key, value] : power.items())
+    if (key != "driver") out += "," + key + "=" + Scalar(value);
+  return out;
+}
+
+std::string RenderNodeTable(const json& nodes, int64_t now_ms) {
+  Table t({"HOSTNAME", "MAC", "IP", "STATE", "PROFILE", "IMAGE", "LAST-SEEN"});
+  for (const auto& n : nodes) {
+    std::vector<std::string> row = {Dash(Str(n, "hostname")),
+                                    Dash(Str(n, "mac")),
+                                    Dash(Str(n, "ip")),
+                                    Str(n, "state"),
+                                    Dash(Str(n, "profile")),
+                                    Dash(Str(n, "image")),
+                                    FormatAge(Int(n, "last_seen"), now_ms)};
+    // The reason a node failed (or is in maintenance) is what to look at
+    // first, so it rides along at the end of the line.
+    if (std::string reason = Str(n, "reason"); !reason.empty()) row.back() += "  " + reason;
+    t.AddRow(std::move(row));
+  }
+  return t.Render();
+}
+
+std::string RenderNode(const json& node, const json& events, int64_t now_ms) {
+  KeyValues kv;
+  kv.Add("hostname", Dash(Str(node, "hostname")));
+  kv.Add("mac", Dash(Str(node, "mac")));
+  kv.Add("ip", Dash(Str(node, "ip")));
+  kv.Add("state", StateWithReason(node));
+  if (std::string stage = Str(node, "stage"); !stage.empty()) kv.Add("stage", stage);
+  kv.Add("profile", Dash(Str(node, "profile")));
+  kv.Add("image", Dash(Str(node, "image")));
+  kv.Add("power", Dash(FormatPowerSpec(node.value("power", json::object()))));
+  kv.Add("host key", Dash(Str(node, "host_key")));
+  int64_t seen = Int(node, "last_seen");
+  kv.Add("last seen", seen ? FormatTime(seen) + " (" + FormatAge(seen, now_ms) + ")" : "never");
+  kv.Add("created", FormatTime(Int(node, "created")));
+  kv.Add("updated", FormatTime(Int(node, "updated")));
+  kv.Add("id", Str(node, "id"));
+  std::string out = kv.Render();
+
+  const json facts = node.value("facts", json::object());
+  if (facts.empty()) {
+    out += "facts: none yet (a node reports them when it has booted)\n";
+  } else {
+    KeyValues f;
+    FlattenFacts(facts, "", f);
+    out += "facts:\n" + f.Render("  ");
+  }
+  if (events.empty()) {
+    out += "events: none\n";
+  } else {
+    out += "events (last " + std::to_string(events.size()) + "):\n";
+    for (const auto& e : events) out += "  " + RenderEvent(e);
+  }
+  return out;
+}
+
+std::string RenderWhy(const json& why) {
+  const std::string node = Dash(Str(why, "node")), mac = Str(why, "mac");
+  const std::string image = Str(why, "image");
+  std::string out = node + (mac.empty() || mac == node ? "" : " (" + mac + ")") + " " +
+                    Dash(Str(why, "state")) +
+                    (image.empty() ? ", no image assigned" : ", image " + image) + "\n";
+
+  // Times right-aligned, stages padded to the longest stage name
+  // ("ipxe-binary"), so attempts line up from one node to the next.
+  const json& steps = Array(why, "steps");
+  std::vector<std::string> offsets;
+  size_t offset_width = 0, stage_width = std::string("ipxe-binary").size();
+  for (const auto& step : steps) {
+    offsets.push_back(FormatOffset(Int(step, "after_ms")));
+    offset_width = std::max(offset_width, offsets.back().size());
+    stage_width = std::max(stage_width, Str(step, "stage").size());
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::string line = "  " + std::string(offset_width - offsets[i].size(), ' ') + offsets[i] +
+                       "  " + Pad(Str(steps[i], "stage"), stage_width) + "  " +
+                       Str(steps[i], "detail");
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  for (const auto& e : Array(why, "errors")) out += "error: " + Scalar(e) + "\n";
+  if (std::string cmdline = Str(why, "kernel_cmdline"); !cmdline.empty())
+    out += "kernel command line: " + cmdline + "\n";
+  if (std::string summary = Str(why, "summary"); !summary.empty()) out += summary + "\n";
+  return out;
+}
+
+}  // namespace prov::ctl

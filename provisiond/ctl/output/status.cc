@@ -1,0 +1,33 @@
+#include "status.h"
+
+#include "format.h"
+
+namespace prov::ctl {
+
+using json = nlohmann::json;
+
+std::string RenderStatus(const json& status, const std::string& url) {
+  KeyValues kv;
+  kv.Add("service", Str(status, "service") + " " + Str(status, "version") + " at " + url);
+  std::vector<std::string> by_state;
+  if (status.contains("states") && status["states"].is_object())
+    for (const auto& [state, n] : status["states"].items())
+      if (n.is_number() && n.get<int64_t>() > 0) by_state.push_back(state + " " + n.dump());
+  std::string nodes = std::to_string(Int(status, "nodes"));
+  if (!by_state.empty()) nodes += " (" + Join(by_state, ", ") + ")";
+  kv.Add("nodes", nodes);
+  const json applied = status.value("applied_profile", json());
+  if (applied.is_object()) {
+    kv.Add("applied profile", VersionAndSha(Str(applied, "version"), Str(applied, "sha256")) +
+                                  ", " + FormatTime(Int(applied, "time")) + " by " +
+                                  Dash(Str(applied, "who")));
+  } else {
+    kv.Add("applied profile", "none yet (provisionctl profile apply <version>)");
+  }
+  kv.Add("profiles", Dash(Join(Strings(Array(status, "profiles")), ", ")));
+  for (const auto& e : Array(status, "profile_errors")) kv.Add("profile error", Scalar(e));
+  kv.Add("last event", std::to_string(Int(status, "last_event")));
+  return kv.Render();
+}
+
+}  // namespace prov::ctl

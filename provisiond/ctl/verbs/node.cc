@@ -1,0 +1,472 @@
+// provisionctl node list|show|why|add|set|power|rm: the inventory, node by
+// node or by hostlist.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <sstream>
+
+#include "../output/node.h"
+#include "base/hostlist.h"
+#include "common.h"
+#include "table.h"
+
+namespace prov::ctl {
+namespace {
+
+using json = nlohmann::json;
+
+// provisiond answers a power request once the driver is done (ipmitool or the
+// power command may take up to its 30 s timeout).
+constexpr long kPowerTimeoutS = 120;
+
+// The node states of provisiond's life cycle (store/node_state.h), in its
+// order: --state takes only these, so a typo is a usage error before anything
+// is sent. Which of them an operator may set is provisiond's to say.
+const std::vector<std::string> kNodeStates = {"discovered", "enrolled",    "booting",
+                                              "booted",     "configuring", "ready",
+                                              "failed",     "maintenance", "retired"};
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The power drivers provisiond has (power/registry.cc) with the settings each
+// takes and needs, in the order messages list them. --power is checked
+// against them so a typo is a usage error before anything is sent;
+// provisiond checks the config again. A new driver needs its line here too.
+struct PowerDriverSpec {
+  const char* name;
+  std::vector<std::string> settings;  // besides "driver"
+  const char* required;               // a setting it cannot do without, or null
+  const char* required_is;            // what that setting is, for the message
+};
+const PowerDriverSpec kPowerDrivers[] = {
+    {"wol", {}, nullptr, nullptr},
+    {"ipmi", {"address"}, "address", "the BMC's address"},
+    {"command", {}, nullptr, nullptr},
+};
+
+// "wol, ipmi or command".
+std::string PowerDriverList() {
+  std::string out;
+  const size_t n = std::size(kPowerDrivers);
+  for (size_t i = 0; i < n; ++i)
+    out += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") + kPowerDrivers[i].name;
+  return out;
+}
+
+// --power SPEC ("wol", "driver=ipmi,address=10.0.0.5", "none") as the JSON
+// object the API takes, {} for none.
+Result<json> ParsePowerSpec(const std::string& spec) {
+  json out = json::object();
+  if (spec.empty() || spec == "none") return out;
+  std::stringstream in(spec);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    size_t eq = part.find('=');
+    if (eq == std::string::npos) {
+      if (out.empty()) {
+        out["driver"] = part;  // "wol" alone
+        continue;
+      }
+      return Status::Invalid("power setting '" + part + "' is not key=value");
+    }
+    out[part.substr(0, eq)] = part.substr(eq + 1);
+  }
+  if (!out.contains("driver"))
+    return Status::Invalid("power needs a 'driver': " + PowerDriverList());
+  const std::string name = out["driver"];
+  const PowerDriverSpec* driver = nullptr;
+  for (const auto& d : kPowerDrivers)
+    if (name == d.name) driver = &d;
+  // A misspelt setting is named before an unknown driver, as provisiond does.
+  for (const auto& [key, value] : out.items())
+    if (key != "driver" && (!driver || std::find(driver->settings.begin(), driver->settings.end(),
+                                                 key) == driver->settings.end()))
+      return Status::Invalid("power driver '" + name + "' has no setting '" + key + "'");
+  if (!driver)
+    return Status::Invalid("unknown power driver '" + name + "' (" + PowerDriverList() + ")");
+  if (driver->required && !out.contains(driver->required))
+    return Status::Invalid("the " + name + " power driver needs '" + driver->required + "' (" +
+                           driver->required_is + ")");
+  return out;
+}
+
+// The nodes a hostlist names; a single name (or a MAC, which has colons but
+// no brackets) is taken as it is.
+Result<std::vector<std::string>> NodeNames(const std::string& text) {
+  if (!IsHostlist(text)) return std::vector<std::string>{text};
+  return ExpandHostlist(text);
+}
+
+// Runs `change` for each node, printing its line or its error; a failure of
+// one node does not stop the others, but an unreachable daemon or a refused
+// token stops all, as every other node would fail the same way. A 503 that
+// provisiond answers (a node's BMC or power command failed) is that node's
+// failure only; `change` must return the status of the client's last call.
+int ForEachNode(Context& ctx, const std::vector<std::string>& names,
+                const std::function<Result<std::string>(const std::string&)>& change) {
+  size_t failed = 0;
+  for (const auto& name : names) {
+    auto line = change(name);
+    if (line.ok()) {
+      ctx.out << name << ": " << *line << "\n";
+      continue;
+    }
+    const Code code = line.status().code();
+    const bool unreachable = code == Code::kUnavailable && ctx.client.last_http_status() == 0;
+    if (unreachable || code == Code::kUnauthorized) return Fail(ctx, line.status());
+    Fail(ctx, line.status(), name + ": ");
+    ++failed;
+  }
+  if (failed && names.size() > 1)
+    ctx.err << "provisionctl: " << failed << " of " << names.size() << " nodes failed\n";
+  return failed ? kExitFailed : kExitOk;
+}
+
+// The node as one line after a change: "maintenance (cabling), profile v0.2";
+// `name` is how the node was named, so a rename shows.
+std::string NodeSummary(const std::string& name, const json& node) {
+  std::string out;
+  std::string hostname = node.value("hostname", "");
+  if (hostname != name && node.value("mac", "") != name) out = "now " + hostname + ", ";
+  out += node.value("state", "");
+  if (std::string reason = node.value("reason", ""); !reason.empty()) out += " (" + reason + ")";
+  std::string profile = node.value("profile", "");
+  out += profile.empty() ? ", no profile" : ", profile " + profile;
+  if (std::string ip = node.value("ip", ""); !ip.empty()) out += ", ip " + ip;
+  if (std::string power = FormatPowerSpec(node.value("power", json::object())); !power.empty())
+    out += ", power " + power;
+  return out;
+}
+
+// ---- verbs ----
+
+int RunNodeList(Context& ctx, const Args& a) {
+  // The daemon checks the hostlist too; checking it here makes a typo a usage
+  // error, as it is for node set and node rm.
+  if (auto names = NodeNames(a.target); !a.target.empty() && !names.ok())
+    return UsageError(ctx, names.status().message());
+  auto r = ctx.client.Get(kApi + "/nodes" +
+                          QueryString({{"state", a.state.value_or("")},
+                                       {"profile", a.profile.value_or("")},
+                                       {"hostlist", a.target}}));
+  if (!r.ok()) return Fail(ctx, r.status());
+  if (a.json) {
+    PrintJson(ctx, *r);
+  } else if (r->value("nodes", json::array()).empty()) {
+    bool filtered = a.state || a.profile || !a.target.empty();
+    ctx.out << (filtered ? "no nodes match\n"
+                         : "no nodes (enroll one: provisionctl node add <hostname> --mac <MAC>)\n");
+  } else {
+    ctx.out << RenderNodeTable((*r)["nodes"], NowMs());
+  }
+  return kExitOk;
+}
+
+int RunNodeShow(Context& ctx, const Args& a) {
+  auto node = ctx.client.Get(NodePath(a.target));
+  if (!node.ok()) return Fail(ctx, node.status());
+  if (a.json) {
+    PrintJson(ctx, *node);
+    return kExitOk;
+  }
+  auto events = ctx.client.Get(
+      kApi + "/events" + QueryString({{"node", node->value("mac", a.target)}, {"last", "20"}}));
+  if (!events.ok()) return Fail(ctx, events.status());
+  ctx.out << RenderNode(*node, events->value("events", json::array()), NowMs());
+  return kExitOk;
+}
+
+int RunNodeWhy(Context& ctx, const Args& a) {
+  auto r = ctx.client.Get(NodePath(a.target) + "/why");
+  if (!r.ok()) return Fail(ctx, r.status());
+  if (a.json)
+    PrintJson(ctx, *r);
+  else
+    ctx.out << RenderWhy(*r);
+  return kExitOk;
+}
+
+int RunNodeAdd(Context& ctx, const Args& a) {
+  json body = {{"hostname", a.target}, {"mac", a.mac}};
+  if (a.ip) body["ip"] = *a.ip;
+  if (a.profile) body["profile"] = *a.profile;
+  std::optional<json> power;
+  if (a.power) {
+    auto parsed = ParsePowerSpec(*a.power);
+    if (!parsed.ok())
+      return UsageError(ctx, "--power '" + *a.power + "': " + parsed.status().message());
+    if (!parsed->empty()) power = *parsed;
+  }
+  auto r = ctx.client.Post(kApi + "/nodes", &body);
+  if (!r.ok()) return Fail(ctx, r.status());
+  const std::string hostname = r->value("hostname", a.target);
+  ctx.out << "enrolled " << hostname << " (" << r->value("mac", a.mac) << ")";
+  if (std::string profile = r->value("profile", ""); !profile.empty())
+    ctx.out << ", profile " << profile;
+  if (power) {
+    // POST /nodes takes no power driver: set it as node set would. The spec
+    // was checked above, so this fails only when provisiond does.
+    auto changed = ctx.client.Patch(NodePath(hostname), json{{"power", *power}});
+    if (!changed.ok()) {
+      ctx.out << "\n";
+      return Fail(ctx, changed.status(),
+                  "enrolled, but the power driver is not set (provisionctl node set " + hostname +
+                      " --power " + *a.power + "): ");
+    }
+    ctx.out << ", power " << FormatPowerSpec(changed->value("power", json::object()));
+  }
+  ctx.out << "\n";
+  return kExitOk;
+}
+
+int RunNodeSet(Context& ctx, const Args& a) {
+  auto names = NodeNames(a.target);
+  if (!names.ok()) return UsageError(ctx, names.status().message());
+  json body = json::object();
+  if (a.ip) body["ip"] = *a.ip;
+  if (a.hostname) body["hostname"] = *a.hostname;
+  if (a.profile) body["profile"] = *a.profile;
+  if (a.no_profile) body["profile"] = "";
+  if (a.state) body["state"] = *a.state;
+  if (a.reason) body["reason"] = *a.reason;
+  if (a.host_key) body["host_key"] = *a.host_key;
+  if (a.power) {
+    auto power = ParsePowerSpec(*a.power);
+    if (!power.ok())
+      return UsageError(ctx, "--power '" + *a.power + "': " + power.status().message());
+    body["power"] = *power;
+  }
+  if (body.empty())
+    return UsageError(ctx,
+                      "nothing to change: give --ip, --hostname, --profile, --no-profile, "
+                      "--state, --host-key or --power");
+  if ((a.ip || a.hostname) && names->size() > 1)
+    return UsageError(ctx, "--ip and --hostname name one node, but '" + a.target + "' names " +
+                               std::to_string(names->size()));
+  // A BMC address belongs to one node; giving it to several is a typo.
+  if (body.contains("power") && body["power"].contains("address") && names->size() > 1)
+    return UsageError(ctx, "--power with an address names one node's BMC, but '" + a.target +
+                               "' names " + std::to_string(names->size()));
+  return ForEachNode(ctx, *names, [&](const std::string& name) -> Result<std::string> {
+    auto r = ctx.client.Patch(NodePath(name), body);
+    if (!r.ok()) return r.status();
+    return NodeSummary(name, *r);
+  });
+}
+
+int RunNodeRm(Context& ctx, const Args& a) {
+  auto names = NodeNames(a.target);
+  if (!names.ok()) return UsageError(ctx, names.status().message());
+  return ForEachNode(ctx, *names, [&](const std::string& name) -> Result<std::string> {
+    auto r = ctx.client.Delete(NodePath(name) + (a.purge ? "?purge=true" : ""));
+    if (!r.ok()) return r.status();
+    return r->value("result", std::string("done"));
+  });
+}
+
+int RunNodePower(Context& ctx, const Args& a) {
+  auto names = NodeNames(a.target);
+  if (!names.ok()) return UsageError(ctx, names.status().message());
+  const json body = {{"action", a.action}};
+  return ForEachNode(ctx, *names, [&](const std::string& name) -> Result<std::string> {
+    auto r = ctx.client.Call("POST", NodePath(name) + "/power", &body, kPowerTimeoutS);
+    if (!r.ok()) return r.status();
+    return r->value("action", a.action) + " (" + r->value("result", std::string("done")) + ")";
+  });
+}
+
+}  // namespace
+
+std::vector<Verb> NodeVerbs() {
+  return {
+      {"node list", "node list [HOSTLIST] [--state STATE] [--profile VERSION] [--json]",
+       "List nodes, optionally only some of them",
+       R"(Lists the nodes in the inventory as a table: HOSTNAME MAC IP STATE PROFILE IMAGE
+LAST-SEEN. A failed node (or one in maintenance) has its reason at the end of the
+line. HOSTLIST limits the list to the nodes it names, by hostname or MAC
+(node[0-3,7], gpu[01-04]); --state and --profile filter further. With --json the
+reply is the API's {"nodes": [...], "count": N}.
+
+Examples:
+  provisionctl node list
+  provisionctl node list 'node[0-3]' --state failed
+  provisionctl node list --profile v0.2 --json | jq -r '.nodes[].hostname')",
+       [](CLI::App& c, Args& a) {
+         c.add_option("hostlist", a.target, "Only these nodes (hostlist, hostnames or MACs)")
+             ->type_name("HOSTLIST");
+         c.add_option("--state", a.state, "Only nodes in this state")
+             ->type_name("STATE")
+             ->check(CLI::IsMember(kNodeStates));
+         c.add_option("--profile", a.profile, "Only nodes assigned this profile version")
+             ->type_name("VERSION");
+         AddJsonFlag(c, a);
+       },
+       RunNodeList},
+
+      {"node show", "node show NODE [--json]", "Show one node, its facts and its last 20 events",
+       R"(Shows everything provisiond knows about one node, named by hostname or MAC: its
+addresses, state (and why, when failed), profile and image, SSH host key, when it
+was last seen, the facts it reported (CPU, memory, PCI devices...), and its last
+20 events, so you can see where it stopped. --json prints the node object alone.
+
+Examples:
+  provisionctl node show node0
+  provisionctl node show 52:54:00:12:34:56 --json)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("node", a.target, "Hostname or MAC")->type_name("NODE")->required();
+         AddJsonFlag(c, a);
+       },
+       RunNodeShow},
+
+      {"node why", "node why NODE [--json]",
+       "Show how far a node's latest boot got, and what provisiond waits for",
+       R"(Shows the node's latest boot attempt stage by stage, as provisiond saw it: dhcp
+(its DHCP request), ipxe-binary (its firmware fetched iPXE), script (iPXE asked
+for its boot script), kernel, initrd, overlay (the initrd fetched its root and
+overlay) and hello (the booted system phoned home), each with the time since
+the attempt began and what was seen (an address, a file). Boot errors of the
+attempt follow, then the kernel command line the node is given (its token
+hidden), and last one sentence saying where the node stopped and what
+provisiond waits for next. A stage earlier than the last one starts a new
+attempt, so only the latest is shown; 'provisionctl events --node NODE' has the
+history.
+
+Examples:
+  provisionctl node why node0
+  provisionctl node why 52:54:00:12:34:56 --json | jq -r .next_stage)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("node", a.target, "Hostname or MAC")->type_name("NODE")->required();
+         AddJsonFlag(c, a);
+       },
+       RunNodeWhy},
+
+      {"node add", "node add HOSTNAME --mac MAC [--ip ADDRESS] [--profile VERSION] [--power SPEC]",
+       "Enroll a node by hostname and MAC",
+       R"(Enrolls a node: provisiond will answer its netboot requests from now on. The MAC
+may be written aa:bb:cc:dd:ee:ff, AA-BB-..., aabb.ccdd.eeff or bare hex. Without
+--profile the node gets the applied profile when that profile covers it. A node
+provisiond has only discovered on the network (or a retired one) is enrolled in
+place, keeping its history. --power sets its power driver, as node set --power
+does (wol, command, driver=ipmi,address=BMC).
+
+Examples:
+  provisionctl node add node0 --mac 52:54:00:12:34:56
+  provisionctl node add node4 --mac 5254.0012.3457 --ip 10.0.0.14 --profile v0.2
+  provisionctl node add node5 --mac 52:54:00:12:34:58 --power driver=ipmi,address=10.0.0.105)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("hostname", a.target, "The node's hostname")
+             ->type_name("HOSTNAME")
+             ->required();
+         c.add_option("--mac", a.mac, "Its boot interface's MAC address")
+             ->type_name("MAC")
+             ->required();
+         c.add_option("--ip", a.ip, "Its address, if it has a fixed one")->type_name("ADDRESS");
+         c.add_option("--profile", a.profile, "Assign this profile version")->type_name("VERSION");
+         c.add_option("--power", a.power,
+                      "Power driver: wol, command, driver=ipmi,address=BMC, or none")
+             ->type_name("SPEC");
+       },
+       RunNodeAdd},
+
+      {"node set",
+       "node set HOSTLIST [--ip ADDRESS] [--hostname NAME] [--profile VERSION | --no-profile] "
+       "[--state STATE [--reason TEXT]] [--host-key KEY] [--power SPEC]",
+       "Change nodes: address, name, profile, operator state, host key, power driver",
+       R"(Changes each node the hostlist names. --ip and --hostname apply to one node only.
+--profile assigns a profile version, --no-profile releases the node from its
+profile. --state sets one of the states an operator may set (enrolled,
+maintenance, retired; the others follow from what provisiond observes), with
+--reason saying why. --host-key replaces the SSH host key provisiond pins for the
+node (after a reinstall). --power sets how provisiond powers the node (node
+power): "wol" (Wake-on-LAN on the cluster interface; power on only),
+"driver=ipmi,address=BMC" (ipmitool against the node's BMC, one node at a time,
+credentials from provisiond's ipmi_credentials_file), "command" (provisiond's
+power.command program), or "none" to remove it; a bare word is the driver. Each
+node's result or error is printed; a failure of one node does not stop the
+others, and the exit status is 1 if any failed.
+
+Examples:
+  provisionctl node set 'node[0-3]' --state maintenance --reason 'recabling rack 2'
+  provisionctl node set 'node[0-3]' --state enrolled
+  provisionctl node set node2 --ip 10.0.0.12
+  provisionctl node set 'node[4-7]' --no-profile
+  provisionctl node set 'node[0-3]' --power wol
+  provisionctl node set node4 --power driver=ipmi,address=10.0.0.104)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("hostlist", a.target, "The nodes to change (hostlist, hostname or MAC)")
+             ->type_name("HOSTLIST")
+             ->required();
+         c.add_option("--ip", a.ip, "New address (one node only)")->type_name("ADDRESS");
+         c.add_option("--hostname", a.hostname, "New hostname (one node only)")->type_name("NAME");
+         auto* profile = c.add_option("--profile", a.profile, "Assign this profile version")
+                             ->type_name("VERSION");
+         c.add_flag("--no-profile", a.no_profile, "Release the nodes from their profile")
+             ->excludes(profile);
+         // Any state name parses; provisiond refuses the states only it may
+         // set (ready, failed...) and says why, which is not a usage error.
+         auto* state = c.add_option("--state", a.state,
+                                    "Set an operator state: enrolled, maintenance or retired")
+                           ->type_name("STATE")
+                           ->check(CLI::IsMember(kNodeStates).description(""));
+         c.add_option("--reason", a.reason, "Why (with --state)")->type_name("TEXT")->needs(state);
+         c.add_option("--host-key", a.host_key, "The node's SSH host key, as in known_hosts")
+             ->type_name("KEY");
+         c.add_option("--power", a.power,
+                      "Power driver: wol, command, driver=ipmi,address=BMC, or none")
+             ->type_name("SPEC");
+       },
+       RunNodeSet},
+
+      {"node power", "node power on|off|cycle HOSTLIST",
+       "Power nodes on or off, or cycle them (off, then on)",
+       R"(Asks provisiond to power each node the hostlist names on, off, or cycle it,
+through the node's power driver (node set --power): wol sends a Wake-on-LAN
+packet and can only power on; ipmi runs ipmitool against the node's BMC; command
+runs provisiond's power.command program. provisiond answers when the driver is
+done, and records each attempt as a power event. Each node's result or error is
+printed; a node whose driver fails (a BMC that does not answer) does not stop
+the others, and the exit status is 1 if any failed. Cycling a node is how it
+boots a newly assigned image (profile apply says which nodes need it).
+
+Examples:
+  provisionctl node power cycle node0
+  provisionctl node power on 'node[0-7]'
+  provisionctl node power off node3)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("action", a.action, "What to do: on, off, or cycle (off, then on)")
+             ->type_name("on|off|cycle")
+             ->required()
+             ->check(CLI::IsMember({"on", "off", "cycle"}).description(""));
+         c.add_option("hostlist", a.target, "The nodes (hostlist, hostname or MAC)")
+             ->type_name("HOSTLIST")
+             ->required();
+       },
+       RunNodePower},
+
+      {"node rm", "node rm HOSTLIST [--purge]", "Retire nodes, or remove them with --purge",
+       R"(Retires each node the hostlist names: it keeps its row and history but is no
+longer provisioned (enroll it again with node add). --purge deletes the row; its
+events stay, by name. Each node's result or error is printed; the exit status is
+1 if any failed.
+
+Examples:
+  provisionctl node rm node7
+  provisionctl node rm 'node[4-7]' --purge)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("hostlist", a.target, "The nodes (hostlist, hostname or MAC)")
+             ->type_name("HOSTLIST")
+             ->required();
+         c.add_flag("--purge", a.purge, "Delete the nodes from the inventory");
+       },
+       RunNodeRm},
+  };
+}
+
+}  // namespace prov::ctl

@@ -1,0 +1,96 @@
+#include "api/boot.h"
+
+#include "boot/boot.h"
+#include "hello/phonehome.h"
+#include "images/image_catalog.h"
+#include "profiles/inventory.h"
+#include "store/timeline.h"
+
+namespace prov {
+namespace {
+
+using json = nlohmann::json;
+
+// The node's own token, from "Authorization: Bearer <token>".
+std::string BearerToken(const HttpRequest& r) {
+  std::string auth = r.Header("authorization");
+  return auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : "";
+}
+
+}  // namespace
+
+HttpResponse ServeBootScript(const ApiContext& ctx, const HttpRequest& r) {
+  const std::string& script = r.Param("script");
+  auto name = ctx.boot->loader().ParseScriptName(script);
+  if (!name) return HttpResponse::Error(404, "no boot script '" + script + "'");
+  if (name->start) return ctx.boot->StartScript();
+  return ctx.boot->NodeScript(name->node, r.remote);
+}
+
+HttpResponse ServeBootFile(const ApiContext& ctx, const HttpRequest& r) {
+  return ctx.boot->NodeFile(r, r.Param("mac"), r.Param("file"));
+}
+
+HttpResponse NodeHello(const ApiContext& ctx, const HttpRequest& r) {
+  if (Status d = CheckJsonDepth(r.body); !d.ok()) return HttpResponse::FromStatus(d);
+  auto facts = json::parse(r.body, nullptr, false);
+  if (facts.is_discarded() || !facts.is_object())
+    return HttpResponse::Error(400, "the hello body must be a JSON object of facts");
+  auto node = ctx.phonehome->Hello(r.Param("node"), BearerToken(r), facts, r.remote);
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  if (node->state == NodeState::kBooted && ctx.on_booted) ctx.on_booted(*node);
+  return HttpResponse::Json(200, {{"node", node->name()},
+                                  {"state", std::string(ToString(node->state))},
+                                  {"reason", node->reason}});
+}
+
+HttpResponse NodeReport(const ApiContext& ctx, const HttpRequest& r) {
+  auto body = ParseJsonObject(r.body, {"token", "stage", "error"});
+  if (!body.ok()) return HttpResponse::FromStatus(body.status());
+  auto str = [&](const char* k) {
+    return body->contains(k) && (*body)[k].is_string() ? (*body)[k].get<std::string>() : "";
+  };
+  std::string token = str("token");
+  if (token.empty()) token = BearerToken(r);
+  Status s = ctx.phonehome->Report(r.Param("node"), token, str("stage"),
+                                   str("error").substr(0, 2000), r.remote);
+  if (!s.ok()) return HttpResponse::FromStatus(s);
+  return HttpResponse::Json(200, {{"recorded", true}});
+}
+
+HttpResponse NodeWhy(const ApiContext& ctx, const HttpRequest& r) {
+  Store& store = ctx.inventory->store();
+  auto node = store.FindNode(r.Param("node"));
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  auto events = store.ListEvents(0, node->id, 100000);
+  BootTimeline t = ComputeBootTimeline(*node, events);
+  json steps = json::array();
+  int64_t start = t.steps.empty() ? 0 : t.steps.front().time_ms;
+  for (const auto& s : t.steps)
+    steps.push_back({{"stage", s.stage},
+                     {"time", s.time_ms},
+                     {"after_ms", s.time_ms - start},
+                     {"detail", s.detail}});
+  json out = {{"node", node->name()},
+              {"mac", node->mac},
+              {"state", std::string(ToString(node->state))},
+              {"steps", steps},
+              {"errors", t.errors},
+              {"last_stage", t.last_stage},
+              {"next_stage", t.next_stage},
+              {"summary", t.summary}};
+  if (!node->image_version.empty()) {
+    auto image = ctx.images->Resolve(node->image_version);
+    out["image"] =
+        image.ok() ? image->ref() : node->image_version + " (" + image.status().message() + ")";
+    if (image.ok()) {
+      std::string cmd = ctx.boot->KernelCommandLine(*node, *image);
+      size_t tok = cmd.find("provision.token=");
+      if (tok != std::string::npos) cmd.replace(tok + 16, node->token.size(), "***");
+      out["kernel_cmdline"] = cmd;
+    }
+  }
+  return HttpResponse::Json(200, out);
+}
+
+}  // namespace prov

@@ -1,0 +1,51 @@
+// What the API's handlers need: the services behind the routes and the few
+// settings they read. The daemon (daemon.cc) builds one and fills it all;
+// routes.cc binds it to every route. The services are pointers so that a test
+// or the fuzz harness builds only what the handlers it calls use.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "config.h"
+#include "http/http.h"
+#include "power/power.h"
+
+namespace prov {
+
+class BootService;
+class Configurator;
+class ImageCatalog;
+class ImageService;
+class Inventory;
+class NfsService;
+class PhoneHome;
+struct NodeRecord;
+struct Plan;
+
+struct ApiContext {
+  Inventory* inventory = nullptr;               // nodes, profiles, events: the store
+  Configurator* configurator = nullptr;         // configure, cmd, playbook runs
+  ImageCatalog* images = nullptr;               // the built image versions
+  ImageService* image_service = nullptr;        // image builds and removals
+  BootService* boot = nullptr;                  // boot scripts and files
+  PhoneHome* phonehome = nullptr;               // hello and report
+  NfsService* nfs = nullptr;                    // null without a boot network
+  const RouteMetrics* route_metrics = nullptr;  // the router's, for /metrics
+
+  Config config;  // preflight, the playbooks and web folders
+  PowerSettings power;
+  std::string own_address;  // our address on the cluster interface
+  std::string version = PROVISION_VERSION;
+  int64_t max_event_wait_ms = 25000;  // long-poll cap for GET /events?wait=
+  // Called after a profile was applied: starts configuring its nodes and
+  // returns what it started (the "configure" field of the answer).
+  std::function<nlohmann::json(const Plan&, const std::string& who)> after_apply = nullptr;
+  // Called after a hello made a node `booted` (its configuration starts).
+  std::function<void(const NodeRecord&)> on_booted = nullptr;
+};
+
+}  // namespace prov

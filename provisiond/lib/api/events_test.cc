@@ -1,0 +1,67 @@
+#include "api/events.h"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "api/test_fixture.h"
+
+namespace prov {
+namespace {
+
+using api_test::Fixture;
+
+}  // namespace
+
+TEST_CASE("api: a long-poll returns at once when the store is told to stop") {
+  Fixture f;
+  auto start = std::chrono::steady_clock::now();
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    f.store->WakeWaiters();
+  });
+  auto j = f.CallJson("GET", "/api/v1/events?wait=20");
+  stopper.join();
+  CHECK(j["events"].empty());
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  // Later waits do not block at all.
+  start = std::chrono::steady_clock::now();
+  f.CallJson("GET", "/api/v1/events?wait=20");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+}
+
+TEST_CASE("api: the events cursor") {
+  Fixture f;
+  f.Add("node0", "52:54:00:00:00:01");
+  auto first = f.CallJson("GET", "/api/v1/events");
+  int64_t next = first["next"];
+  CHECK(f.CallJson("GET", "/api/v1/events?after=" + std::to_string(next))["events"].empty());
+  f.Add("node1", "52:54:00:00:00:02");
+  auto later = f.CallJson("GET", "/api/v1/events?after=" + std::to_string(next));
+  REQUIRE(later["events"].size() == 1);
+  CHECK(later["events"][0]["node"] == "node1");
+
+  // last=N gives the newest events; a node filter skips other nodes' events
+  // and moves the cursor past them.
+  auto last = f.CallJson("GET", "/api/v1/events?last=1");
+  REQUIRE(last["events"].size() == 1);
+  CHECK(last["events"][0]["node"] == "node1");
+  auto only0 = f.CallJson("GET", "/api/v1/events?node=node0&after=" + std::to_string(next));
+  CHECK(only0["events"].empty());
+  auto waited = f.CallJson("GET", "/api/v1/events?node=node0&wait=1&after=" + std::to_string(next));
+  CHECK(waited["events"].empty());
+  CHECK(waited["next"] == later["next"]);
+}
+
+TEST_CASE("events: the long-poll is capped by max_event_wait_ms") {
+  Fixture f;
+  f.context.max_event_wait_ms = 0;
+  auto start = std::chrono::steady_clock::now();
+  HttpRequest r;
+  r.query["wait"] = "3600";
+  CHECK(ListEvents(f.context, r).status == 200);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+}
+
+}  // namespace prov

@@ -1,0 +1,18 @@
+// /api/v1/images: the built versions, one version (with its build record),
+// building, importing, verifying (over NFS where there is a server) and
+// removing one.
+#pragma once
+
+#include "api/context.h"
+
+namespace prov {
+
+HttpResponse ListImages(const ApiContext& context, const HttpRequest& request);
+HttpResponse ShowImage(const ApiContext& context, const HttpRequest& request);
+HttpResponse RemoveImage(const ApiContext& context, const HttpRequest& request);
+// 202: the build goes on in the background; its progress is events.
+HttpResponse StartImageBuild(const ApiContext& context, const HttpRequest& request);
+HttpResponse ImportImage(const ApiContext& context, const HttpRequest& request);
+HttpResponse VerifyImage(const ApiContext& context, const HttpRequest& request);
+
+}  // namespace prov

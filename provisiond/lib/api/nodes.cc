@@ -1,0 +1,121 @@
+#include "api/nodes.h"
+
+#include <optional>
+#include <set>
+
+#include "base/hostlist.h"
+#include "profiles/inventory.h"
+
+namespace prov {
+namespace {
+
+using json = nlohmann::json;
+
+// Reads an optional string field; a wrong type is a 400 naming the field.
+Status OptionalString(const json& body, const char* field, std::optional<std::string>& out) {
+  if (!body.contains(field)) return Status::Ok();
+  if (!body[field].is_string())
+    return Status::Invalid(std::string("field '") + field + "' must be a string");
+  out = body[field].get<std::string>();
+  return Status::Ok();
+}
+
+Status RequiredString(const json& body, const char* field, std::string& out) {
+  std::optional<std::string> v;
+  Status s = OptionalString(body, field, v);
+  if (!s.ok()) return s;
+  if (!v || v->empty()) return Status::Invalid(std::string("field '") + field + "' is required");
+  out = *v;
+  return Status::Ok();
+}
+
+}  // namespace
+
+HttpResponse ListNodes(const ApiContext& ctx, const HttpRequest& r) {
+  Inventory& inv = *ctx.inventory;
+  NodeFilter filter;
+  if (std::string state = r.Query("state"); !state.empty()) {
+    auto s = ParseNodeState(state);
+    if (!s) return HttpResponse::Error(400, "unknown state '" + state + "'");
+    filter.state = *s;
+  }
+  if (std::string profile = r.Query("profile"); !profile.empty()) filter.profile_version = profile;
+  std::vector<std::string> names;
+  if (std::string hl = r.Query("hostlist"); !hl.empty()) {
+    auto expanded = ExpandHostlist(hl);
+    if (!expanded.ok()) return HttpResponse::FromStatus(expanded.status());
+    names = std::move(*expanded);
+  }
+  std::set<std::string> wanted(names.begin(), names.end());
+  auto nodes = inv.store().ListNodes(filter);
+  std::string out = "{\"nodes\":[";
+  bool first = true;
+  size_t count = 0;
+  for (const auto& n : nodes) {
+    if (!wanted.empty() && !wanted.count(n.hostname) && !wanted.count(n.mac)) continue;
+    if (!first) out += ',';
+    first = false;
+    out += ToJson(n).dump(-1, ' ', false, json::error_handler_t::replace);
+    ++count;
+  }
+  out += "],\"count\":" + std::to_string(count) + "}\n";
+  return HttpResponse::Text(200, std::move(out), "application/json");
+}
+
+HttpResponse EnrollNode(const ApiContext& ctx, const HttpRequest& r) {
+  auto body = ParseJsonObject(r.body, {"hostname", "mac", "ip", "profile", "power"});
+  if (!body.ok()) return HttpResponse::FromStatus(body.status());
+  EnrollRequest req;
+  std::optional<std::string> ip, profile;
+  for (Status s :
+       {RequiredString(*body, "hostname", req.hostname), RequiredString(*body, "mac", req.mac),
+        OptionalString(*body, "ip", ip), OptionalString(*body, "profile", profile)})
+    if (!s.ok()) return HttpResponse::FromStatus(s);
+  req.ip = ip.value_or("");
+  req.profile = profile.value_or("");
+  if (body->contains("power")) req.power = (*body)["power"];
+  auto node = ctx.inventory->Enroll(req, r.who);
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  return HttpResponse::Json(201, ToJson(*node));
+}
+
+HttpResponse ShowNode(const ApiContext& ctx, const HttpRequest& r) {
+  auto n = ctx.inventory->store().FindNode(r.Param("node"));
+  if (!n.ok()) return HttpResponse::FromStatus(n.status());
+  return HttpResponse::Json(200, ToJson(*n));
+}
+
+HttpResponse ChangeNode(const ApiContext& ctx, const HttpRequest& r) {
+  auto body = ParseJsonObject(
+      r.body, {"hostname", "ip", "profile", "state", "reason", "host_key", "power"});
+  if (!body.ok()) return HttpResponse::FromStatus(body.status());
+  NodeChange change;
+  std::optional<std::string> state;
+  for (Status s :
+       {OptionalString(*body, "hostname", change.hostname), OptionalString(*body, "ip", change.ip),
+        OptionalString(*body, "profile", change.profile), OptionalString(*body, "state", state),
+        OptionalString(*body, "reason", change.reason),
+        OptionalString(*body, "host_key", change.host_key)})
+    if (!s.ok()) return HttpResponse::FromStatus(s);
+  if (body->contains("power")) change.power = (*body)["power"];
+  if (state) {
+    auto st = ParseNodeState(*state);
+    if (!st) return HttpResponse::Error(400, "unknown state '" + *state + "'");
+    change.state = *st;
+  }
+  auto node = ctx.inventory->Change(r.Param("node"), change, r.who);
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  return HttpResponse::Json(200, ToJson(*node));
+}
+
+HttpResponse RetireNode(const ApiContext& ctx, const HttpRequest& r) {
+  std::string purge = r.Query("purge");
+  if (!purge.empty() && purge != "true" && purge != "false")
+    return HttpResponse::Error(400, "query parameter 'purge' must be true or false");
+  Status s = ctx.inventory->Retire(r.Param("node"), purge == "true", r.who);
+  if (!s.ok()) return HttpResponse::FromStatus(s);
+  return HttpResponse::Json(
+      200, {{"node", r.Param("node")}, {"result", purge == "true" ? "purged" : "retired"}});
+}
+
+}  // namespace prov

@@ -1,0 +1,30 @@
+#include "api/power.h"
+
+#include "power/power.h"
+#include "profiles/inventory.h"
+
+namespace prov {
+
+using json = nlohmann::json;
+
+HttpResponse PowerNode(const ApiContext& ctx, const HttpRequest& r) {
+  auto body = ParseJsonObject(r.body, {"action"});
+  if (!body.ok()) return HttpResponse::FromStatus(body.status());
+  if (!body->contains("action") || !(*body)["action"].is_string())
+    return HttpResponse::Error(400, "field 'action' is required: on, off or cycle");
+  const std::string action = (*body)["action"];
+  auto node = ctx.inventory->store().FindNode(r.Param("node"));
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  auto power = json::parse(node->power, nullptr, false);
+  auto result = PowerAction(ctx.power, power, action, node->hostname, node->mac);
+  EventRecord e{
+      0,        0,
+      node->id, node->name(),
+      "power",  action + ": " + (result.ok() ? *result : "failed: " + result.status().message()),
+      r.who};
+  ctx.inventory->store().AppendEvent(e);
+  if (!result.ok()) return HttpResponse::FromStatus(result.status());
+  return HttpResponse::Json(200, {{"node", node->name()}, {"action", action}, {"result", *result}});
+}
+
+}  // namespace prov

@@ -1,0 +1,79 @@
+#include "api/profiles.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "api/test_fixture.h"
+
+namespace prov {
+namespace {
+
+using api_test::Fixture;
+
+}  // namespace
+
+TEST_CASE("api: apply v0.1, v0.2, v0.1 again: plans, idempotence, rollback") {
+  Fixture f;
+  for (int i = 0; i < 4; ++i)
+    f.Add("node" + std::to_string(i), "52:54:00:00:00:0" + std::to_string(i));
+
+  auto plan = f.CallJson("GET", "/api/v1/profiles/v0.1/plan");
+  CHECK(plan["changes"] == true);
+  CHECK(plan["nodes"].size() == 2);  // v0.1 covers node[0-1]
+  // A plan changes nothing.
+  CHECK(f.store->ListNodes()[0].profile_version.empty());
+
+  auto applied = f.CallJson("POST", "/api/v1/profiles/v0.1/apply");
+  CHECK(applied["changes"] == true);
+  CHECK(f.CallJson("GET", "/api/v1/nodes?profile=v0.1")["count"] == 2);
+  CHECK(f.CallJson("GET", "/api/v1/nodes/node0")["image"] == "ubuntu-arc");
+
+  auto again = f.CallJson("POST", "/api/v1/profiles/v0.1/apply");
+  CHECK(again["changes"] == false);
+  for (const auto& n : again["nodes"]) CHECK(n["action"] == "unchanged");
+  CHECK(f.store->AppliedProfiles().size() == 1);
+
+  auto v2 = f.CallJson("POST", "/api/v1/profiles/v0.2/apply");
+  CHECK(v2["changes"] == true);
+  CHECK(v2["nodes"].size() == 4);
+  CHECK(v2["nodes"][0]["reboot"] == true);
+  CHECK(f.CallJson("GET", "/api/v1/nodes?profile=v0.2")["count"] == 4);
+  CHECK(f.CallJson("GET", "/api/v1/nodes/node3")["image"] == "debian-amd-npu");
+
+  // Rollback: node0-1 go back to v0.1; node2-3 are not covered and are released.
+  auto back = f.CallJson("POST", "/api/v1/profiles/v0.1/apply");
+  std::map<std::string, std::string> action;
+  for (const auto& n : back["nodes"]) action[n["node"]] = n["action"];
+  CHECK(action["node0"] == "assign");
+  CHECK(action["node2"] == "release");
+  CHECK(f.CallJson("GET", "/api/v1/nodes/node2")["profile"] == "");
+  CHECK(f.CallJson("GET", "/api/v1/status")["applied_profile"]["version"] == "v0.1");
+  CHECK(f.store->AppliedProfiles().size() == 3);
+  auto profiles = f.CallJson("GET", "/api/v1/profiles");
+  CHECK(profiles["history"].size() == 3);
+}
+
+TEST_CASE("api: a newly enrolled node covered by the applied profile gets it") {
+  Fixture f;
+  f.CallJson("POST", "/api/v1/profiles/v0.1/apply");
+  f.Add("node1", "52:54:00:00:00:01");
+  f.Add("other", "52:54:00:00:00:02");
+  CHECK(f.CallJson("GET", "/api/v1/nodes/node1")["profile"] == "v0.1");
+  CHECK(f.CallJson("GET", "/api/v1/nodes/other")["profile"] == "");
+}
+
+TEST_CASE("profiles: apply answers with what after_apply started") {
+  Fixture f;
+  f.Add("node0", "52:54:00:00:00:00");
+  std::string seen_who;
+  f.context.after_apply = [&](const Plan& plan, const std::string& who) {
+    seen_who = who;
+    return nlohmann::json{{"nodes", plan.nodes.size()}};
+  };
+  auto applied = f.CallJson("POST", "/api/v1/profiles/v0.1/apply");
+  CHECK(applied["configure"]["nodes"] == applied["nodes"].size());
+  CHECK(seen_who == "alice");
+}
+
+}  // namespace prov

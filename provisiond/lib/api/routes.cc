@@ -1,0 +1,86 @@
+// Every route provisiond serves, top to bottom. Access: kOpen (nodes as they
+// boot; no API token, a node's own token where it matters), kRead (anyone; a
+// token names who asked), kAdmin (a valid API token, else 401). A path that
+// matches with another method is a 405 whose Allow lists the methods in the
+// order below; a route's pattern is its name in /metrics.
+#include "api/routes.h"
+
+#include "api/boot.h"
+#include "api/cmd.h"
+#include "api/events.h"
+#include "api/exports.h"
+#include "api/images.h"
+#include "api/nodes.h"
+#include "api/power.h"
+#include "api/profiles.h"
+#include "api/runs.h"
+#include "api/status_metrics.h"
+#include "api/web.h"
+
+namespace prov {
+namespace {
+
+using enum Router::Access;
+
+// clang-format off
+constexpr ApiRoute kRoutes[] = {
+  // method  path pattern                          access  handler             file
+  // How provisiond stands.
+  {"GET",    "/api/v1/status",                     kRead,  GetStatus},         // status_metrics
+  {"GET",    "/api/v1/preflight",                  kRead,  GetPreflight},      // status_metrics
+  {"GET",    "/metrics",                           kRead,  GetMetrics},        // status_metrics
+  // Nodes.
+  {"GET",    "/api/v1/nodes",                      kRead,  ListNodes},         // nodes
+  {"POST",   "/api/v1/nodes",                      kAdmin, EnrollNode},        // nodes
+  {"GET",    "/api/v1/nodes/{node}",               kRead,  ShowNode},          // nodes
+  {"PATCH",  "/api/v1/nodes/{node}",               kAdmin, ChangeNode},        // nodes
+  {"DELETE", "/api/v1/nodes/{node}",               kAdmin, RetireNode},        // nodes
+  {"GET",    "/api/v1/nodes/{node}/why",           kRead,  NodeWhy},           // boot
+  {"POST",   "/api/v1/nodes/{node}/power",         kAdmin, PowerNode},         // power
+  {"POST",   "/api/v1/nodes/{node}/configure",     kAdmin, ConfigureNode},     // runs
+  // Profiles.
+  {"GET",    "/api/v1/profiles",                   kRead,  ListProfiles},      // profiles
+  {"GET",    "/api/v1/profiles/{version}",         kRead,  ShowProfile},       // profiles
+  {"GET",    "/api/v1/profiles/{version}/plan",    kRead,  ShowPlan},          // profiles
+  {"POST",   "/api/v1/profiles/{version}/apply",   kAdmin, ApplyProfile},      // profiles
+  // Images.
+  {"GET",    "/api/v1/images",                     kRead,  ListImages},        // images
+  {"GET",    "/api/v1/images/{ref}",               kRead,  ShowImage},         // images
+  {"DELETE", "/api/v1/images/{ref}",               kAdmin, RemoveImage},       // images
+  {"POST",   "/api/v1/images/{name}/build",        kAdmin, StartImageBuild},   // images
+  {"POST",   "/api/v1/images/{name}/import",       kAdmin, ImportImage},       // images
+  {"POST",   "/api/v1/images/{ref}/verify",        kAdmin, VerifyImage},       // images
+  // Events.
+  {"GET",    "/api/v1/events",                     kRead,  ListEvents},        // events
+  // Configuration over SSH, commands, exports.
+  {"GET",    "/api/v1/runs",                       kRead,  ListRuns},          // runs
+  {"GET",    "/api/v1/runs/{id}",                  kRead,  ShowRun},           // runs
+  {"POST",   "/api/v1/playbook-runs",              kAdmin, StartPlaybookRuns}, // runs
+  {"POST",   "/api/v1/cmd",                        kAdmin, RunCommand},        // cmd
+  {"GET",    "/api/v1/export/{format}",            kRead,  GetExport},         // exports
+  // From nodes as they boot.
+  {"GET",    "/boot/{script}",                     kOpen,  ServeBootScript},   // boot
+  {"GET",    "/boot/{mac}/{file}",                 kOpen,  ServeBootFile},     // boot
+  {"POST",   "/api/v1/nodes/{node}/hello",         kOpen,  NodeHello},         // boot
+  {"POST",   "/api/v1/nodes/{node}/report",        kOpen,  NodeReport},        // boot
+  // The web page.
+  {"GET",    "/",                                  kRead,  WebIndex},          // web
+  {"GET",    "/web/{file}",                        kRead,  WebFile},           // web
+};
+// clang-format on
+
+}  // namespace
+
+std::span<const ApiRoute> ApiRoutes() {
+  return kRoutes;
+}
+
+void AddRoutes(Router& router, const ApiContext& context) {
+  for (const ApiRoute& route : kRoutes)
+    router.Add(route.method, route.pattern, route.access,
+               [&context, handler = route.handler](const HttpRequest& request) {
+                 return handler(context, request);
+               });
+}
+
+}  // namespace prov

@@ -1,0 +1,99 @@
+#include "api/runs.h"
+
+#include <filesystem>
+#include <sstream>
+
+#include "api/exports.h"
+#include "configure/configurator.h"
+#include "profiles/inventory.h"
+
+namespace prov {
+
+using json = nlohmann::json;
+
+HttpResponse ListRuns(const ApiContext& ctx, const HttpRequest& r) {
+  Inventory& inv = *ctx.inventory;
+  RunFilter filter;
+  if (std::string node = r.Query("node"); !node.empty()) {
+    auto n = inv.store().FindNode(node);
+    if (!n.ok()) return HttpResponse::FromStatus(n.status());
+    filter.node_id = n->id;
+  }
+  filter.status = r.Query("status");
+  if (std::string ids = r.Query("ids"); !ids.empty()) {
+    std::stringstream ss(ids);
+    std::string id;
+    while (std::getline(ss, id, ',')) {
+      if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos || id.size() > 15)
+        return HttpResponse::Error(400,
+                                   "query parameter 'ids' must be numbers separated by commas");
+      filter.ids.push_back(std::stoll(id));
+    }
+  }
+  if (std::string limit = r.Query("limit"); !limit.empty()) {
+    if (limit.find_first_not_of("0123456789") != std::string::npos || limit.size() > 6)
+      return HttpResponse::Error(400, "query parameter 'limit' must be a number");
+    filter.limit = std::stoll(limit);
+  }
+  json list = json::array();
+  for (const auto& run : inv.store().ListRuns(filter)) {
+    json j = ToJson(run);
+    if (run.status == "running") {
+      auto tasks = inv.store().RunTasks(run.id);
+      if (!tasks.empty()) j["last_task"] = tasks.back().task;
+    }
+    list.push_back(std::move(j));
+  }
+  return HttpResponse::Json(200, {{"runs", list}});
+}
+
+HttpResponse ShowRun(const ApiContext& ctx, const HttpRequest& r) {
+  Store& store = ctx.inventory->store();
+  const std::string id = r.Param("id");
+  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos || id.size() > 15)
+    return HttpResponse::Error(400, "run id must be a number");
+  auto run = store.GetRun(std::stoll(id));
+  if (!run.ok()) return HttpResponse::FromStatus(run.status());
+  json j = ToJson(*run);
+  json tasks = json::array();
+  for (const auto& t : store.RunTasks(run->id)) tasks.push_back(ToJson(t));
+  j["tasks"] = tasks;
+  return HttpResponse::Json(200, j);
+}
+
+HttpResponse ConfigureNode(const ApiContext& ctx, const HttpRequest& r) {
+  auto body = ParseJsonObject(r.body.empty() ? "{}" : r.body, {"force"});
+  if (!body.ok()) return HttpResponse::FromStatus(body.status());
+  if (body->contains("force") && !(*body)["force"].is_boolean())
+    return HttpResponse::Error(400, "field 'force' must be true or false");
+  bool force = body->value("force", false);
+  std::string why;
+  if (!ctx.configurator->Configure(r.Param("node"), r.who, force, &why))
+    return HttpResponse::Error(409, why);
+  return HttpResponse::Json(202, {{"node", r.Param("node")}, {"result", "queued"}});
+}
+
+HttpResponse StartPlaybookRuns(const ApiContext& ctx, const HttpRequest& r) {
+  auto body = ParseJsonObject(r.body, {"playbook", "nodes", "extra_vars"});
+  if (!body.ok()) return HttpResponse::FromStatus(body.status());
+  if (!body->contains("playbook") || !(*body)["playbook"].is_string())
+    return HttpResponse::Error(400, "field 'playbook' (a path) is required");
+  std::string path = (*body)["playbook"];
+  // A bare name is one of the shipped playbooks; a path is read as it is
+  // (provisionctl sends absolute paths).
+  if (path.find('/') == std::string::npos) path = ctx.config.playbooks_dir + "/" + path;
+  if (!std::filesystem::is_regular_file(path))
+    return HttpResponse::Error(
+        404, "no playbook at " + path + " (provisiond reads it: give a path on the control node)");
+  json extra = body->value("extra_vars", json::object());
+  if (!extra.is_object()) return HttpResponse::Error(400, "field 'extra_vars' must be an object");
+  auto nodes = SelectNodesField(*ctx.inventory, *body);
+  if (!nodes.ok()) return HttpResponse::FromStatus(nodes.status());
+  auto runs = ctx.configurator->StartPlaybook(path, *nodes, extra, r.who);
+  if (!runs.ok()) return HttpResponse::FromStatus(runs.status());
+  json list = json::array();
+  for (const auto& run : *runs) list.push_back(ToJson(run));
+  return HttpResponse::Json(202, {{"runs", list}});
+}
+
+}  // namespace prov

@@ -1,0 +1,162 @@
+// The iPXE boot loader. PXE firmware loads iPXE by TFTP (undionly.kpxe on
+// BIOS, ipxe.efi or snponly.efi on UEFI, from Debian's ipxe); iPXE then asks
+// DHCP again with user class "iPXE", is sent to provisiond's start script,
+// and from there to its node's script, which downloads the kernel and the
+// initrd over HTTP with retries. Scripts are rendered from pxe/*.ipxe.in.
+#include <map>
+
+#include "base/file_util.h"
+#include "base/template.h"
+#include "boot/loader.h"
+
+namespace prov {
+namespace {
+
+const char* kTemplates[] = {"start", "node", "discovered", "local", "unavailable"};
+const char* kUefiFiles[] = {"ipxe.efi", "snponly.efi"};
+
+std::string Hyphen(std::string mac) {
+  for (char& c : mac)
+    if (c == ':') c = '-';
+  return mac;
+}
+
+class Ipxe final : public BootLoader {
+ public:
+  explicit Ipxe(const LoaderSettings& settings) : settings_(settings) {}
+
+  Status Load() {
+    if (settings_.uefi_file.empty()) settings_.uefi_file = kUefiFiles[0];
+    bool known = false;
+    for (const char* f : kUefiFiles) known |= settings_.uefi_file == f;
+    if (!known)
+      return Status::Invalid("iPXE has no UEFI binary '" + settings_.uefi_file +
+                             "' (ipxe.efi or snponly.efi)");
+    for (const char* name : kTemplates) {
+      auto text = ReadFile(TemplatePath(name));
+      if (!text.ok())
+        return Status::NotFound("boot script template missing: " + text.status().message());
+      templates_[name] = *text;
+    }
+    return Status::Ok();
+  }
+
+  std::string_view name() const override { return "ipxe"; }
+  std::string_view title() const override { return "iPXE"; }
+
+  std::string FirstStage(ClientArch arch) const override {
+    // undionly drives the NIC through the PXE ROM's UNDI; on UEFI, ipxe.efi
+    // brings its own NIC drivers and snponly.efi uses the firmware's.
+    return arch == ClientArch::kBios ? "undionly.kpxe" : settings_.uefi_file;
+  }
+  std::vector<std::string> TftpFiles() const override {
+    // All three, whichever UEFI binary is chosen: a node's firmware may have
+    // been told another name by a previous config.
+    std::vector<std::string> out;
+    for (const char* f : {"undionly.kpxe", "ipxe.efi", "snponly.efi"})
+      out.push_back(settings_.files_dir + "/" + f);
+    return out;
+  }
+  std::string_view package() const override { return "Debian package ipxe"; }
+  std::string_view dhcp_user_class() const override { return "iPXE"; }
+  std::vector<std::pair<std::string, std::string>> DhcpOptions() const override {
+    return {
+        {"iPXE waits for a proxy-DHCP offer unless the answer says PXEClient.", "60,PXEClient"}};
+  }
+  std::string StartUrl(const std::string& boot_url) const override {
+    return boot_url + "/boot/start.ipxe";
+  }
+
+  std::optional<ScriptName> ParseScriptName(std::string_view file) const override {
+    if (file == "start.ipxe") return ScriptName{.start = true, .node = ""};
+    constexpr std::string_view suffix = ".ipxe";
+    if (file.size() <= suffix.size() || !file.ends_with(suffix)) return std::nullopt;
+    return ScriptName{.start = false,
+                      .node = std::string(file.substr(0, file.size() - suffix.size()))};
+  }
+
+  std::string InitrdArguments(const std::vector<BootFile>& initrds) const override {
+    // The kernel's EFI stub loads the initrds iPXE names (initrd --name);
+    // BIOS kernels ignore the argument.
+    std::string out;
+    for (const auto& f : initrds) out += (out.empty() ? "initrd=" : " initrd=") + f.name;
+    return out;
+  }
+
+  Result<std::string> StartScript(const ScriptContext& c) const override {
+    return Render("start", c, {});
+  }
+
+  Result<std::string> NodeScript(const NodeBootConfig& b) const override {
+    TemplateValues v = NodeValues(b.context);
+    // The script sets ${base} to the node's files once and names each file
+    // relative to it.
+    v["files_url"] = b.files_url;
+    v["profile"] = b.profile;
+    v["image"] = b.image;
+    v["kernel"] = UnderBase(b, b.kernel_url);
+    std::string initrds;
+    for (const auto& f : b.initrds)
+      initrds +=
+          (initrds.empty() ? "" : " && ") + ("initrd --name " + f.name + " " + UnderBase(b, f.url));
+    v["initrds"] = initrds;
+    v["cmdline"] = b.cmdline;
+    v["max_tries"] = std::to_string(b.max_tries);
+    v["jitter"] = std::to_string(b.retry_jitter_s);
+    return Render("node", b.context, std::move(v));
+  }
+
+  Result<std::string> DiscoveredScript(const ScriptContext& c) const override {
+    return Render("discovered", c, NodeValues(c));
+  }
+  Result<std::string> LocalScript(const ScriptContext& c) const override {
+    return Render("local", c, NodeValues(c));
+  }
+  Result<std::string> UnavailableScript(const ScriptContext& c,
+                                        const std::string& reason) const override {
+    TemplateValues v = NodeValues(c);
+    v["reason"] = reason;
+    return Render("unavailable", c, std::move(v));
+  }
+
+ private:
+  std::string TemplatePath(const std::string& name) const {
+    return settings_.templates_dir + "/" + name + ".ipxe.in";
+  }
+
+  static TemplateValues NodeValues(const ScriptContext& c) {
+    return {{"mac", c.mac},
+            {"mac_hyphen", Hyphen(c.mac)},
+            {"hostname", c.hostname},
+            {"name", c.name},
+            {"state", c.state}};
+  }
+
+  static std::string UnderBase(const NodeBootConfig& b, const std::string& url) {
+    const std::string prefix = b.files_url + "/";
+    if (!b.files_url.empty() && url.starts_with(prefix))
+      return "${base}/" + url.substr(prefix.size());
+    return url;
+  }
+
+  Result<std::string> Render(const std::string& name, const ScriptContext& c,
+                             TemplateValues values) const {
+    values["boot_url"] = c.boot_url;
+    values["delay"] = std::to_string(c.retry_delay_s);
+    return RenderTemplate(templates_.at(name), values, TemplatePath(name));
+  }
+
+  LoaderSettings settings_;
+  std::map<std::string, std::string> templates_;  // name -> text, read once
+};
+
+}  // namespace
+
+Result<std::unique_ptr<BootLoader>> CreateIpxeLoader(const LoaderSettings& settings) {
+  auto loader = std::make_unique<Ipxe>(settings);
+  Status s = loader->Load();
+  if (!s.ok()) return s;
+  return std::unique_ptr<BootLoader>(std::move(loader));
+}
+
+}  // namespace prov

@@ -1,0 +1,36 @@
+// `provisionctl cmd`: one command on many nodes at once, over the nodes'
+// persistent sessions, with each node's exit code and output.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "configure/sessions.h"
+#include "store/store.h"
+
+namespace prov {
+
+struct CommandResult {
+  std::string node;
+  std::string status;  // ok | failed | unreachable | timeout
+  int exit_code = -1;
+  std::string out, err;
+  std::string error;  // why it could not run
+  int64_t duration_ms = 0;
+};
+
+nlohmann::json ToJson(const CommandResult& c);
+
+// Runs `command` on every node of `nodes` (names or MACs) at once, one
+// thread each, and waits for all of them; the results are in the order of
+// `nodes`. `user` empty: the login user; timeout_ms <= 0: no limit. A node
+// busy with a run gets a second session for the command, closed after it.
+std::vector<CommandResult> RunCommandOnNodes(Store& store, Sessions& sessions,
+                                             const std::vector<std::string>& nodes,
+                                             const std::string& command, const std::string& user,
+                                             int timeout_ms);
+
+}  // namespace prov

@@ -1,0 +1,139 @@
+#include "configure/command.h"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+
+#include "configure/testing/fake_sessions.h"
+
+namespace prov {
+namespace {
+
+using testing::FakeNetwork;
+
+struct Fixture {
+  std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
+  FakeNetwork net;
+  Sessions sessions{*store, {}, net.Connector()};
+
+  NodeRecord Add(const std::string& name, const std::string& ip) {
+    NodeRecord n;
+    n.hostname = name;
+    n.mac = "52:54:00:00:04:0" + std::to_string(++count);
+    n.ip = ip;
+    n.host_key = "ssh-ed25519 AAAA" + name;
+    if (!ip.empty()) net.Add(ip, n.host_key);
+    Result<NodeRecord> added = Status::Internal("not run");
+    store->Transact([&](StoreTx& tx) -> Status {
+      added = tx.InsertNode(n);
+      return added.status();
+    });
+    REQUIRE(added.ok());
+    return *added;
+  }
+  std::vector<CommandResult> Run(const std::vector<std::string>& nodes, const std::string& cmd,
+                                 int timeout_ms = 10000) {
+    return RunCommandOnNodes(*store, sessions, nodes, cmd, "", timeout_ms);
+  }
+  int count = 0;
+};
+
+}  // namespace
+
+TEST_CASE("command: every node's result, in the order asked, by the node's name") {
+  Fixture f;
+  NodeRecord a = f.Add("a1", "10.0.0.1");
+  f.Add("a2", "10.0.0.2");
+  auto results = f.Run({a.mac, "a2"}, "echo out; echo err >&2");
+  REQUIRE(results.size() == 2);
+  CHECK(results[0].node == "a1");  // asked by MAC, named by hostname
+  CHECK(results[1].node == "a2");
+  for (const auto& r : results) {
+    CHECK(r.status == "ok");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "out\n");
+    CHECK(r.err == "err\n");
+    CHECK(r.error.empty());
+  }
+  CHECK(f.net.connects() == 2);
+  // The sessions are kept for the next command (and runs).
+  f.Run({"a1", "a2"}, "true");
+  CHECK(f.net.connects() == 2);
+}
+
+TEST_CASE("command: failures per node, never for the others") {
+  Fixture f;
+  f.Add("ok1", "10.0.0.1");
+  f.Add("down", "10.0.0.9");
+  f.net.Unplug("10.0.0.9");
+  f.Add("noip", "");
+  auto results = f.Run({"ok1", "down", "ghost", "noip"}, "exit 7");
+  REQUIRE(results.size() == 4);
+  CHECK(results[0].status == "failed");
+  CHECK(results[0].exit_code == 7);
+  CHECK(results[0].error.empty());
+  CHECK(results[1].status == "unreachable");
+  CHECK(results[1].error.find("no SSH connection") != std::string::npos);
+  CHECK(results[2].node == "ghost");
+  CHECK(results[2].status == "failed");
+  CHECK(!results[2].error.empty());
+  CHECK(results[3].status == "unreachable");
+  CHECK(results[3].error.find("has no address") != std::string::npos);
+}
+
+TEST_CASE("command: a command past its timeout") {
+  Fixture f;
+  f.Add("slow", "10.0.0.1");
+  auto start = std::chrono::steady_clock::now();
+  auto results = f.Run({"slow"}, "sleep 30", 1000);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  REQUIRE(results.size() == 1);
+  CHECK(results[0].status == "timeout");
+  CHECK(results[0].error == "timed out after 1 s");
+}
+
+TEST_CASE("command: a host key other than the pinned one is refused") {
+  Fixture f;
+  f.Add("moved", "10.0.0.1");
+  f.net.Add("10.0.0.1", "ssh-ed25519 AAAAimpostor");
+  auto results = f.Run({"moved"}, "true");
+  CHECK(results[0].status == "failed");
+  CHECK(results[0].error.find("host key changed") != std::string::npos);
+}
+
+TEST_CASE("command: a broken session is replaced by the next command") {
+  Fixture f;
+  f.Add("n1", "10.0.0.1");
+  CHECK(f.Run({"n1"}, "true")[0].status == "ok");
+  f.net.Unplug("10.0.0.1");
+  f.net.Plug("10.0.0.1");  // the old session stays broken; a new one works
+  CHECK(f.Run({"n1"}, "true")[0].status == "ok");
+  CHECK(f.net.connects() == 2);
+}
+
+TEST_CASE("command: a node busy with a run gets a session of its own") {
+  Fixture f;
+  NodeRecord n = f.Add("busy", "10.0.0.1");
+  auto run = f.sessions.Acquire(n.id);  // a run holds the node's session
+  REQUIRE(run.Get(n).ok());
+  auto results = f.Run({"busy"}, "echo hi");
+  CHECK(results[0].status == "ok");
+  CHECK(results[0].out == "hi\n");
+  CHECK(f.net.connects() == 2);
+}
+
+TEST_CASE("command: results as JSON") {
+  CommandResult r;
+  r.node = "n1";
+  r.status = "ok";
+  r.exit_code = 0;
+  r.out = "hi\n";
+  auto j = ToJson(r);
+  CHECK(j["node"] == "n1");
+  CHECK(j["stdout"] == "hi\n");
+  CHECK(!j.contains("error"));
+  r.error = "timed out after 1 s";
+  CHECK(ToJson(r)["error"] == "timed out after 1 s");
+}
+
+}  // namespace prov

@@ -1,0 +1,40 @@
+// Health checks gate `ready`: after its playbooks, a configure run runs the
+// profile's checks in order on the node, each one recorded as a task of the
+// run (playbook "health", play "health checks") and as a "health" event. The
+// first check that does not pass ends the run as failed, and a node becomes
+// `ready` only from a configure run that ended ok.
+#pragma once
+
+#include <string>
+
+#include "base/result.h"
+#include "configure/play_runner.h"
+#include "playbook/remote.h"
+#include "profiles/profile.h"
+#include "store/store.h"
+
+namespace prov {
+
+struct HealthOutcome {
+  std::string status = "ok";  // ok | failed | unreachable
+  // "health check NAME: why[: the end of its output]" when not ok.
+  std::string message;
+};
+
+// Runs `profile`'s health checks on `remote` as the login user, each within
+// its timeout (a timeout fails the check); reports each to `sink` and
+// appends its event to `store`. Stops at the first check that fails.
+HealthOutcome RunHealthChecks(const Profile& profile, const NodeRecord& node, Remote& remote,
+                              RunSink& sink, Store& store);
+
+// The gate, inside FinishRun's transaction for a finished configure run
+// (`summary` is its RunSummary): the node goes `ready`, configured with
+// `profile_sha`, when the run is ok; `failed` with the run's message when it
+// failed or was unreachable; stays when the run was interrupted or the node
+// rebooted (configured again at its hello). A node that is no longer
+// `configuring` (a new hello, retired, deleted meanwhile) is not this run's
+// to change. Other kinds of run change no node.
+Status MoveNodeOn(StoreTx& tx, const RunRecord& run, const std::string& profile_sha,
+                  const std::string& summary);
+
+}  // namespace prov

@@ -1,0 +1,34 @@
+// What the steps of an image build share (the source step, images/source.h,
+// and the finishing step, images/finish.h): the build's options, its
+// progress lines, and running a program as a step.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include "base/process.h"
+#include "base/result.h"
+
+namespace prov {
+
+struct ImageBuildOptions {
+  std::string mmdebstrap = "/usr/bin/mmdebstrap";
+  std::string initrd_builder;  // images/initramfs/build-initrd.sh
+  std::string agent_dir;       // images/agent: provision-hello, provision-hello.service
+  std::string tools_dir;       // provision-facts and provision-mount binaries
+  int timeout_s = 3600;
+  int mirror_check_timeout_s = 15;
+  const std::atomic<bool>* cancel = nullptr;  // stops the build when it becomes true
+};
+
+// Progress lines ("mmdebstrap: I: downloading packages...").
+using BuildProgress = std::function<void(const std::string& line)>;
+
+// Runs `spec` as the step `what`: each output line goes to `progress` as
+// "<what>: <line>"; a timeout, a cancel or a non-zero exit is an error that
+// ends with the program's last output (mmdebstrap ends with "E: ..." lines).
+Status RunBuildStep(const ProcessSpec& spec, int timeout_s, const BuildProgress& progress,
+                    const std::string& what, const std::atomic<bool>* cancel);
+
+}  // namespace prov

@@ -1,0 +1,240 @@
+// The finishing step of an image build (see finish.h): what every image gets,
+// whatever its source, and the commit into the catalog.
+#include "images/finish.h"
+
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "base/file_util.h"
+#include "store/store.h"
+
+namespace prov {
+namespace fs = std::filesystem;
+
+namespace {
+
+Status WriteInto(const std::string& root, const std::string& path, const std::string& content,
+                 int mode) {
+  Status s = MakeDirs(fs::path(root + path).parent_path().string());
+  if (!s.ok()) return s;
+  return WriteFileAtomic(root + path, content, mode);
+}
+
+Status CopyInto(const std::string& root, const std::string& from, const std::string& path,
+                int mode) {
+  auto content = ReadFile(from);
+  if (!content.ok())
+    return Status::NotFound("cannot add " + path + " to the image: " + content.status().message());
+  return WriteInto(root, path, *content, mode);
+}
+
+}  // namespace
+
+Result<BuildDir> BuildDir::Create(const ImageCatalog& catalog, const std::string& image_name) {
+  const std::string path = catalog.store_dir() + "/" + image_name + "/.build-" + RandomHex(4);
+  Status s = MakeDirs(path + "/root");
+  if (!s.ok()) return s;
+  return BuildDir(path);
+}
+
+BuildDir::~BuildDir() {
+  // Whatever failed, a build that was not committed leaves nothing behind.
+  std::error_code ec;
+  if (!path_.empty()) fs::remove_all(path_, ec);
+}
+
+Status CheckFinishingInputs(const ImageBuildOptions& opt) {
+  for (const std::string& need :
+       {opt.tools_dir + "/provision-facts", opt.tools_dir + "/provision-mount",
+        opt.agent_dir + "/provision-hello", opt.initrd_builder})
+    if (access(need.c_str(), R_OK) != 0)
+      return Status::NotFound("image builds need " + need +
+                              " (build provision-facts and provision-mount; "
+                              "tools_dir and images_dir in the config say where)");
+  return Status::Ok();
+}
+
+Status AddProvisionFiles(const std::string& root, const ImageManifest& m,
+                         const ImageBuildOptions& opt) {
+  for (const auto& f : m.files) {
+    Status s = WriteInto(root, f.path, f.content, std::stoi(f.mode, nullptr, 8));
+    if (!s.ok()) return s;
+  }
+  Status s =
+      CopyInto(root, opt.tools_dir + "/provision-facts", "/usr/local/sbin/provision-facts", 0755);
+  if (s.ok())
+    s = CopyInto(root, opt.agent_dir + "/provision-hello", "/usr/local/sbin/provision-hello", 0755);
+  if (s.ok())
+    s = CopyInto(root, opt.agent_dir + "/provision-hello.service",
+                 "/etc/systemd/system/provision-hello.service", 0644);
+  if (!s.ok()) return s;
+  std::error_code ec;
+  fs::create_directories(root + "/etc/systemd/system/multi-user.target.wants", ec);
+  fs::create_symlink("/etc/systemd/system/provision-hello.service",
+                     root + "/etc/systemd/system/multi-user.target.wants/provision-hello.service",
+                     ec);
+  // The node's identity comes from its overlay at every boot, never from the
+  // image (mmdebstrap copies the build host's hostname and resolv.conf in).
+  fs::remove(root + "/etc/machine-id", ec);
+  WriteInto(root, "/etc/machine-id", "", 0444);
+  fs::remove(root + "/etc/hostname", ec);
+  fs::remove(root + "/etc/resolv.conf", ec);
+  WriteInto(root, "/etc/resolv.conf", "", 0644);
+  for (const char* key : {"ssh_host_ed25519_key", "ssh_host_ed25519_key.pub", "ssh_host_rsa_key",
+                          "ssh_host_rsa_key.pub", "ssh_host_ecdsa_key", "ssh_host_ecdsa_key.pub"})
+    fs::remove(root + "/etc/ssh/" + key, ec);
+  // sshd makes its host keys at boot when they are missing (in the RAM overlay).
+  // (Debian's unit checks the config with `sshd -t` first, which fails
+  // without keys: make the keys, then check.)
+  WriteInto(root, "/etc/systemd/system/ssh.service.d/provision-hostkeys.conf",
+            "[Service]\nExecStartPre=\nExecStartPre=/usr/bin/ssh-keygen "
+            "-A\nExecStartPre=/usr/sbin/sshd -t\n",
+            0644);
+  return Status::Ok();
+}
+
+Result<std::string> ExtractKernel(const std::string& root, const std::string& kernel_out,
+                                  const std::string& kernel_package) {
+  // The newest /boot/vmlinuz-* the kernel package installed.
+  std::error_code ec;
+  std::string kernel;
+  for (const auto& e : fs::directory_iterator(root + "/boot", ec))
+    if (e.path().filename().string().rfind("vmlinuz-", 0) == 0 && e.path().string() > kernel)
+      kernel = e.path().string();
+  if (kernel.empty())
+    return Status::NotFound("the image has no /boot/vmlinuz-*: is '" + kernel_package +
+                            "' a kernel package?");
+  fs::copy_file(kernel, kernel_out, fs::copy_options::overwrite_existing, ec);
+  if (ec) return Status::Internal("cannot copy the kernel: " + ec.message());
+  // Remove what initramfs-tools may have left: the node boots our initrd.
+  for (const auto& e : fs::directory_iterator(root + "/boot", ec))
+    if (e.path().filename().string().rfind("initrd.img-", 0) == 0) fs::remove(e.path(), ec);
+  return fs::path(kernel).filename().string();
+}
+
+Result<std::string> HashTree(const std::string& root) {
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, fs::directory_options::none, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) return Status::Internal("cannot walk " + root + ": " + ec.message());
+    paths.push_back(it->path().string().substr(root.size()));
+  }
+  if (ec) return Status::Internal("cannot walk " + root + ": " + ec.message());
+  std::sort(paths.begin(), paths.end());
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  std::vector<char> buf(1 << 20);
+  for (const auto& rel : paths) {
+    const std::string full = root + rel;
+    struct stat st {};
+    if (lstat(full.c_str(), &st) != 0) continue;
+    std::string head = rel + '\0' + std::to_string(st.st_mode) + ':' + std::to_string(st.st_uid) +
+                       ':' + std::to_string(st.st_gid) + '\0';
+    if (S_ISLNK(st.st_mode)) {
+      std::error_code lec;
+      head += fs::read_symlink(full, lec).string();
+    } else if (S_ISREG(st.st_mode)) {
+      head += std::to_string(st.st_size);
+    }
+    EVP_DigestUpdate(ctx.get(), head.data(), head.size() + 1);
+    if (S_ISREG(st.st_mode)) {
+      std::ifstream in(full, std::ios::binary);
+      while (in) {
+        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
+      }
+    }
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  EVP_DigestFinal_ex(ctx.get(), md, &len);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += hex[md[i] >> 4];
+    out += hex[md[i] & 15];
+  }
+  return out;
+}
+
+Result<ImageVersion> CommitBuild(BuildDir& build, const std::string& name,
+                                 const std::string& version, const nlohmann::json& meta,
+                                 ImageCatalog& catalog, const BuildProgress& progress) {
+  const std::string name_dir = catalog.store_dir() + "/" + name;
+  const std::string final_dir = name_dir + "/" + version;
+  Status s = WriteFileAtomic(build.path() + "/image.json", meta.dump(2) + "\n");
+  if (!s.ok()) return s;
+  // image.json is written last into a version: a directory with it is whole.
+  if (fs::exists(final_dir + "/image.json")) {
+    if (progress) progress("the same content exists already as " + name + "@" + version);
+  } else {
+    std::error_code ec;
+    fs::rename(build.path(), final_dir, ec);
+    if (ec) return Status::Internal("cannot move the build to " + final_dir + ": " + ec.message());
+    build.Committed();
+  }
+  s = WriteFileAtomic(name_dir + "/current", version + "\n");
+  if (!s.ok()) return s;
+  return catalog.Resolve(name + "@" + version);
+}
+
+Result<ImageVersion> FinishImage(BuildDir& build, const ImageManifest& m,
+                                 const nlohmann::json& provenance, ImageCatalog& catalog,
+                                 const ImageBuildOptions& opt, const BuildProgress& progress,
+                                 std::chrono::steady_clock::time_point started) {
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  const std::string root = build.root();
+  say("adding files and the phone-home agent");
+  Status s = AddProvisionFiles(root, m, opt);
+  if (!s.ok()) return s;
+  auto kernel = ExtractKernel(root, build.path() + "/vmlinuz", m.kernel_package);
+  if (!kernel.ok()) return kernel.status();
+
+  say("building the netboot initrd");
+  ProcessSpec initrd;
+  initrd.argv = {"/bin/bash", opt.initrd_builder, root, build.path() + "/initrd.img"};
+  initrd.env = {"PROVISION_MOUNT=" + opt.tools_dir + "/provision-mount"};
+  s = RunBuildStep(initrd, 600, progress, "initrd", opt.cancel);
+  if (!s.ok()) return s;
+
+  say("hashing the root tree");
+  auto hash = HashTree(root);
+  if (!hash.ok()) return hash.status();
+  const std::string version = hash->substr(0, 16);
+  uint64_t files = 0, bytes = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file(ec) && !it->is_symlink(ec)) {
+      ++files;
+      bytes += it->file_size(ec);
+    }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  nlohmann::json meta = provenance.is_object() ? provenance : nlohmann::json::object();
+  meta.update({{"name", m.name},
+               {"version", version},
+               {"sha256", *hash},
+               {"manifest_sha256", m.sha256},
+               {"kernel", *kernel},
+               {"files", files},
+               {"bytes", bytes},
+               {"build_seconds", seconds},
+               {"created", NowMs()}});
+  auto committed = CommitBuild(build, m.name, version, meta, catalog, progress);
+  if (!committed.ok()) return committed;
+  say("built " + m.name + "@" + version + ": " + std::to_string(files) + " files, " +
+      std::to_string(bytes / (1024 * 1024)) + " MiB in " +
+      std::to_string(static_cast<int>(seconds)) + " s");
+  return committed;
+}
+
+}  // namespace prov

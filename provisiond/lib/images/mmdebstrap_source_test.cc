@@ -1,0 +1,77 @@
+#include "images/mmdebstrap_source.h"
+
+#include <doctest/doctest.h>
+
+#include "images/source.h"
+
+namespace prov {
+
+TEST_CASE("image sources: the registry lists mmdebstrap; an unknown one lists the known ones") {
+  CHECK(ImageSourceNames() == std::vector<std::string_view>{"mmdebstrap"});
+  auto source = CreateImageSource("mmdebstrap", {});
+  REQUIRE(source.ok());
+  CHECK((*source)->name() == "mmdebstrap");
+  auto oci = CreateImageSource("oci", {});
+  CHECK(oci.status().code() == Code::kInvalid);
+  CHECK(oci.status().message() == "unknown image source 'oci' (mmdebstrap)");
+}
+
+TEST_CASE("image sources: mmdebstrap's command from a manifest (no mmdebstrap run)") {
+  auto m = ParseImageManifest(
+      "name: arc\n"
+      "distribution: ubuntu\n"
+      "suite: noble\n"
+      "mirror: http://archive.ubuntu.com/ubuntu\n"
+      "components: [main, universe]\n"
+      "kernel_package: linux-image-generic\n"
+      "packages: [openssh-server, curl]\n"
+      "apt_sources:\n"
+      "  - ppa: kobuk-team/intel-graphics\n"
+      "  - line: \"deb http://example.org/x noble main\"\n",
+      "image.yaml", "arc");
+  REQUIRE_MESSAGE(m.ok(), m.status().message());
+  ProcessSpec spec = MmdebstrapCommand(*m, "/usr/bin/mmdebstrap", "/store/arc/.build-1/root");
+  CHECK(spec.argv ==
+        std::vector<std::string>{
+            "/usr/bin/mmdebstrap",
+            "--mode=root",
+            "--variant=minbase",
+            "--architectures=amd64",
+            "--components=main,universe",
+            "--include=linux-image-generic,openssh-server,curl",
+            "--aptopt=Acquire::Languages \"none\"",
+            "--dpkgopt=path-exclude=/usr/share/man/*",
+            "--dpkgopt=path-exclude=/usr/share/doc/*",
+            "--dpkgopt=path-include=/usr/share/doc/*/copyright",
+            "--dpkgopt=path-exclude=/usr/share/locale/*",
+            "noble",
+            "/store/arc/.build-1/root",
+            "http://archive.ubuntu.com/ubuntu",
+            "deb http://ppa.launchpadcontent.net/kobuk-team/intel-graphics/ubuntu noble main",
+            "deb http://example.org/x noble main",
+        });
+  // The kernel package's own initramfs is never used: the node boots ours.
+  CHECK(spec.env == std::vector<std::string>{"INITRD=No"});
+
+  auto source = CreateImageSource("mmdebstrap", {});
+  REQUIRE(source.ok());
+  CHECK((*source)->Provenance(*m) == nlohmann::json{{"suite", "noble"},
+                                                    {"mirror", "http://archive.ubuntu.com/ubuntu"},
+                                                    {"packages", {"openssh-server", "curl"}}});
+}
+
+TEST_CASE("image sources: mmdebstrap checks its mirror first") {
+  ImageManifest m;
+  m.mirror = "file:///nonexistent/mirror";
+  m.suite = "bookworm";
+  auto source = CreateImageSource("mmdebstrap", {});
+  std::vector<std::string> said;
+  Status s = (*source)->Check(m, [&](const std::string& line) { said.push_back(line); });
+  CHECK(s.code() == Code::kUnavailable);
+  CHECK(s.message() ==
+        "mirror file:///nonexistent/mirror has no /nonexistent/mirror/dists/bookworm/Release");
+  CHECK(said ==
+        std::vector<std::string>{"checking mirror file:///nonexistent/mirror for bookworm"});
+}
+
+}  // namespace prov

@@ -1,0 +1,47 @@
+// The first step of an image build: an image source makes the image's root
+// tree from its manifest (today mmdebstrap from a Debian or Ubuntu mirror,
+// images/mmdebstrap_source.cc). What comes after is the same for every
+// source (images/finish.h). Another source (an OCI image, a tarball) is a new
+// file implementing ImageSource plus its line in source.cc's table.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "images/build_step.h"
+#include "images/image_manifest.h"
+
+namespace prov {
+
+class ImageSource {
+ public:
+  virtual ~ImageSource() = default;
+  // Its name in the registry ("mmdebstrap").
+  virtual std::string_view name() const = 0;
+  // Checks in seconds what would otherwise fail the build after minutes (its
+  // mirror answers); says what it checks through `progress`.
+  virtual Status Check(const ImageManifest& manifest, const BuildProgress& progress) const = 0;
+  // Fills `root`, an empty directory on the image store's filesystem, with
+  // the image's tree: a root filesystem with a kernel in /boot.
+  virtual Status Fetch(const ImageManifest& manifest, const std::string& root,
+                       const BuildProgress& progress) const = 0;
+  // What the image's image.json records about where its tree came from
+  // (an object; its keys are the source's own).
+  virtual nlohmann::json Provenance(const ImageManifest& manifest) const = 0;
+};
+
+// The source called `name`, with the build's options (its programs, its
+// timeouts, the build's cancel flag, which must outlive the source). An
+// unknown name is an error that lists the known ones.
+Result<std::unique_ptr<ImageSource>> CreateImageSource(std::string_view name,
+                                                       const ImageBuildOptions& options);
+
+// The known sources' names, in the registry's order.
+std::vector<std::string_view> ImageSourceNames();
+
+}  // namespace prov

@@ -1,0 +1,202 @@
+// Python's string functions as the filters and methods use them, byte for
+// byte where a playbook can tell (split's whitespace, quote's safe set).
+#include "playbook/jinja/text.h"
+
+#include <cstring>
+
+#include "playbook/jinja/value.h"
+
+namespace prov::jinja {
+namespace {
+
+const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+}  // namespace
+
+std::string Lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+std::string Upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+size_t Utf8Length(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+std::string Trim(const std::string& s, const std::string& chars) {
+  size_t b = s.find_first_not_of(chars);
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(chars);
+  return s.substr(b, e - b + 1);
+}
+
+json PySplit(const std::string& s, const json& sep, int64_t maxsplit, size_t pos) {
+  json out = json::array();
+  if (sep.is_null()) {
+    size_t i = 0;
+    while (i < s.size()) {
+      while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+      if (i >= s.size()) break;
+      if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
+        out.push_back(Trim(s.substr(i)));
+        break;
+      }
+      size_t j = i;
+      while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j]))) ++j;
+      out.push_back(s.substr(i, j - i));
+      i = j;
+    }
+    return out;
+  }
+  if (!sep.is_string()) Fail(pos, "split separator must be a string, not " + TypeName(sep));
+  const std::string& d = sep.get_ref<const std::string&>();
+  if (d.empty()) Fail(pos, "split separator is empty");
+  size_t start = 0;
+  while (true) {
+    size_t f = s.find(d, start);
+    if (f == std::string::npos || (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit)) {
+      out.push_back(s.substr(start));
+      break;
+    }
+    out.push_back(s.substr(start, f - start));
+    start = f + d.size();
+  }
+  return out;
+}
+
+std::string ReplaceAll(std::string s, const std::string& from, const std::string& to,
+                       int64_t count) {
+  if (from.empty()) return s;
+  size_t p = 0;
+  int64_t done = 0;
+  while ((count < 0 || done < count) && (p = s.find(from, p)) != std::string::npos) {
+    s.replace(p, from.size(), to);
+    p += to.size();
+    ++done;
+  }
+  return s;
+}
+
+std::regex MakeRegex(const std::string& pattern, bool icase, bool multiline, size_t pos) {
+  std::string p = pattern;
+  if (p.rfind("(?i)", 0) == 0) {
+    icase = true;
+    p = p.substr(4);
+  }
+  if (p.find("(?P") != std::string::npos)
+    Fail(pos, "named groups (?P<...>) are not supported in regular expression '" + pattern + "'");
+  auto flags = std::regex::ECMAScript;
+  if (icase) flags |= std::regex::icase;
+  if (multiline) flags |= std::regex::multiline;
+  try {
+    return std::regex(p, flags);
+  } catch (const std::regex_error& e) {
+    Fail(pos, "invalid regular expression '" + pattern + "': " + e.what());
+  }
+}
+
+std::string ConvertReplacement(const std::string& r) {
+  std::string out;
+  for (size_t i = 0; i < r.size(); ++i) {
+    char c = r[i];
+    if (c == '$') {
+      out += "$$";
+    } else if (c == '\\' && i + 1 < r.size()) {
+      char d = r[i + 1];
+      if (IsDigit(d)) {
+        out += '$';
+        out += d;
+        ++i;
+      } else if (d == 'g' && i + 2 < r.size() && r[i + 2] == '<') {
+        size_t close = r.find('>', i + 3);
+        if (close == std::string::npos) {
+          out += c;
+          continue;
+        }
+        out += "$" + r.substr(i + 3, close - i - 3);
+        i = close;
+      } else if (d == 'n') {
+        out += '\n';
+        ++i;
+      } else if (d == 't') {
+        out += '\t';
+        ++i;
+      } else if (d == '\\') {
+        out += '\\';
+        ++i;
+      } else {
+        out += c;
+      }
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string Base64Encode(const std::string& in) {
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += kB64[(v >> 6) & 63];
+    out += kB64[v & 63];
+  }
+  if (i + 1 == in.size()) {
+    uint32_t v = uint8_t(in[i]) << 16;
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == in.size()) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += kB64[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::string> Base64Decode(const std::string& in) {
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t pad = 0;
+  for (char c : in) {
+    if (c == '\n' || c == '\r' || c == ' ') continue;
+    if (c == '=') {
+      ++pad;
+      continue;
+    }
+    if (pad) return std::nullopt;
+    const char* p = std::strchr(kB64, c);
+    if (!p || !c) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(p - kB64);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xFF);
+    }
+  }
+  if (pad > 2) return std::nullopt;
+  return out;
+}
+
+std::string ShQuote(const std::string& s) {
+  if (s.empty()) return "''";
+  if (s.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_") ==
+      std::string::npos)
+    return s;
+  return "'" + ReplaceAll(s, "'", "'\"'\"'") + "'";
+}
+
+}  // namespace prov::jinja

@@ -1,0 +1,279 @@
+// What runs on the node: systemd units and SysV services, waiting for a
+// port or a file to appear (a service coming up), and rebooting.
+#include <algorithm>
+#include <regex>
+#include <string>
+#include <utility>
+
+#include "playbook/modules/common.h"
+
+namespace prov::modules {
+namespace {
+
+// The systemd part: `n` is the unit; state/enabled/masked/reload as given.
+constexpr const char* kSystemdScript = R"SH(
+command -v systemctl >/dev/null 2>&1 || fail "systemctl not found on the node: it does not run systemd"
+if [ "$daemon_reload" = 1 ]; then _e=$(systemctl daemon-reload 2>&1) || fail "systemctl daemon-reload: $_e"; fi
+[ -n "$n" ] || exit 0
+load=$(systemctl show -p LoadState --value -- "$n" 2>/dev/null)
+if [ "$load" = not-found ] && [ "$masked" != 0 ]; then fail "Could not find the requested service $n: host"; fi
+if [ -n "$masked" ]; then
+  cur=$(systemctl is-enabled -- "$n" 2>/dev/null)
+  case "$cur" in masked*) ism=1 ;; *) ism=0 ;; esac
+  if [ "$masked" = 1 ] && [ "$ism" = 0 ]; then _e=$(systemctl mask -- "$n" 2>&1) || fail "systemctl mask $n: $_e"; changed; fi
+  if [ "$masked" = 0 ] && [ "$ism" = 1 ]; then _e=$(systemctl unmask -- "$n" 2>&1) || fail "systemctl unmask $n: $_e"; changed; fi
+fi
+if [ -n "$enabled" ]; then
+  if systemctl is-enabled --quiet -- "$n" 2>/dev/null; then ise=1; else ise=0; fi
+  if [ "$enabled" = 1 ] && [ "$ise" = 0 ]; then _e=$(systemctl enable -- "$n" 2>&1) || fail "systemctl enable $n: $_e"; changed; fi
+  if [ "$enabled" = 0 ] && [ "$ise" = 1 ]; then _e=$(systemctl disable -- "$n" 2>&1) || fail "systemctl disable $n: $_e"; changed; fi
+fi
+act=$(systemctl show -p ActiveState --value -- "$n" 2>/dev/null)
+case "$act" in active|activating|reloading) running=1 ;; *) running=0 ;; esac
+case "$state" in
+  started) if [ "$running" = 0 ]; then _e=$(systemctl start -- "$n" 2>&1) || fail "Unable to start service $n: $_e"; changed; fi ;;
+  stopped) if [ "$running" = 1 ]; then _e=$(systemctl stop -- "$n" 2>&1) || fail "Unable to stop service $n: $_e"; changed; fi ;;
+  restarted) _e=$(systemctl restart -- "$n" 2>&1) || fail "Unable to restart service $n: $_e"; changed ;;
+  reloaded)
+    if [ "$running" = 0 ]; then _e=$(systemctl start -- "$n" 2>&1) || fail "Unable to start service $n: $_e"
+    else _e=$(systemctl reload -- "$n" 2>&1) || fail "Unable to reload service $n: $_e"; fi
+    changed ;;
+esac
+systemctl show -p ActiveState -p SubState -p UnitFileState -p LoadState -- "$n" 2>/dev/null | sed 's/^/status./' >&3
+)SH";
+
+// Without systemd: the `service` command and update-rc.d.
+constexpr const char* kSysvScript = R"SH(
+command -v service >/dev/null 2>&1 || fail "neither systemd nor the service command on the node"
+if service "$n" status >/dev/null 2>&1; then running=1; else running=0; fi
+case "$state" in
+  started) if [ "$running" = 0 ]; then _e=$(service "$n" start 2>&1) || fail "Unable to start service $n: $_e"; changed; fi ;;
+  stopped) if [ "$running" = 1 ]; then _e=$(service "$n" stop 2>&1) || fail "Unable to stop service $n: $_e"; changed; fi ;;
+  restarted) _e=$(service "$n" restart 2>&1) || fail "Unable to restart service $n: $_e"; changed ;;
+  reloaded) _e=$(service "$n" reload 2>&1) || fail "Unable to reload service $n: $_e"; changed ;;
+esac
+if [ -n "$enabled" ]; then
+  if ls /etc/rc[2345].d/S??"$n" >/dev/null 2>&1; then ise=1; else ise=0; fi
+  if [ "$enabled" = 1 ] && [ "$ise" = 0 ]; then _e=$(update-rc.d "$n" defaults 2>&1 && update-rc.d "$n" enable 2>&1) || fail "update-rc.d $n enable: $_e"; changed; fi
+  if [ "$enabled" = 0 ] && [ "$ise" = 1 ]; then _e=$(update-rc.d "$n" disable 2>&1) || fail "update-rc.d $n disable: $_e"; changed; fi
+fi
+if service "$n" status >/dev/null 2>&1; then echo status.ActiveState=active >&3; else echo status.ActiveState=inactive >&3; fi
+)SH";
+
+ModuleOutcome RunService(const json& args, ModuleContext& ctx, bool systemd_module) {
+  const std::string name = Str(args, "name");
+  auto tri = [&](const char* key, std::string& out) -> Status {
+    if (!Has(args, key)) return Status::Ok();
+    auto b = Bool(args, key, false);
+    if (!b.ok()) return b.status();
+    out = *b ? "1" : "0";
+    return Status::Ok();
+  };
+  std::string enabled, masked, reload;
+  for (auto [k, v] : {std::pair<const char*, std::string*>{"enabled", &enabled},
+                      {"masked", &masked},
+                      {"daemon_reload", &reload}}) {
+    Status st = tri(k, *v);
+    if (!st.ok())
+      return Fail(std::string(systemd_module ? "systemd: " : "service: ") + st.message());
+  }
+  const std::string state = Str(args, "state");
+  if (state.empty() && enabled.empty() && masked.empty() && reload != "1")
+    return Fail("one of state, enabled, masked or daemon_reload is required");
+  if (name.empty() && (!state.empty() || !enabled.empty() || !masked.empty()))
+    return Fail("name is required with state, enabled or masked");
+  std::string s = "n=" + Q(name) + "; state=" + Q(state) + "; enabled=" + enabled +
+                  "; masked=" + masked + "; daemon_reload=" + reload + "\n";
+  if (systemd_module) {
+    s += kSystemdScript;
+  } else {
+    s += "if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then\n";
+    s += kSystemdScript;
+    s += "\nelse\n";
+    s += kSysvScript;
+    s += "\nfi\n";
+  }
+  auto run = RunOnNode(ctx, s);
+  if (!run.ok()) return Unreachable(run.status());
+  if (run->r.exit_code != 0)
+    return FailedRun(*run, (systemd_module ? "systemd " : "service ") + name, ctx);
+  ModuleOutcome o;
+  o.changed = run->changed;
+  o.result["name"] = name;
+  if (!state.empty()) o.result["state"] = state;
+  if (!enabled.empty()) o.result["enabled"] = enabled == "1";
+  json status = json::object();
+  for (const auto& [k, v] : run->meta_list)
+    if (k.rfind("status.", 0) == 0) status[k.substr(7)] = v;
+  o.result["status"] = status;
+  return o;
+}
+
+ModuleOutcome RunSystemd(const json& args, ModuleContext& ctx) {
+  return RunService(args, ctx, true);
+}
+ModuleOutcome RunServiceModule(const json& args, ModuleContext& ctx) {
+  return RunService(args, ctx, false);
+}
+
+ModuleOutcome RunWaitFor(const json& args, ModuleContext& ctx) {
+  auto timeout = Int(args, "timeout", 300);
+  auto delay = Int(args, "delay", 0);
+  auto connect = Int(args, "connect_timeout", 5);
+  auto port = Int(args, "port", 0);
+  for (auto* v : {&timeout, &delay, &connect, &port})
+    if (!v->ok()) return Fail("wait_for: " + v->status().message());
+  std::string sleep = Str(args, "sleep", "1");
+  static const std::regex kNum("^[0-9]+(\\.[0-9]+)?$");
+  if (!std::regex_match(sleep, kNum))
+    return Fail("wait_for: sleep: '" + sleep + "' is not a number of seconds");
+  const std::string path = Str(args, "path"), host = Str(args, "host", "127.0.0.1");
+  std::string state = Str(args, "state", "started");
+  if (Has(args, "port") && !path.empty())
+    return Fail("wait_for: port and path are mutually exclusive");
+  if (Has(args, "port") && (*port < 1 || *port > 65535))
+    return Fail("wait_for: port must be 1..65535");
+  if (Has(args, "search_regex") && path.empty())
+    return Fail("wait_for: search_regex is supported with path only");
+  if (!path.empty() && (state == "started" || state == "present")) state = "present";
+  if (!path.empty() && state == "stopped") state = "absent";
+  std::string s = "host=" + Q(host) + "; port=" + std::to_string(*port) + "; path=" + Q(path) +
+                  "; state=" + Q(state) + "; timeout=" + std::to_string(*timeout) +
+                  "; delay=" + std::to_string(*delay) +
+                  "; ct=" + std::to_string(std::max<long long>(1, *connect)) + "; pause=" + sleep +
+                  "; re=" + Q(Str(args, "search_regex")) + "; usermsg=" + Q(Str(args, "msg")) +
+                  "\n";
+  if (Has(args, "port")) {
+    s += R"SH(
+check() {
+  if command -v nc >/dev/null 2>&1; then nc -z -w "$ct" "$host" "$port" >/dev/null 2>&1
+  elif command -v bash >/dev/null 2>&1; then timeout "$ct" bash -c 'exec 9<>"/dev/tcp/$0/$1"' "$host" "$port" >/dev/null 2>&1
+  else fail "wait_for needs nc or bash on the node to test a port"; fi
+}
+what="$host:$port"
+)SH";
+  } else if (!path.empty()) {
+    s += R"SH(
+check() { [ -e "$path" ] && { [ -z "$re" ] || grep -Eq -- "$re" "$path" 2>/dev/null; }; }
+what="file $path"
+[ -n "$re" ] && what="$what to contain $re"
+)SH";
+  } else {
+    s += "check() { false; }\nwhat=\"\"\n";
+  }
+  s += R"SH(
+[ "$delay" -gt 0 ] && sleep "$delay"
+start=$(date +%s)
+while :; do
+  if [ -z "$what" ]; then
+    [ $(( $(date +%s) - start )) -ge "$timeout" ] && break
+  else
+    case "$state" in
+      started|present) check && break ;;
+      stopped|absent) check || break ;;
+    esac
+    if [ $(( $(date +%s) - start )) -ge "$timeout" ]; then
+      echo "elapsed=$(( $(date +%s) - start ))" >&3
+      [ -n "$usermsg" ] && fail "$usermsg"
+      case "$state" in
+        stopped|absent) fail "Timeout when waiting for $what to $( [ "$state" = absent ] && echo be absent || echo stop)" ;;
+        *) fail "Timeout when waiting for $what" ;;
+      esac
+    fi
+  fi
+  sleep "$pause"
+done
+echo "elapsed=$(( $(date +%s) - start ))" >&3
+)SH";
+  auto run =
+      RunOnNode(ctx, s, "", std::max<long long>(ctx.timeout_ms, (*timeout + *delay + 30) * 1000));
+  if (!run.ok()) return Unreachable(run.status());
+  ModuleOutcome o;
+  o.result["elapsed"] = std::atoi(run->meta["elapsed"].c_str());
+  o.result["state"] = state;
+  if (Has(args, "port")) o.result["port"] = *port;
+  if (!path.empty()) o.result["path"] = path;
+  if (run->r.exit_code != 0) {
+    ModuleOutcome f = FailedRun(*run, "wait_for", ctx);
+    f.result["elapsed"] = o.result["elapsed"];
+    return f;
+  }
+  return o;
+}
+
+// The module only issues the reboot: the script starts a detached
+// `shutdown -r` a second later (pre_reboot_delay more) so that it returns
+// first, and reports changed with result.rebooted = true and
+// result.boot_id_before. What the runner must do when it sees rebooted:
+//   1. drop the node's session (it is about to break);
+//   2. wait post_reboot_delay (result.post_reboot_delay), then reconnect with
+//      retries, each attempt bounded by result.connect_timeout, the whole
+//      bounded by result.reboot_timeout (default 600 s) — failing the task
+//      with "timed out waiting for the node to come back" past it;
+//   3. read /proc/sys/kernel/random/boot_id: it must differ from
+//      boot_id_before (else the node did not reboot yet: keep waiting);
+//   4. run result.test_command (default "whoami"); non-zero fails the task;
+//   5. set result.elapsed (seconds) and continue with the next task.
+// (play_runner.cc instead ends the node's run on rebooted: a netbooted node
+// runs from RAM, phones home after the reboot and is configured again.)
+
+ModuleOutcome RunReboot(const json& args, ModuleContext& ctx) {
+  auto timeout = Int(args, "reboot_timeout", 600);
+  auto pre = Int(args, "pre_reboot_delay", 0);
+  auto post = Int(args, "post_reboot_delay", 0);
+  auto connect = Int(args, "connect_timeout", 30);
+  for (auto* v : {&timeout, &pre, &post, &connect})
+    if (!v->ok()) return Fail("reboot: " + v->status().message());
+  std::string msg = Str(args, "msg", "Reboot initiated by provisiond");
+  std::string s = "msg=" + Q(msg) + "; pre=" + std::to_string(std::max<long long>(0, *pre)) + "\n";
+  s += R"SH(
+echo "boot_id=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)" >&3
+run_reboot='sleep $((1 + $1)); shutdown -r now "$0" || systemctl reboot || reboot'
+if command -v setsid >/dev/null 2>&1; then
+  setsid sh -c "$run_reboot" "$msg" "$pre" </dev/null >/dev/null 2>&1 3>&- &
+else
+  nohup sh -c "$run_reboot" "$msg" "$pre" </dev/null >/dev/null 2>&1 3>&- &
+fi
+)SH";
+  auto run = RunOnNode(ctx, s);
+  if (!run.ok()) return Unreachable(run.status());
+  if (run->r.exit_code != 0) return FailedRun(*run, "reboot", ctx);
+  ModuleOutcome o;
+  o.changed = true;
+  o.msg = "reboot issued; the runner reconnects";
+  o.result["rebooted"] = true;
+  o.result["boot_id_before"] = run->meta["boot_id"];
+  o.result["reboot_timeout"] = *timeout;
+  o.result["post_reboot_delay"] = *post;
+  o.result["connect_timeout"] = *connect;
+  o.result["test_command"] = Str(args, "test_command", "whoami");
+  return o;
+}
+
+}  // namespace
+
+std::vector<ModuleSpec> ServiceModules() {
+  std::vector<ModuleSpec> t;
+  t.push_back(Module("systemd",
+                     {A("name", false, {}, {"service", "unit"}),
+                      A("state", false, {"started", "stopped", "restarted", "reloaded"}),
+                      A("enabled"), A("daemon_reload", false, {}, {"daemon-reload"}), A("masked")},
+                     RunSystemd));
+  t.push_back(
+      Module("service",
+             {A("name", true), A("state", false, {"started", "stopped", "restarted", "reloaded"}),
+              A("enabled")},
+             RunServiceModule));
+  t.push_back(Module("wait_for",
+                     {A("port"), A("host"), A("path"),
+                      A("state", false, {"started", "stopped", "present", "absent"}), A("timeout"),
+                      A("delay"), A("sleep"), A("search_regex"), A("connect_timeout"), A("msg")},
+                     RunWaitFor));
+  t.push_back(Module("reboot",
+                     {A("reboot_timeout"), A("msg"), A("test_command"), A("pre_reboot_delay"),
+                      A("post_reboot_delay"), A("connect_timeout")},
+                     RunReboot));
+  return t;
+}
+
+}  // namespace prov::modules

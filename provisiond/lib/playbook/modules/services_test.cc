@@ -1,0 +1,185 @@
+// systemd, service, wait_for and reboot, run on this machine against
+// stand-ins (test_fixture.h).
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "playbook/modules/modules.h"
+#include "playbook/modules/test_fixture.h"
+
+namespace prov {
+
+namespace {
+
+// A stand-in systemctl keeping unit state in files, for machines (such as
+// build containers) without systemd as PID 1.
+constexpr const char* kFakeSystemctl = R"SH(#!/bin/sh
+d="$FAKE_SYSTEMD_DIR"
+[ "$1" = --quiet ] && shift
+verb=$1; shift
+case "$verb" in
+  daemon-reload) echo reload >> "$d/daemon-reloads"; exit 0 ;;
+  show)
+    props=""
+    while [ $# -gt 0 ]; do case "$1" in -p) props="$props $2"; shift 2 ;; --value) value=1; shift ;; --) shift ;; *) unit=$1; shift ;; esac; done
+    for p in $props; do
+      case "$p" in
+        LoadState) if [ -e "$d/$unit.unit" ]; then v=loaded; else v=not-found; fi ;;
+        ActiveState) if [ -e "$d/$unit.active" ]; then v=active; else v=inactive; fi ;;
+        SubState) if [ -e "$d/$unit.active" ]; then v=running; else v=dead; fi ;;
+        UnitFileState) if [ -e "$d/$unit.masked" ]; then v=masked; elif [ -e "$d/$unit.enabled" ]; then v=enabled; else v=disabled; fi ;;
+      esac
+      if [ -n "$value" ]; then echo "$v"; else echo "$p=$v"; fi
+    done ;;
+  *)
+    [ "$1" = --quiet ] && { quiet=1; shift; }
+    [ "$1" = -- ] && shift
+    unit=$1
+    [ -e "$d/$unit.unit" ] || { echo "Unit $unit not found." >&2; exit 5; }
+    case "$verb" in
+      is-enabled) if [ -e "$d/$unit.masked" ]; then s=masked; elif [ -e "$d/$unit.enabled" ]; then s=enabled; else s=disabled; fi
+        [ -n "$quiet" ] || echo $s; [ $s = enabled ] ;;
+      start) touch "$d/$unit.active"; echo start >> "$d/$unit.log" ;;
+      stop) rm -f "$d/$unit.active"; echo stop >> "$d/$unit.log" ;;
+      restart) touch "$d/$unit.active"; echo restart >> "$d/$unit.log" ;;
+      reload) echo reload >> "$d/$unit.log" ;;
+      enable) touch "$d/$unit.enabled" ;;
+      disable) rm -f "$d/$unit.enabled" ;;
+      mask) touch "$d/$unit.masked" ;;
+      unmask) rm -f "$d/$unit.masked" ;;
+      *) echo "unknown verb $verb" >&2; exit 1 ;;
+    esac ;;
+esac
+)SH";
+
+}  // namespace
+
+TEST_CASE_FIXTURE(Fixture, "systemd changes only what differs (a stand-in systemctl)") {
+  fs::create_directories(dir / "bin");
+  fs::create_directories(dir / "units");
+  WriteExecutable(dir / "bin/systemctl", kFakeSystemctl);
+  WriteFile(dir / "units/web.service.unit", "");
+  setenv("FAKE_SYSTEMD_DIR", (dir / "units").c_str(), 1);
+  PathPrefix path(dir / "bin");
+
+  Idempotent("systemd", {{"name", "web.service"}, {"state", "started"}, {"enabled", true}});
+  CHECK(fs::exists(dir / "units/web.service.active"));
+  CHECK(fs::exists(dir / "units/web.service.enabled"));
+  auto o = Run("systemd", {{"name", "web.service"}, {"state", "started"}});
+  CHECK(o.result["status"]["ActiveState"] == "active");
+  CHECK(o.result["status"]["UnitFileState"] == "enabled");
+
+  o = Run("systemd", {{"name", "web.service"}, {"state", "restarted"}});
+  CHECK(o.changed);
+  CHECK(Run("systemd", {{"name", "web.service"}, {"state", "restarted"}}).changed);
+  Idempotent("systemd", {{"name", "web.service"}, {"state", "stopped"}, {"enabled", false}});
+  Idempotent("systemd", {{"name", "web.service"}, {"masked", true}});
+  Idempotent("systemd", {{"name", "web.service"}, {"masked", false}});
+
+  o = Run("systemd", {{"daemon_reload", true}});
+  CHECK_FALSE(o.failed);
+  CHECK_FALSE(o.changed);
+  CHECK(fs::exists(dir / "units/daemon-reloads"));
+
+  o = Run("systemd", {{"name", "nothere.service"}, {"state", "started"}});
+  CHECK(o.failed);
+  CHECK(o.msg.find("Could not find the requested service nothere.service") != std::string::npos);
+  o = Run("systemd", {{"state", "started"}});
+  CHECK(o.failed);
+  CHECK(o.msg.find("name is required") != std::string::npos);
+  o = Run("systemd", {{"name", "web.service"}, {"state", "running"}});
+  CHECK(o.failed);
+  CHECK(o.msg.find("expected one of") != std::string::npos);
+  unsetenv("FAKE_SYSTEMD_DIR");
+}
+
+TEST_CASE_FIXTURE(Fixture, "systemd against the real systemd, when PID 1 is systemd") {
+  if (!fs::exists("/run/systemd/system") || geteuid() != 0) return;
+  // A unit that exists on every systemd system and is safe to query.
+  auto o = Run("systemd", {{"name", "systemd-journald.service"}, {"state", "started"}});
+  CHECK_FALSE(o.failed);
+  CHECK_FALSE(o.changed);
+  o = Run("service", {{"name", "systemd-journald"}, {"state", "started"}});
+  CHECK_FALSE(o.failed);
+  CHECK_FALSE(o.changed);
+}
+
+TEST_CASE_FIXTURE(Fixture, "wait_for a path and a port, within its timeout") {
+  std::string f = dir / "ready";
+  WriteFile(f, "state: ready\n");
+  auto o = Run("wait_for", {{"path", f}});
+  CHECK_FALSE(o.failed);
+  CHECK_FALSE(o.changed);
+  o = Run("wait_for", {{"path", f}, {"search_regex", "ready$"}});
+  CHECK_FALSE(o.failed);
+  o = Run("wait_for", {{"path", dir / "never"}, {"state", "absent"}});
+  CHECK_FALSE(o.failed);
+
+  // Appears while the module waits.
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    WriteFile(dir / "later", "x");
+  });
+  o = Run("wait_for", {{"path", dir / "later"}, {"timeout", 20}, {"sleep", "0.1"}});
+  writer.join();
+  CHECK_FALSE(o.failed);
+
+  auto start = std::chrono::steady_clock::now();
+  o = Run("wait_for", {{"path", dir / "never"}, {"timeout", 1}, {"sleep", "0.2"}});
+  CHECK(o.failed);
+  CHECK(o.msg.find("Timeout when waiting for file") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+
+  // A listening port on 127.0.0.1.
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(s >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(listen(s, 8) == 0);
+  socklen_t len = sizeof addr;
+  getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len);
+  int port = ntohs(addr.sin_port);
+  o = Run("wait_for", {{"port", port}, {"host", "127.0.0.1"}, {"timeout", 10}});
+  CHECK_FALSE(o.failed);
+  close(s);
+  o = Run("wait_for", {{"port", port}, {"state", "stopped"}, {"timeout", 10}});
+  CHECK_FALSE(o.failed);
+  o = Run("wait_for", {{"port", port}, {"timeout", 1}, {"sleep", "0.2"}});
+  CHECK(o.failed);
+  CHECK(o.msg.find("Timeout when waiting for 127.0.0.1:" + std::to_string(port)) !=
+        std::string::npos);
+
+  o = Run("wait_for", {{"port", port}, {"path", f}});
+  CHECK(o.failed);
+}
+
+TEST_CASE_FIXTURE(Fixture, "reboot issues a detached shutdown and tells the runner to reconnect") {
+  fs::create_directories(dir / "bin");
+  const std::string marker = dir / "shutdown-called";
+  WriteExecutable(dir / "bin/shutdown", "#!/bin/sh\necho \"$@\" > " + ShellQuote(marker) +
+                                            ".tmp && mv " + ShellQuote(marker) + ".tmp " +
+                                            ShellQuote(marker) + "\n");
+  PathPrefix path(dir / "bin");
+  auto start = std::chrono::steady_clock::now();
+  auto o = Run("reboot", {{"msg", "kernel update"}, {"reboot_timeout", 900}});
+  // The module returns before the shutdown runs.
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+  CHECK_FALSE(o.failed);
+  CHECK_FALSE(o.unreachable);
+  CHECK(o.changed);
+  CHECK(o.result["rebooted"] == true);
+  CHECK(o.result["reboot_timeout"] == 900);
+  CHECK(o.result["test_command"] == "whoami");
+  CHECK_FALSE(o.result["boot_id_before"].get<std::string>().empty());
+  REQUIRE(WaitForFile(marker, 10000));
+  CHECK(ReadFile(marker) == "-r now kernel update\n");
+}
+
+}  // namespace prov
