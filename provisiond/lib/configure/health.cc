@@ -3,14 +3,6 @@
 #include <chrono>
 
 namespace prov {
-namespace {
-
-// The last `n` bytes of `s`.
-std::string Tail(const std::string& s, size_t n) {
-  return s.substr(s.size() > n ? s.size() - n : 0);
-}
-
-}  // namespace
 
 HealthOutcome RunHealthChecks(const Profile& profile, const NodeRecord& node, Remote& remote,
                               RunSink& sink, Store& store) {
@@ -31,8 +23,8 @@ HealthOutcome RunHealthChecks(const Profile& profile, const NodeRecord& node, Re
       r.msg = result.status().message();
     } else {
       r.exit_code = result->exit_code;
-      r.stdout_tail = Tail(result->out, 4096);
-      r.stderr_tail = Tail(result->err, 4096);
+      r.stdout_tail = OutputTail(result->out);
+      r.stderr_tail = OutputTail(result->err);
       r.status = result->exit_code == 0 ? "ok" : "failed";
       if (result->timed_out)
         r.msg = "timed out after " + std::to_string(check.timeout_s) + " s";
@@ -49,7 +41,7 @@ HealthOutcome RunHealthChecks(const Profile& profile, const NodeRecord& node, Re
     if (r.status != "ok") {
       HealthOutcome out;
       out.status = r.status == "unreachable" ? "unreachable" : "failed";
-      std::string output = Tail(r.stderr_tail.empty() ? r.stdout_tail : r.stderr_tail, 300);
+      std::string output = OutputTail(r.stderr_tail.empty() ? r.stdout_tail : r.stderr_tail, 300);
       out.message =
           "health check " + check.name + ": " + r.msg + (output.empty() ? "" : ": " + output);
       return out;

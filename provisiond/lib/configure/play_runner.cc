@@ -12,13 +12,10 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr size_t kTailBytes = 4096;
-
 std::string Tail(const json& result, const char* key) {
   auto it = result.find(key);
   if (it == result.end() || !it->is_string()) return "";
-  const std::string& s = it->get_ref<const std::string&>();
-  return s.size() <= kTailBytes ? s : s.substr(s.size() - kTailBytes);
+  return OutputTail(it->get_ref<const std::string&>());
 }
 
 int64_t SinceMs(std::chrono::steady_clock::time_point start) {
@@ -365,6 +362,10 @@ class NodeRun {
 };
 
 }  // namespace
+
+std::string OutputTail(std::string_view output, size_t bytes) {
+  return std::string(output.size() <= bytes ? output : output.substr(output.size() - bytes));
+}
 
 NodeRunOutcome RunPlaybook(const Playbook& playbook, const std::string& hostname, Remote& remote,
                            const nlohmann::json& vars, RunSink* sink, const RunOptions& options) {

@@ -10,12 +10,18 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "playbook/playbook.h"
 #include "playbook/remote.h"
 
 namespace prov {
+
+// The part of a task's output kept with its result (runs, run_tasks, the
+// web page): the last 4 KiB, where errors usually are; messages quote less.
+constexpr size_t kOutputTailBytes = 4096;
+std::string OutputTail(std::string_view output, size_t bytes = kOutputTailBytes);
 
 struct TaskResult {
   std::string playbook;  // file name

@@ -2,7 +2,6 @@
 // whatever its source, and the commit into the catalog.
 #include "images/finish.h"
 
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,8 +126,7 @@ Result<std::string> HashTree(const std::string& root) {
   }
   if (ec) return Status::Internal("cannot walk " + root + ": " + ec.message());
   std::sort(paths.begin(), paths.end());
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  Sha256 hash;
   std::vector<char> buf(1 << 20);
   for (const auto& rel : paths) {
     const std::string full = root + rel;
@@ -142,25 +140,16 @@ Result<std::string> HashTree(const std::string& root) {
     } else if (S_ISREG(st.st_mode)) {
       head += std::to_string(st.st_size);
     }
-    EVP_DigestUpdate(ctx.get(), head.data(), head.size() + 1);
+    hash.Update(std::string_view(head.data(), head.size() + 1));
     if (S_ISREG(st.st_mode)) {
       std::ifstream in(full, std::ios::binary);
       while (in) {
         in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-        EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
+        hash.Update(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
       }
     }
   }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  EVP_DigestFinal_ex(ctx.get(), md, &len);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 15];
-  }
-  return out;
+  return hash.HexDigest();
 }
 
 Result<ImageVersion> CommitBuild(BuildDir& build, const std::string& name,

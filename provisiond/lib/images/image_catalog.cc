@@ -1,6 +1,5 @@
 #include "images/image_catalog.h"
 
-#include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -26,32 +25,18 @@ bool IsName(const std::string& s) {
 
 // SHA-256 over several files, streamed.
 Result<std::string> HashFiles(const std::vector<std::string>& paths) {
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  Sha256 hash;
   std::vector<char> buf(1 << 20);
   for (const auto& p : paths) {
     std::ifstream in(p, std::ios::binary);
-    if (!in) {
-      EVP_MD_CTX_free(ctx);
-      return Status::NotFound("cannot read " + p);
-    }
+    if (!in) return Status::NotFound("cannot read " + p);
     while (in) {
       in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-      EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(in.gcount()));
+      hash.Update(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
     }
-    EVP_DigestUpdate(ctx, "\0", 1);
+    hash.Update(std::string_view("\0", 1));
   }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  EVP_DigestFinal_ex(ctx, md, &len);
-  EVP_MD_CTX_free(ctx);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 15];
-  }
-  return out;
+  return hash.HexDigest();
 }
 
 }  // namespace

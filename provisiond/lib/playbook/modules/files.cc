@@ -2,7 +2,6 @@
 // Content goes with the first script when small, otherwise only once the
 // node's checksum differs; it is written beside its destination and renamed
 // into place.
-#include <openssl/evp.h>
 
 #include <fstream>
 #include <optional>
@@ -11,24 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "base/file_util.h"
 #include "playbook/jinja/jinja.h"
 #include "playbook/modules/common.h"
 
 namespace prov::modules {
 namespace {
-
-std::string Sha256Hex(const std::string& data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 15];
-  }
-  return out;
-}
 
 Result<std::string> ReadLocalFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
