@@ -59,7 +59,7 @@ constexpr const char* kRecordSnapshot =
 constexpr const char* kSnapshotOf =
     "SELECT sha256 FROM profile_snapshots WHERE version = ?1 ORDER BY seq DESC LIMIT 1";
 constexpr const char* kSelectSnapshots =
-    "SELECT sha256, version, time, who FROM profile_snapshots ORDER BY seq";
+    "SELECT seq, version, sha256, time, who FROM profile_snapshots ORDER BY seq";
 constexpr const char* kSelectApplied =
     "SELECT id, version, sha256, time, who FROM applied_profiles ORDER BY id";
 constexpr const char* kLastEventId = "SELECT coalesce(max(id), 0) FROM events";
@@ -487,18 +487,27 @@ std::optional<std::string> StoreTx::SnapshotOf(const std::string& version) {
   return ColumnText(s.get(), 0);
 }
 
-std::vector<AppliedProfile> StoreTx::Snapshots() {
-  Store::Stmt s(store_, kSelectSnapshots);
+namespace {
+// Rows of (id or seq, version, sha256, time, who): applied profiles and
+// snapshots are read the same way.
+std::vector<AppliedProfile> ReadAppliedRows(sqlite3_stmt* s) {
   std::vector<AppliedProfile> out;
-  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+  while (sqlite3_step(s) == SQLITE_ROW) {
     AppliedProfile a;
-    a.sha256 = ColumnText(s.get(), 0);
-    a.version = ColumnText(s.get(), 1);
-    a.time_ms = sqlite3_column_int64(s.get(), 2);
-    a.who = ColumnText(s.get(), 3);
+    a.id = sqlite3_column_int64(s, 0);
+    a.version = ColumnText(s, 1);
+    a.sha256 = ColumnText(s, 2);
+    a.time_ms = sqlite3_column_int64(s, 3);
+    a.who = ColumnText(s, 4);
     out.push_back(std::move(a));
   }
   return out;
+}
+}  // namespace
+
+std::vector<AppliedProfile> StoreTx::Snapshots() {
+  Store::Stmt s(store_, kSelectSnapshots);
+  return ReadAppliedRows(s.get());
 }
 
 std::optional<std::string> Store::SnapshotOf(const std::string& version) {
@@ -513,17 +522,7 @@ std::vector<AppliedProfile> Store::Snapshots() {
 
 std::vector<AppliedProfile> StoreTx::AppliedProfiles() {
   Store::Stmt s(store_, kSelectApplied);
-  std::vector<AppliedProfile> out;
-  while (sqlite3_step(s.get()) == SQLITE_ROW) {
-    AppliedProfile a;
-    a.id = sqlite3_column_int64(s.get(), 0);
-    a.version = ColumnText(s.get(), 1);
-    a.sha256 = ColumnText(s.get(), 2);
-    a.time_ms = sqlite3_column_int64(s.get(), 3);
-    a.who = ColumnText(s.get(), 4);
-    out.push_back(std::move(a));
-  }
-  return out;
+  return ReadAppliedRows(s.get());
 }
 
 std::optional<AppliedProfile> StoreTx::CurrentProfile() {

@@ -142,7 +142,7 @@ class StoreTx {
                         const std::string& who);
   // The snapshot that stands for `version` now, if it was ever committed.
   std::optional<std::string> SnapshotOf(const std::string& version);
-  // Every committed snapshot (id unused), the one committed last at the end.
+  // Every committed snapshot (id: its seq), the one committed last at the end.
   std::vector<AppliedProfile> Snapshots();
 
  private:
