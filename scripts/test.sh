@@ -9,8 +9,10 @@
 #      warnings are errors) and runs every test there: unit, integration, web,
 #      fuzz replays and the lab tests (QEMU machines under TCG).
 # So every test runs under the sanitizers, and none runs twice except the
-# quick unit tests and replays, which also run optimized. ccache (from
-# Debian) keeps compiled units between runs on one machine.
+# quick unit tests and replays, which also run optimized. Both builds compile
+# units in batches (CMake's unity build: half the time of one unit at a time)
+# with a precompiled header; ccache (from Debian) keeps compiled batches
+# between runs on one machine.
 # Usage: scripts/test.sh [--no-install] [--no-sanitize]
 #   --no-sanitize   one build (the normal one), every test in it
 set -euo pipefail

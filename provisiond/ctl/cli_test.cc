@@ -6,19 +6,14 @@
 #include <vector>
 
 #include "client.h"
+#include "testing/fake_daemon.h"
 #include "verb.h"
 
 namespace prov::ctl {
 namespace {
 
-struct Run {
-  int status;
-  std::string out;
-  std::string err;
-};
-
 // Runs provisionctl with `args` against an address where nothing listens, so
-// no test depends on a daemon.
+// no test depends on a daemon (Run: testing/fake_daemon.h).
 Run Cli(std::vector<const char*> args) {
   args.insert(args.begin(), {"provisionctl", "--url", "http://127.0.0.1:1"});
   std::istringstream in;

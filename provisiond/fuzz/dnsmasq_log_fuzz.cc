@@ -28,12 +28,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (obs->kind == prov::DhcpObservation::Kind::kAck) {
       auto mac = prov::NormalizeMac(obs->mac);
       FUZZ_CHECK(mac.ok() && *mac == obs->mac, what);
-      prov::NodeRecord n;
-      n.mac = obs->mac;
-      n.ip = obs->ip;
-      n.hostname = "n0";
-      n.state = prov::NodeState::kBooting;
-      std::string hosts = prov::RenderHostsFile({n});
+      prov::AddressBook book;
+      book.entries.push_back({obs->mac, obs->ip, "n0"});
+      const prov::NodeAddress& n = book.entries[0];
+      std::string hosts = prov::RenderHostsFile(book);
       FUZZ_CHECK(hosts == n.mac + "," + n.ip + ",n0\n", what + " -> " + hosts);
     } else {
       FUZZ_CHECK(!obs->file.empty() && obs->file.find('/') == std::string::npos, what);

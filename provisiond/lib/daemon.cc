@@ -297,8 +297,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
         boot->RecordStage(o.mac, "dhcp", o.ip, o.ip);
         return;
       }
-      for (const auto& n : store->ListNodes())
-        if (n.ip == o.ip) boot->RecordStage(n.mac, "ipxe-binary", o.file);
+      if (auto n = store->FindNodeByIp(o.ip); n.ok())
+        boot->RecordStage(n->mac, "ipxe-binary", o.file);
     };
     if (config.nfs_server == "ganesha") {
       NfsSettings nfs;

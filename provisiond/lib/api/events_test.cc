@@ -8,14 +8,10 @@
 #include "api/test_fixture.h"
 
 namespace prov {
-namespace {
-
-using api_test::Fixture;
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("api: a long-poll returns at once when the store is told to stop") {
-  Fixture f;
+  api_test::Fixture f;
   auto start = std::chrono::steady_clock::now();
   std::thread stopper([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -32,7 +28,7 @@ TEST_CASE("api: a long-poll returns at once when the store is told to stop") {
 }
 
 TEST_CASE("api: the events cursor") {
-  Fixture f;
+  api_test::Fixture f;
   f.Add("node0", "52:54:00:00:00:01");
   auto first = f.CallJson("GET", "/api/v1/events");
   int64_t next = first["next"];
@@ -55,7 +51,7 @@ TEST_CASE("api: the events cursor") {
 }
 
 TEST_CASE("events: the long-poll is capped by max_event_wait_ms") {
-  Fixture f;
+  api_test::Fixture f;
   f.context.max_event_wait_ms = 0;
   auto start = std::chrono::steady_clock::now();
   HttpRequest r;

@@ -7,8 +7,6 @@
 namespace prov {
 namespace {
 
-using api_test::Fixture;
-
 HttpRequest ExportRequest(const std::string& format, const std::string& nodes = "") {
   HttpRequest r;
   r.method = "GET";
@@ -20,7 +18,7 @@ HttpRequest ExportRequest(const std::string& format, const std::string& nodes = 
 }  // namespace
 
 TEST_CASE("exports: hostfiles of the selected nodes, unknown formats named") {
-  Fixture f;
+  api_test::Fixture f;
   CHECK(GetExport(f.context, ExportRequest("hostfile")).status == 404);  // no node yet
   f.Add("node0", "52:54:00:00:00:01");
   f.Add("node1", "52:54:00:00:00:02");

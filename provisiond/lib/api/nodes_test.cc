@@ -5,14 +5,10 @@
 #include "api/test_fixture.h"
 
 namespace prov {
-namespace {
-
-using api_test::Fixture;
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("api: enroll, list with filters, change, retire") {
-  Fixture f;
+  api_test::Fixture f;
   f.Add("node0", "52:54:00:00:00:01");
   f.Add("node1", "52:54:00:00:00:02");
   f.Add("gpu7", "52:54:00:00:00:03");
@@ -43,7 +39,7 @@ TEST_CASE("api: enroll, list with filters, change, retire") {
 }
 
 TEST_CASE("nodes: the handlers answer a request without a router") {
-  Fixture f;
+  api_test::Fixture f;
   HttpRequest enroll;
   enroll.method = "POST";
   enroll.body = R"({"hostname":"node0","mac":"52:54:00:00:00:01"})";

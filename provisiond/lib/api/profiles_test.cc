@@ -7,14 +7,10 @@
 #include "api/test_fixture.h"
 
 namespace prov {
-namespace {
-
-using api_test::Fixture;
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("api: apply v0.1, v0.2, v0.1 again: plans, idempotence, rollback") {
-  Fixture f;
+  api_test::Fixture f;
   for (int i = 0; i < 4; ++i)
     f.Add("node" + std::to_string(i), "52:54:00:00:00:0" + std::to_string(i));
 
@@ -55,7 +51,7 @@ TEST_CASE("api: apply v0.1, v0.2, v0.1 again: plans, idempotence, rollback") {
 }
 
 TEST_CASE("api: a newly enrolled node covered by the applied profile gets it") {
-  Fixture f;
+  api_test::Fixture f;
   f.CallJson("POST", "/api/v1/profiles/v0.1/apply");
   f.Add("node1", "52:54:00:00:00:01");
   f.Add("other", "52:54:00:00:00:02");
@@ -64,7 +60,7 @@ TEST_CASE("api: a newly enrolled node covered by the applied profile gets it") {
 }
 
 TEST_CASE("profiles: apply answers with what after_apply started") {
-  Fixture f;
+  api_test::Fixture f;
   f.Add("node0", "52:54:00:00:00:00");
   std::string seen_who;
   f.context.after_apply = [&](const Plan& plan, const std::string& who) {

@@ -10,13 +10,12 @@ namespace prov {
 namespace {
 
 using json = nlohmann::json;
-using api_test::Fixture;
 using api_test::kToken;
 
 }  // namespace
 
 TEST_CASE("routes: each method and pattern once; every admin route needs a token") {
-  Fixture f;
+  api_test::Fixture f;
   std::set<std::string> seen;
   for (const ApiRoute& route : ApiRoutes()) {
     std::string key = std::string(route.method) + " " + route.pattern;
@@ -62,7 +61,7 @@ TEST_CASE("routes: open routes leave the API token alone, reads name who asked")
 }
 
 TEST_CASE("api: writes need a valid bearer token") {
-  Fixture f;
+  api_test::Fixture f;
   HttpResponse r =
       f.Call("POST", "/api/v1/nodes", R"({"hostname":"n0","mac":"52:54:00:00:00:01"})", false);
   CHECK(r.status == 401);
@@ -79,7 +78,7 @@ TEST_CASE("api: writes need a valid bearer token") {
 }
 
 TEST_CASE("api: bad requests get 4xx with a message, never a crash") {
-  Fixture f;
+  api_test::Fixture f;
   struct Case {
     const char* method;
     const char* target;
@@ -124,7 +123,7 @@ TEST_CASE("api: bad requests get 4xx with a message, never a crash") {
 }
 
 TEST_CASE("api: a wrong method is 405 with the allowed methods in Allow") {
-  Fixture f;
+  api_test::Fixture f;
   HttpResponse r = f.Call("PUT", "/api/v1/nodes");
   CHECK(r.status == 405);
   std::string allow;
@@ -148,7 +147,7 @@ TEST_CASE("api: JSON nested too deep is refused before it is parsed") {
   CHECK(CheckJsonDepth(R"({"a":[[{"b":"[[[[["}]]]})", 4).ok());
   CHECK_FALSE(CheckJsonDepth("[[[[[]]]]]", 4).ok());
   CHECK(CheckJsonDepth(R"(["\"[[[[[[["])", 2).ok());  // brackets in strings do not count
-  Fixture f;
+  api_test::Fixture f;
   std::string deep = std::string(200000, '[') + std::string(200000, ']');
   HttpResponse r = f.Call("POST", "/api/v1/nodes", "{\"hostname\":" + deep + "}");
   CHECK(r.status == 400);

@@ -5,14 +5,10 @@
 #include "api/test_fixture.h"
 
 namespace prov {
-namespace {
-
-using api_test::Fixture;
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("api: metrics: nodes by state, requests and latency by route") {
-  Fixture f;
+  api_test::Fixture f;
   f.Add("node0", "52:54:00:00:00:01");
   f.Add("node1", "52:54:00:00:00:02");
   f.CallJson("GET", "/api/v1/events");
@@ -29,7 +25,7 @@ TEST_CASE("api: metrics: nodes by state, requests and latency by route") {
 }
 
 TEST_CASE("status: counts by state and the profiles; preflight needs an interface") {
-  Fixture f;
+  api_test::Fixture f;
   f.Add("node0", "52:54:00:00:00:01");
   auto status = f.CallJson("GET", "/api/v1/status");
   CHECK(status["service"] == "provisiond");

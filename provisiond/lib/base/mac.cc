@@ -29,4 +29,10 @@ Result<std::string> NormalizeMac(std::string_view text) {
   return mac->str();
 }
 
+std::string HyphenatedMac(std::string mac) {
+  for (char& c : mac)
+    if (c == ':') c = '-';
+  return mac;
+}
+
 }  // namespace prov

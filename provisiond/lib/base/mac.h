@@ -31,6 +31,9 @@ class Mac {
   std::string text_;
 };
 
+// "52-54-00-ab-cd-01": the spelling file names use (pxelinux, grub).
+std::string HyphenatedMac(std::string mac);
+
 // Mac::Parse's normalized text, for callers that store and compare strings.
 Result<std::string> NormalizeMac(std::string_view text);
 

@@ -16,6 +16,8 @@
 #include <iterator>
 #include <thread>
 
+#include "base/unique_fd.h"
+
 extern char** environ;
 
 namespace prov {
@@ -119,12 +121,11 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, int timeout_ms,
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0)
     return Status::Internal("pipe: " + std::string(strerror(errno)));
-  auto pid = Spawn(spec, pipe_fds[1]);
-  close(pipe_fds[1]);
-  if (!pid.ok()) {
-    close(pipe_fds[0]);
-    return pid.status();
-  }
+  UniqueFd read_end(pipe_fds[0]);
+  UniqueFd write_end(pipe_fds[1]);
+  auto pid = Spawn(spec, write_end.get());
+  write_end.reset();  // only the child writes now: end of file when it is gone
+  if (!pid.ok()) return pid.status();
   ProcessResult result;
   std::string line_buffer;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -143,11 +144,11 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, int timeout_ms,
       if (killed_stage > 2) break;
       continue;
     }
-    pollfd p{pipe_fds[0], POLLIN, 0};
+    pollfd p{read_end.get(), POLLIN, 0};
     int n = poll(&p, 1, static_cast<int>(std::min<long>(left, 200)));
     if (n <= 0) continue;
     char buf[8192];
-    ssize_t got = read(pipe_fds[0], buf, sizeof buf);
+    ssize_t got = read(read_end.get(), buf, sizeof buf);
     if (got <= 0) {
       open = false;
       break;
@@ -165,7 +166,7 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, int timeout_ms,
     if (result.output.size() > 2 * kMaxOutput)
       result.output.erase(0, result.output.size() - kMaxOutput);
   }
-  close(pipe_fds[0]);
+  read_end.reset();
   if (on_line && !line_buffer.empty()) on_line(line_buffer);
   if (result.output.size() > kMaxOutput) result.output.erase(0, result.output.size() - kMaxOutput);
   int status = 0;
@@ -177,11 +178,12 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, int timeout_ms,
 }
 
 Result<ChildProcess> ChildProcess::Start(const ProcessSpec& spec) {
-  int fd = open(spec.output_file.empty() ? "/dev/null" : spec.output_file.c_str(),
-                O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-  if (fd < 0) return Status::Internal("cannot open " + spec.output_file + ": " + strerror(errno));
-  auto pid = Spawn(spec, fd);
-  close(fd);
+  UniqueFd out(open(spec.output_file.empty() ? "/dev/null" : spec.output_file.c_str(),
+                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640));
+  if (!out.valid())
+    return Status::Internal("cannot open " + spec.output_file + ": " + strerror(errno));
+  auto pid = Spawn(spec, out.get());
+  out.reset();
   if (!pid.ok()) return pid.status();
   ChildProcess child;
   child.pid_ = *pid;
@@ -243,9 +245,9 @@ std::vector<pid_t> FindProcessesWithArg(const std::string& arg) {
   const pid_t self = getpid();
   // readdir, not std::filesystem::directory_iterator: processes come and go
   // while /proc is read, and the iterator stops at the first that vanished.
-  DIR* proc = opendir("/proc");
+  UniqueDir proc(opendir("/proc"));
   if (!proc) return out;
-  while (const dirent* entry = readdir(proc)) {
+  while (const dirent* entry = readdir(proc.get())) {
     const std::string name = entry->d_name;
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(name));
@@ -263,7 +265,6 @@ std::vector<pid_t> FindProcessesWithArg(const std::string& arg) {
       start = end + 1;
     }
   }
-  closedir(proc);
   return out;
 }
 

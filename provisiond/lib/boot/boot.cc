@@ -3,16 +3,11 @@
 #include <random>
 
 #include "base/file_util.h"
+#include "base/mac.h"
 #include "store/node_state.h"
 
 namespace prov {
 namespace {
-
-std::string Hyphen(std::string mac) {
-  for (char& c : mac)
-    if (c == ':') c = '-';
-  return mac;
-}
 
 HttpResponse Script(std::string text) {
   HttpResponse r = HttpResponse::Text(200, std::move(text), "text/plain; charset=utf-8");
@@ -52,7 +47,7 @@ ScriptContext BootService::Context(const NodeRecord* node) const {
 }
 
 std::string BootService::FilesUrl(const std::string& mac) const {
-  return boot_url() + "/boot/" + Hyphen(mac);
+  return boot_url() + "/boot/" + HyphenatedMac(mac);
 }
 
 std::vector<BootFile> BootService::Initrds(const std::string& mac,

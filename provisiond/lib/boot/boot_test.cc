@@ -12,14 +12,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Fixture {
+struct BootServiceFixture {
   fs::path dir = fs::temp_directory_path() / ("provision-boot-" + std::to_string(getpid()));
   std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
   std::unique_ptr<ImageCatalog> images;
   std::unique_ptr<BootService> boot;
   ImageVersion image;
 
-  Fixture() {
+  BootServiceFixture() {
     fs::remove_all(dir);
     fs::create_directories(dir);
     WriteFileAtomic((dir / "k").string(), "KERNEL-BYTES-0123456789");
@@ -36,7 +36,7 @@ struct Fixture {
     REQUIRE_MESSAGE(b.ok(), b.status().message());
     boot = std::move(*b);
   }
-  ~Fixture() { fs::remove_all(dir); }
+  ~BootServiceFixture() { fs::remove_all(dir); }
 
   NodeRecord Enroll(const std::string& host, const std::string& mac, const std::string& image_ref) {
     NodeRecord n;
@@ -63,7 +63,7 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("boot: an enrolled node gets its script (golden), and moves to booting") {
-  Fixture f;
+  BootServiceFixture f;
   f.Enroll("lab0", "52:54:00:00:00:01", "lab");
   HttpResponse r = f.boot->NodeScript("52-54-00-00-00-01", "10.99.0.100");
   REQUIRE(r.status == 200);
@@ -130,7 +130,7 @@ chain --replace http://10.99.0.1:8080/boot/52-54-00-00-00-01.ipxe
 }
 
 TEST_CASE("boot: the initrd's DHCP is the network stage of the same boot") {
-  Fixture f;
+  BootServiceFixture f;
   f.Enroll("lab0", "52:54:00:00:00:01", "lab");
   f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100");
   f.boot->NodeScript("52:54:00:00:00:01", "10.99.0.100");
@@ -143,7 +143,7 @@ TEST_CASE("boot: the initrd's DHCP is the network stage of the same boot") {
 }
 
 TEST_CASE("boot: unknown MACs are discovered and wait; retired nodes boot locally") {
-  Fixture f;
+  BootServiceFixture f;
   HttpResponse r = f.boot->NodeScript("52:54:00:00:00:99", "10.99.0.150");
   CHECK(r.status == 200);
   CHECK(r.body.find("is not enrolled yet") != std::string::npos);
@@ -168,7 +168,7 @@ TEST_CASE("boot: unknown MACs are discovered and wait; retired nodes boot locall
 }
 
 TEST_CASE("boot: a node whose image is missing gets a waiting script and an error event") {
-  Fixture f;
+  BootServiceFixture f;
   f.Enroll("lab1", "52:54:00:00:00:03", "nosuch");
   HttpResponse r = f.boot->NodeScript("52:54:00:00:00:03", "x");
   CHECK(r.body.find("cannot boot yet: image 'nosuch' has not been built or imported") !=
@@ -178,7 +178,7 @@ TEST_CASE("boot: a node whose image is missing gets a waiting script and an erro
 }
 
 TEST_CASE("boot: kernel and initrd with Range and ETag, no path from the URL") {
-  Fixture f;
+  BootServiceFixture f;
   f.Enroll("lab0", "52:54:00:00:00:01", "lab");
   HttpRequest req;
   req.remote = "10.99.0.100";

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "base/file_util.h"
+#include "base/mac.h"
 #include "base/template.h"
 #include "boot/loader.h"
 
@@ -14,12 +15,6 @@ namespace {
 
 const char* kTemplates[] = {"start", "node", "discovered", "local", "unavailable"};
 const char* kUefiFiles[] = {"ipxe.efi", "snponly.efi"};
-
-std::string Hyphen(std::string mac) {
-  for (char& c : mac)
-    if (c == ':') c = '-';
-  return mac;
-}
 
 class Ipxe final : public BootLoader {
  public:
@@ -126,7 +121,7 @@ class Ipxe final : public BootLoader {
 
   static TemplateValues NodeValues(const ScriptContext& c) {
     return {{"mac", c.mac},
-            {"mac_hyphen", Hyphen(c.mac)},
+            {"mac_hyphen", HyphenatedMac(c.mac)},
             {"hostname", c.hostname},
             {"name", c.name},
             {"state", c.state}};

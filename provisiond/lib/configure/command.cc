@@ -1,4 +1,5 @@
 #include "configure/command.h"
+#include "base/clock.h"
 
 #include <chrono>
 #include <thread>
@@ -13,12 +14,6 @@ nlohmann::json ToJson(const CommandResult& c) {
 }
 
 namespace {
-
-int64_t SinceMs(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                               start)
-      .count();
-}
 
 CommandResult RunOnNode(Store& store, Sessions& sessions, const std::string& name,
                         const std::string& command, const std::string& user, int timeout_ms) {

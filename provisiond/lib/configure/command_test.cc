@@ -11,7 +11,7 @@ namespace {
 
 using testing::FakeNetwork;
 
-struct Fixture {
+struct CommandFixture {
   std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
   FakeNetwork net;
   Sessions sessions{*store, {}, net.Connector()};
@@ -41,7 +41,7 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("command: every node's result, in the order asked, by the node's name") {
-  Fixture f;
+  CommandFixture f;
   NodeRecord a = f.Add("a1", "10.0.0.1");
   f.Add("a2", "10.0.0.2");
   auto results = f.Run({a.mac, "a2"}, "echo out; echo err >&2");
@@ -62,7 +62,7 @@ TEST_CASE("command: every node's result, in the order asked, by the node's name"
 }
 
 TEST_CASE("command: failures per node, never for the others") {
-  Fixture f;
+  CommandFixture f;
   f.Add("ok1", "10.0.0.1");
   f.Add("down", "10.0.0.9");
   f.net.Unplug("10.0.0.9");
@@ -82,7 +82,7 @@ TEST_CASE("command: failures per node, never for the others") {
 }
 
 TEST_CASE("command: a command past its timeout") {
-  Fixture f;
+  CommandFixture f;
   f.Add("slow", "10.0.0.1");
   auto start = std::chrono::steady_clock::now();
   auto results = f.Run({"slow"}, "sleep 30", 1000);
@@ -93,7 +93,7 @@ TEST_CASE("command: a command past its timeout") {
 }
 
 TEST_CASE("command: a host key other than the pinned one is refused") {
-  Fixture f;
+  CommandFixture f;
   f.Add("moved", "10.0.0.1");
   f.net.Add("10.0.0.1", "ssh-ed25519 AAAAimpostor");
   auto results = f.Run({"moved"}, "true");
@@ -102,7 +102,7 @@ TEST_CASE("command: a host key other than the pinned one is refused") {
 }
 
 TEST_CASE("command: a broken session is replaced by the next command") {
-  Fixture f;
+  CommandFixture f;
   f.Add("n1", "10.0.0.1");
   CHECK(f.Run({"n1"}, "true")[0].status == "ok");
   f.net.Unplug("10.0.0.1");
@@ -112,7 +112,7 @@ TEST_CASE("command: a broken session is replaced by the next command") {
 }
 
 TEST_CASE("command: a node busy with a run gets a session of its own") {
-  Fixture f;
+  CommandFixture f;
   NodeRecord n = f.Add("busy", "10.0.0.1");
   auto run = f.sessions.Acquire(n.id);  // a run holds the node's session
   REQUIRE(run.Get(n).ok());

@@ -1,4 +1,5 @@
 #include "configure/configurator.h"
+#include "base/clock.h"
 
 #include <spdlog/spdlog.h>
 
@@ -19,12 +20,6 @@ namespace prov {
 using json = nlohmann::json;
 
 namespace {
-
-int64_t SinceMs(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                               start)
-      .count();
-}
 
 SessionSettings SessionSettingsOf(const ConfigureSettings& s) {
   SessionSettings out;

@@ -22,7 +22,7 @@ class GoneRemote : public Remote {
   std::string name_ = "n1";
 };
 
-struct Fixture {
+struct HealthFixture {
   std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
   NodeRecord node;
   RunRecord run;
@@ -31,7 +31,7 @@ struct Fixture {
 
   // A booted node in `configuring` with a configure run, as a run has it
   // when its playbooks are done.
-  Fixture() {
+  HealthFixture() {
     profile.version = "v0.1";
     profile.sha256 = "abc123";
     profile.file = "profiles/v0.1/profile.yaml";
@@ -84,7 +84,7 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("health: passing checks are tasks of the run and events; the node is ready") {
-  Fixture f;
+  HealthFixture f;
   f.Check("disk", "echo plenty");
   f.Check("gpu", "true");
   HealthOutcome out = f.RunChecks(f.local);
@@ -110,7 +110,7 @@ TEST_CASE("health: passing checks are tasks of the run and events; the node is r
 }
 
 TEST_CASE("health: a failing check fails the run with its output; later checks do not run") {
-  Fixture f;
+  HealthFixture f;
   f.Check("first", "true");
   f.Check("broken", "echo partial; echo 'no GPU found' >&2; exit 3");
   f.Check("never", "touch /nonexistent/never-run");
@@ -134,7 +134,7 @@ TEST_CASE("health: a failing check fails the run with its output; later checks d
 }
 
 TEST_CASE("health: the message keeps the last 300 bytes of stdout when stderr is empty") {
-  Fixture f;
+  HealthFixture f;
   f.Check("long", "printf 'x%.0s' $(seq 1 500); printf END; exit 1");
   HealthOutcome out = f.RunChecks(f.local);
   CHECK(out.status == "failed");
@@ -145,7 +145,7 @@ TEST_CASE("health: the message keeps the last 300 bytes of stdout when stderr is
 }
 
 TEST_CASE("health: a check that runs past its timeout fails") {
-  Fixture f;
+  HealthFixture f;
   f.Check("slow", "sleep 30", 1);
   auto start = std::chrono::steady_clock::now();
   HealthOutcome out = f.RunChecks(f.local);
@@ -162,7 +162,7 @@ TEST_CASE("health: a check that runs past its timeout fails") {
 }
 
 TEST_CASE("health: a node that stops answering is unreachable") {
-  Fixture f;
+  HealthFixture f;
   f.Check("disk", "true");
   GoneRemote gone;
   HealthOutcome out = f.RunChecks(gone);
@@ -179,7 +179,7 @@ TEST_CASE("health: a node that stops answering is unreachable") {
 }
 
 TEST_CASE("health: a profile without checks passes") {
-  Fixture f;
+  HealthFixture f;
   GoneRemote gone;  // never asked
   CHECK(f.RunChecks(gone).status == "ok");
   CHECK(f.store->RunTasks(f.run.id).empty());
@@ -187,15 +187,15 @@ TEST_CASE("health: a profile without checks passes") {
 
 TEST_CASE("health: the gate leaves the node alone when the run is not its to judge") {
   SUBCASE("interrupted: provisiond stopped") {
-    Fixture f;
+    HealthFixture f;
     CHECK(f.Finish("interrupted").state == NodeState::kConfiguring);
   }
   SUBCASE("rebooted: configured again after its hello") {
-    Fixture f;
+    HealthFixture f;
     CHECK(f.Finish("rebooted").state == NodeState::kConfiguring);
   }
   SUBCASE("the node left `configuring` meanwhile (a new hello)") {
-    Fixture f;
+    HealthFixture f;
     f.store->Transact([&](StoreTx& tx) -> Status {
       auto n = tx.NodeById(f.node.id);
       return tx.Transition(*n, NodeState::kBooting, "rebooted", "test");
@@ -203,12 +203,12 @@ TEST_CASE("health: the gate leaves the node alone when the run is not its to jud
     CHECK(f.Finish("ok").state == NodeState::kBooting);
   }
   SUBCASE("a playbook run changes no node") {
-    Fixture f;
+    HealthFixture f;
     f.run.kind = "playbook";
     CHECK(f.Finish("failed", "site.yml: breaks").state == NodeState::kConfiguring);
   }
   SUBCASE("ok: ready, with the profile's hash and the summary in the event") {
-    Fixture f;
+    HealthFixture f;
     CHECK(f.Finish("ok").state == NodeState::kReady);
     auto events = f.store->ListEvents(0, f.node.id, 100);
     CHECK(events.back().kind == "state");

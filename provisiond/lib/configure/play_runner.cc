@@ -1,4 +1,5 @@
 #include "configure/play_runner.h"
+#include "base/clock.h"
 
 #include <chrono>
 #include <set>
@@ -16,12 +17,6 @@ std::string Tail(const json& result, const char* key) {
   auto it = result.find(key);
   if (it == result.end() || !it->is_string()) return "";
   return OutputTail(it->get_ref<const std::string&>());
-}
-
-int64_t SinceMs(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                               start)
-      .count();
 }
 
 // The name shown for a task: its own, or "module: first argument".

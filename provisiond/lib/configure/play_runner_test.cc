@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 
+#include "base/temp_dir.h"
 #include "playbook/playbook.h"
 #include "playbook/remote.h"
 
@@ -28,15 +29,6 @@ class Recorder : public RunSink {
     for (const auto& r : results) out += (out.empty() ? "" : " ") + r.status;
     return out;
   }
-};
-
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/play-runner-test.XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
 };
 
 // Parses `text` (with DIR replaced by `dir`) and runs it on this machine.
@@ -85,16 +77,16 @@ TEST_CASE("runner: changed then ok on a second run, register and when") {
       when: out.rc != 0
 )";
   Recorder first;
-  auto out = Run(d.path, play, first);
+  auto out = Run(d.path(), play, first);
   CHECK(out.status == "ok");
   CHECK(first.Statuses() == "changed ok changed skipped");
-  CHECK(Read(d.path + "/a.txt") == "hello node1\n");
-  CHECK(std::filesystem::exists(d.path + "/said-hello"));
-  CHECK_FALSE(std::filesystem::exists(d.path + "/never"));
+  CHECK(Read(d.path() + "/a.txt") == "hello node1\n");
+  CHECK(std::filesystem::exists(d.path() + "/said-hello"));
+  CHECK_FALSE(std::filesystem::exists(d.path() + "/never"));
   CHECK(out.registered["out"]["stdout"] == "hello node1");
 
   Recorder second;
-  out = Run(d.path, play, second);
+  out = Run(d.path(), play, second);
   CHECK(out.status == "ok");
   // touch always changes (as in Ansible); the copy does not.
   CHECK(second.results[0].status == "ok");
@@ -104,7 +96,7 @@ TEST_CASE("runner: changed then ok on a second run, register and when") {
 TEST_CASE("runner: a failing task stops the node and names the task and file:line") {
   TempDir d;
   Recorder rec;
-  auto out = Run(d.path, R"(
+  auto out = Run(d.path(), R"(
 - hosts: all
   tasks:
     - name: fails
@@ -120,9 +112,9 @@ TEST_CASE("runner: a failing task stops the node and names the task and file:lin
   CHECK(rec.results[0].status == "failed");
   CHECK(rec.results[0].exit_code == 3);
   CHECK(rec.results[0].stderr_tail.find("oops") != std::string::npos);
-  CHECK(rec.results[0].where == d.path + "/play.yml:4");
-  CHECK(out.failed_task.find("fails (" + d.path + "/play.yml:4)") == 0);
-  CHECK_FALSE(std::filesystem::exists(d.path + "/x"));
+  CHECK(rec.results[0].where == d.path() + "/play.yml:4");
+  CHECK(out.failed_task.find("fails (" + d.path() + "/play.yml:4)") == 0);
+  CHECK_FALSE(std::filesystem::exists(d.path() + "/x"));
 }
 
 TEST_CASE("runner: ignore_errors, failed_when, loop, until, notify and handlers") {
@@ -157,27 +149,27 @@ TEST_CASE("runner: ignore_errors, failed_when, loop, until, notify and handlers"
       shell: echo restarted >> DIR/handler.log
 )";
   Recorder rec;
-  auto out = Run(d.path, play, rec);
+  auto out = Run(d.path(), play, rec);
   CHECK(out.status == "ok");
   CHECK(rec.Statuses() == "failed changed changed changed changed changed changed");
   CHECK(out.registered["ignored"]["failed"] == true);
-  CHECK(Read(d.path + "/b.txt") == "b");
-  CHECK(Read(d.path + "/count") == "3\n");
+  CHECK(Read(d.path() + "/b.txt") == "b");
+  CHECK(Read(d.path() + "/count") == "3\n");
   CHECK(out.registered["count"]["attempts"] == 3);
-  CHECK(Read(d.path + "/handler.log") == "restarted\n");
+  CHECK(Read(d.path() + "/handler.log") == "restarted\n");
 
   // Second run: the copies are ok, so the handler is not notified again.
-  std::filesystem::remove(d.path + "/count");
+  std::filesystem::remove(d.path() + "/count");
   Recorder again;
-  out = Run(d.path, play, again);
+  out = Run(d.path(), play, again);
   CHECK(out.status == "ok");
-  CHECK(Read(d.path + "/handler.log") == "restarted\n");
+  CHECK(Read(d.path() + "/handler.log") == "restarted\n");
 }
 
 TEST_CASE("runner: until that never holds fails after its retries") {
   TempDir d;
   Recorder rec;
-  auto out = Run(d.path, R"(
+  auto out = Run(d.path(), R"(
 - hosts: all
   tasks:
     - name: never ready
@@ -196,7 +188,7 @@ TEST_CASE("runner: until that never holds fails after its retries") {
 TEST_CASE("runner: plays for other hosts are skipped; play and extra vars are seen") {
   TempDir d;
   Recorder rec;
-  auto out = Run(d.path, R"(
+  auto out = Run(d.path(), R"(
 - hosts: other*
   tasks:
     - file:
@@ -212,14 +204,14 @@ TEST_CASE("runner: plays for other hosts are skipped; play and extra vars are se
 )",
                  rec, json{{"who", "there"}});
   CHECK(out.status == "ok");
-  CHECK_FALSE(std::filesystem::exists(d.path + "/other"));
-  CHECK(Read(d.path + "/greeting") == "hi there");
+  CHECK_FALSE(std::filesystem::exists(d.path() + "/other"));
+  CHECK(Read(d.path() + "/greeting") == "hi there");
 }
 
 TEST_CASE("runner: extra vars win over play and task vars, host vars lose to them") {
   TempDir d;
   Recorder rec;
-  auto out = Run(d.path, R"(
+  auto out = Run(d.path(), R"(
 - hosts: all
   vars:
     color: play
@@ -235,13 +227,13 @@ TEST_CASE("runner: extra vars win over play and task vars, host vars lose to the
                  rec, json{{"shape", "host"}, {"name", "host"}},
                  json{{"color", "extra"}, {"size", "extra"}});
   CHECK(out.status == "ok");
-  CHECK(Read(d.path + "/seen") == "extra extra play host");
+  CHECK(Read(d.path() + "/seen") == "extra extra play host");
 }
 
 TEST_CASE("runner: an undefined variable fails the task with its name") {
   TempDir d;
   Recorder rec;
-  auto out = Run(d.path, R"(
+  auto out = Run(d.path(), R"(
 - hosts: all
   tasks:
     - name: uses a missing var

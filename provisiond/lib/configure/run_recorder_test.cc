@@ -5,12 +5,12 @@
 namespace prov {
 namespace {
 
-struct Fixture {
+struct RecorderFixture {
   std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
   NodeRecord node;
   RunRecord run;
 
-  Fixture() {
+  RecorderFixture() {
     Status s = store->Transact([&](StoreTx& tx) -> Status {
       NodeRecord n;
       n.hostname = "n1";
@@ -51,7 +51,7 @@ TaskResult TaskNamed(const std::string& name, const std::string& status) {
 }  // namespace
 
 TEST_CASE("run recorder: each task is a row the moment it ends, with the run's counters") {
-  Fixture f;
+  RecorderFixture f;
   RunRecorder recorder(*f.store, f.run);
   recorder.OnTask("n1", TaskNamed("first", "ok"));
   // Live: the run's row counts it already.
@@ -105,7 +105,7 @@ TEST_CASE("run recorder: the summary of a run") {
 }
 
 TEST_CASE("run recorder: the end of a run is its row and its event") {
-  Fixture f;
+  RecorderFixture f;
   RunRecorder recorder(*f.store, f.run);
   recorder.OnTask("n1", TaskNamed("first", "ok"));
   f.run.status = "failed";
@@ -127,7 +127,7 @@ TEST_CASE("run recorder: the end of a run is its row and its event") {
 }
 
 TEST_CASE("run recorder: what `also` writes shares the run's transaction") {
-  Fixture f;
+  RecorderFixture f;
   f.run.status = "ok";
   std::string seen;
   FinishRun(*f.store, f.run, 0, [&](StoreTx& tx, const std::string& summary) -> Status {
@@ -141,7 +141,7 @@ TEST_CASE("run recorder: what `also` writes shares the run's transaction") {
   CHECK(f.Stored().status == "ok");
 
   // A failure there rolls the whole end back: the run stays as it was.
-  Fixture g;
+  RecorderFixture g;
   g.run.status = "ok";
   size_t events = g.store->ListEvents(0, g.node.id, 100).size();
   FinishRun(*g.store, g.run, 0,

@@ -23,7 +23,7 @@ using testing::FakeNetwork;
 const std::string kKeyA = "ssh-ed25519 AAAAkeyA";
 const std::string kKeyB = "ssh-ed25519 AAAAkeyB";
 
-struct Fixture {
+struct SessionsFixture {
   std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
   FakeNetwork net;
   Sessions sessions{*store, Settings(), net.Connector()};
@@ -82,7 +82,7 @@ TEST_CASE("sessions: host keys compare by type and key, not comment") {
 }
 
 TEST_CASE("sessions: the endpoint is the node's address, pinned key and settings") {
-  Fixture f;
+  SessionsFixture f;
   f.net.Add("10.0.0.1", kKeyA);
   NodeRecord n = f.Add("n1", "10.0.0.1", kKeyA);
   auto lease = f.sessions.Acquire(n.id);
@@ -97,7 +97,7 @@ TEST_CASE("sessions: the endpoint is the node's address, pinned key and settings
 }
 
 TEST_CASE("sessions: first contact pins the key the node shows, with an event") {
-  Fixture f;
+  SessionsFixture f;
   f.net.Add("10.0.0.1", kKeyA);
   NodeRecord n = f.Add("n1", "10.0.0.1", "");
   auto lease = f.sessions.Acquire(n.id);
@@ -111,7 +111,7 @@ TEST_CASE("sessions: first contact pins the key the node shows, with an event") 
 }
 
 TEST_CASE("sessions: a key pinned meanwhile (a hello) is not replaced at first contact") {
-  Fixture f;
+  SessionsFixture f;
   f.net.Add("10.0.0.1", kKeyA);
   NodeRecord stale = f.Add("n1", "10.0.0.1", "");
   f.store->Transact([&](StoreTx& tx) -> Status {
@@ -126,7 +126,7 @@ TEST_CASE("sessions: a key pinned meanwhile (a hello) is not replaced at first c
 }
 
 TEST_CASE("sessions: a key other than the pinned one is refused, with an event") {
-  Fixture f;
+  SessionsFixture f;
   f.net.Add("10.0.0.3", kKeyB);
   NodeRecord n = f.Add("n3", "10.0.0.3", kKeyA);
   auto lease = f.sessions.Acquire(n.id);
@@ -142,7 +142,7 @@ TEST_CASE("sessions: a key other than the pinned one is refused, with an event")
 }
 
 TEST_CASE("sessions: a key pinned since the session opened drops it; reconnecting is refused") {
-  Fixture f;
+  SessionsFixture f;
   f.net.Add("10.0.0.4", kKeyA);
   NodeRecord n = f.Add("n4", "10.0.0.4", kKeyA);
   {
@@ -160,7 +160,7 @@ TEST_CASE("sessions: a key pinned since the session opened drops it; reconnectin
 }
 
 TEST_CASE("sessions: a node's session is kept and reused by the next lease") {
-  Fixture f;
+  SessionsFixture f;
   f.net.Add("10.0.0.1", kKeyA);
   NodeRecord n = f.Add("n1", "10.0.0.1", kKeyA);
   NodeSession* first = nullptr;
@@ -183,7 +183,7 @@ TEST_CASE("sessions: a node's session is kept and reused by the next lease") {
 }
 
 TEST_CASE("sessions: an unreachable node's session is dropped; the next lease reconnects") {
-  Fixture f;
+  SessionsFixture f;
   f.net.Add("10.0.0.1", kKeyA);
   NodeRecord n = f.Add("n1", "10.0.0.1", kKeyA);
   {
@@ -209,7 +209,7 @@ TEST_CASE("sessions: an unreachable node's session is dropped; the next lease re
 }
 
 TEST_CASE("sessions: a session that broke is replaced without a Drop") {
-  Fixture f;
+  SessionsFixture f;
   f.net.Add("10.0.0.1", kKeyA);
   NodeRecord n = f.Add("n1", "10.0.0.1", kKeyA);
   auto lease = f.sessions.Acquire(n.id);
@@ -223,7 +223,7 @@ TEST_CASE("sessions: a session that broke is replaced without a Drop") {
 }
 
 TEST_CASE("sessions: a node without an address is unavailable without connecting") {
-  Fixture f;
+  SessionsFixture f;
   NodeRecord n = f.Add("n1", "", "");
   auto lease = f.sessions.Acquire(n.id);
   auto s = lease.Get(n);
@@ -235,7 +235,7 @@ TEST_CASE("sessions: a node without an address is unavailable without connecting
 }
 
 TEST_CASE("sessions: one lease at a time per node; a spare session when busy") {
-  Fixture f;
+  SessionsFixture f;
   f.net.Add("10.0.0.1", kKeyA);
   f.net.Add("10.0.0.2", kKeyA);
   NodeRecord n1 = f.Add("n1", "10.0.0.1", kKeyA);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/file_util.h"
+#include "configure/libssh_ptr.h"
 
 namespace prov {
 namespace {
@@ -25,22 +26,6 @@ void InitLibssh() {
   static std::once_flag once;
   std::call_once(once, [] { ssh_init(); });
 }
-
-struct SessionFree {
-  void operator()(ssh_session s) const {
-    if (ssh_is_connected(s)) ssh_disconnect(s);
-    ssh_free(s);
-  }
-};
-using SessionPtr = std::unique_ptr<std::remove_pointer_t<ssh_session>, SessionFree>;
-struct ChannelFree {
-  void operator()(ssh_channel c) const { ssh_channel_free(c); }
-};
-using ChannelPtr = std::unique_ptr<std::remove_pointer_t<ssh_channel>, ChannelFree>;
-struct KeyFree {
-  void operator()(ssh_key k) const { ssh_key_free(k); }
-};
-using KeyPtr = std::unique_ptr<std::remove_pointer_t<ssh_key>, KeyFree>;
 
 // The worker: a POSIX shell loop on the node, one per become-user, reading
 // requests from its stdin (the channel) and answering on its stdout.

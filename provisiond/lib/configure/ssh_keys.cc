@@ -7,13 +7,10 @@
 #include <memory>
 
 #include "base/file_util.h"
+#include "configure/libssh_ptr.h"
 
 namespace prov {
 namespace {
-struct KeyFree {
-  void operator()(ssh_key k) const { ssh_key_free(k); }
-};
-using KeyPtr = std::unique_ptr<std::remove_pointer_t<ssh_key>, KeyFree>;
 
 Result<std::string> PublicLine(ssh_key key) {
   char* b64 = nullptr;

@@ -25,7 +25,7 @@ std::string PxeServiceName(const std::string& file) {
   return file.substr(0, file.find('.'));
 }
 
-std::string Join(const std::vector<std::string>& lines) {
+std::string JoinLines(const std::vector<std::string>& lines) {
   std::string out;
   for (const auto& l : lines) out += (out.empty() ? "" : "\n") + l;
   return out;
@@ -101,11 +101,9 @@ std::optional<DhcpObservation> ParseDnsmasqLogLine(std::string_view line) {
   return std::nullopt;
 }
 
-std::string RenderHostsFile(const std::vector<NodeRecord>& nodes) {
+std::string RenderHostsFile(const AddressBook& book) {
   std::string out;
-  for (const auto& n : nodes) {
-    if (n.ip.empty() || n.state == NodeState::kDiscovered || n.state == NodeState::kRetired)
-      continue;
+  for (const auto& n : book.entries) {
     // No "set:" tags here: dnsmasq (2.86 to 2.90) crashes on SIGHUP when a
     // hosts-file entry with a tag has been used; it tags such hosts "known"
     // by itself anyway.
@@ -138,7 +136,7 @@ Result<std::string> RenderDnsmasqConfig(const DnsmasqSettings& s, const std::str
   }
   classes.push_back("dhcp-match=set:efi64,option:client-arch,7");
   classes.push_back("dhcp-match=set:efi64,option:client-arch,9");
-  v["client_classes"] = Join(classes);
+  v["client_classes"] = JoinLines(classes);
   std::vector<std::string> boot;
   if (s.mode == "proxy") {
     v["dhcp_range"] =
@@ -175,7 +173,7 @@ Result<std::string> RenderDnsmasqConfig(const DnsmasqSettings& s, const std::str
       boot.push_back("dhcp-range=::,constructor:" + s.iface.name + ",ra-only");
     }
   }
-  v["boot_options"] = Join(boot);
+  v["boot_options"] = JoinLines(boot);
   return RenderTemplate(text, v, s.pxe_dir + "/dnsmasq.conf.in");
 }
 
@@ -265,12 +263,14 @@ Status DnsmasqService::AssignAddresses() {
 
 Status DnsmasqService::SyncReservations() {
   std::lock_guard lock(sync_mu_);
-  int64_t last = store_.LastEventId();
-  if (last == synced_event_) return Status::Ok();
+  // Boot stages and phone-homes write node rows all the time; addresses
+  // change rarely, and only then is there anything to do.
+  if (store_.AddressesVersion() == synced_addresses_) return Status::Ok();
   Status s = AssignAddresses();
   if (!s.ok()) spdlog::warn("{}", s.message());
-  synced_event_ = store_.LastEventId();
-  std::string hosts = RenderHostsFile(store_.ListNodes());
+  auto book = store_.Addresses();
+  synced_addresses_ = book->version;
+  std::string hosts = RenderHostsFile(*book);
   if (hosts == hosts_content_ && fs::exists(hosts_path_)) return Status::Ok();
   s = WriteFileAtomic(hosts_path_, hosts, 0644);
   if (!s.ok()) return s;

@@ -65,9 +65,10 @@ struct DhcpObservation {
 // Untrusted input (a client chooses its hostname): never throws.
 std::optional<DhcpObservation> ParseDnsmasqLogLine(std::string_view line);
 
-// dhcp-hostsfile lines: "<mac>,<ip>,<hostname>" for every node
-// that has an address and is not discovered or retired.
-std::string RenderHostsFile(const std::vector<NodeRecord>& nodes);
+// dhcp-hostsfile lines: "<mac>,<ip>,<hostname>" for every entry of the
+// address book (the nodes that have an address and are not discovered or
+// retired: Store::Addresses).
+std::string RenderHostsFile(const AddressBook& book);
 
 // The dnsmasq config for `settings`, from the template text.
 Result<std::string> RenderDnsmasqConfig(const DnsmasqSettings& settings,
@@ -104,7 +105,7 @@ class DnsmasqService {
   // Used by Start and then only by the supervising thread (Tick).
   std::mutex sync_mu_;
   std::string hosts_content_;
-  int64_t synced_event_ = -1;
+  int64_t synced_addresses_ = -1;  // the address counter the hosts file was written at
   uint64_t log_offset_ = 0;
   std::string log_partial_;
   std::unique_ptr<SupervisedProcess> process_;  // last member: stopped first

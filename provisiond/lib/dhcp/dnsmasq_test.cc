@@ -39,15 +39,11 @@ TEST_CASE("dnsmasq log lines: DHCP acks and TFTP transfers, and nothing else") {
   }
 }
 
-TEST_CASE("dnsmasq hosts file: a reservation per enrolled node") {
-  std::vector<NodeRecord> nodes(4);
-  nodes[0].mac = "52:54:00:00:00:01", nodes[0].ip = "10.99.0.10", nodes[0].hostname = "n0";
-  nodes[1].mac = "52:54:00:00:00:02", nodes[1].ip = "10.99.0.11",
-  nodes[1].state = NodeState::kDiscovered;
-  nodes[2].mac = "52:54:00:00:00:03", nodes[2].ip = "10.99.0.12", nodes[2].hostname = "n2",
-  nodes[2].state = NodeState::kRetired;
-  nodes[3].mac = "52:54:00:00:00:04", nodes[3].hostname = "n3";  // no address yet
-  CHECK(RenderHostsFile(nodes) == "52:54:00:00:00:01,10.99.0.10,n0\n");
+TEST_CASE("dnsmasq hosts file: a reservation per address book entry") {
+  AddressBook book;
+  book.entries = {{"52:54:00:00:00:01", "10.99.0.10", "n0"},
+                  {"52:54:00:00:00:05", "10.99.0.14", ""}};
+  CHECK(RenderHostsFile(book) == "52:54:00:00:00:01,10.99.0.10,n0\n52:54:00:00:00:05,10.99.0.14\n");
 }
 
 TEST_CASE("dnsmasq config: full and proxy mode (golden lines)") {

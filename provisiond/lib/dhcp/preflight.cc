@@ -14,6 +14,7 @@
 #include <set>
 
 #include "base/file_util.h"
+#include "base/unique_fd.h"
 
 namespace prov {
 
@@ -40,24 +41,21 @@ Status EffectiveRange(const Config& config, const InterfaceAddress& iface, std::
 
 Result<std::vector<std::string>> ProbeDhcpServers(const std::string& interface, int wait_ms,
                                                   const std::string& ignore) {
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::Internal("socket: " + std::string(strerror(errno)));
-  auto done = [&](Status s) {
-    close(fd);
-    return s;
-  };
+  UniqueFd sock(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!sock.valid()) return Status::Internal("socket: " + std::string(strerror(errno)));
+  const int fd = sock.get();
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &one, sizeof one);
   if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, interface.c_str(),
                  static_cast<socklen_t>(interface.size())) != 0)
-    return done(Status::Internal("cannot bind to " + interface + ": " + strerror(errno)));
+    return Status::Internal("cannot bind to " + interface + ": " + strerror(errno));
   sockaddr_in me{};
   me.sin_family = AF_INET;
   me.sin_port = htons(68);
   if (bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me) != 0)
-    return done(Status::Error(Code::kUnavailable, "cannot listen on UDP port 68 of " + interface +
-                                                      ": " + strerror(errno)));
+    return Status::Error(Code::kUnavailable,
+                         "cannot listen on UDP port 68 of " + interface + ": " + strerror(errno));
   // A minimal DHCPDISCOVER from a made-up, locally administered MAC.
   unsigned char p[300] = {0};
   p[0] = 1;  // BOOTREQUEST
@@ -78,8 +76,8 @@ Result<std::vector<std::string>> ProbeDhcpServers(const std::string& interface, 
   to.sin_port = htons(67);
   to.sin_addr.s_addr = htonl(INADDR_BROADCAST);
   if (sendto(fd, p, sizeof p, 0, reinterpret_cast<sockaddr*>(&to), sizeof to) < 0)
-    return done(Status::Error(Code::kUnavailable,
-                              "cannot send a DHCP probe: " + std::string(strerror(errno))));
+    return Status::Error(Code::kUnavailable,
+                         "cannot send a DHCP probe: " + std::string(strerror(errno)));
   std::set<std::string> servers;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   for (;;) {
@@ -111,15 +109,15 @@ Result<std::vector<std::string>> ProbeDhcpServers(const std::string& interface, 
     }
     if (server != ignore) servers.insert(server);
   }
-  close(fd);
   return std::vector<std::string>(servers.begin(), servers.end());
 }
 
 namespace {
 // Whether UDP `port` can be bound on `interface` (what dnsmasq will do).
 std::string UdpPortBusy(const std::string& interface, int port) {
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::string("socket: ") + strerror(errno);
+  UniqueFd sock(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!sock.valid()) return std::string("socket: ") + strerror(errno);
+  const int fd = sock.get();
   setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, interface.c_str(),
              static_cast<socklen_t>(interface.size()));
   sockaddr_in a{};
@@ -127,7 +125,6 @@ std::string UdpPortBusy(const std::string& interface, int port) {
   a.sin_port = htons(static_cast<uint16_t>(port));
   std::string busy;
   if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) busy = strerror(errno);
-  close(fd);
   return busy;
 }
 }  // namespace

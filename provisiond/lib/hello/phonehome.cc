@@ -48,9 +48,10 @@ Result<std::string> PhoneHome::Overlay(const std::string& mac, const std::string
     host = host.substr(0, host.find_first_of(":/"));
     hosts += host + "\tprovisiond\n";
   }
-  for (const auto& n : inventory_.store().ListNodes())
-    if (!n.ip.empty() && !n.hostname.empty() && n.state != NodeState::kRetired)
-      hosts += n.ip + "\t" + n.hostname + "\n";
+  // Every node's overlay lists every node: the address book is read from the
+  // store only when an address changed, not per overlay.
+  for (const auto& n : inventory_.store().Addresses()->entries)
+    if (!n.hostname.empty()) hosts += n.ip + "\t" + n.hostname + "\n";
   files.push_back({"etc/hosts", hosts, 0644});
   files.push_back({"root/.ssh", "", 0700, 0, 0, true});
   files.push_back({"root/.ssh/authorized_keys", control_key_ + "\n", 0600});

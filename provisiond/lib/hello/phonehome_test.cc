@@ -12,7 +12,7 @@
 namespace prov {
 namespace {
 
-struct Fixture {
+struct PhoneHomeFixture {
   std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
   TempDir snapshots{"snapshots"};
   Inventory inventory{*store, PROVISION_SOURCE_DIR "/profiles", PROVISION_SOURCE_DIR "/playbooks",
@@ -48,7 +48,7 @@ nlohmann::json ArcFacts(bool with_gpu) {
 }  // namespace
 
 TEST_CASE("phone-home: the overlay carries the node's identity, only for its token") {
-  Fixture f;
+  PhoneHomeFixture f;
   NodeRecord n = f.Enroll("node0", "52:54:00:00:00:01", "v0.1");
   f.Enroll("node1", "52:54:00:00:00:02", "v0.1");
   CHECK(f.home.Overlay(n.mac, "wrong", "10.99.0.10").status().code() == Code::kForbidden);
@@ -77,7 +77,7 @@ TEST_CASE("phone-home: the overlay carries the node's identity, only for its tok
 }
 
 TEST_CASE("phone-home: the right hardware makes a node booted and pins its host key") {
-  Fixture f;
+  PhoneHomeFixture f;
   NodeRecord n = f.Enroll("node0", "52:54:00:00:00:01", "v0.1");
   CHECK(f.home.Hello(n.mac, "", ArcFacts(true), "x").status().code() == Code::kForbidden);
   CHECK(f.store->FindNode("node0")->state == NodeState::kEnrolled);
@@ -92,7 +92,7 @@ TEST_CASE("phone-home: the right hardware makes a node booted and pins its host 
 }
 
 TEST_CASE("phone-home: a v0.1 node without its Arc A770 is failed, with the reason") {
-  Fixture f;
+  PhoneHomeFixture f;
   NodeRecord n = f.Enroll("node0", "52:54:00:00:00:01", "v0.1");
   auto r = f.home.Hello(n.mac, n.token, ArcFacts(false), "10.99.0.10");
   REQUIRE(r.ok());
@@ -102,7 +102,7 @@ TEST_CASE("phone-home: a v0.1 node without its Arc A770 is failed, with the reas
 }
 
 TEST_CASE("phone-home: failure reports from the initrd become events") {
-  Fixture f;
+  PhoneHomeFixture f;
   NodeRecord n = f.Enroll("node0", "52:54:00:00:00:01", "v0.1");
   CHECK(f.home.Report(n.mac, n.token, "nfs mount", "No such file or directory", "x").ok());
   CHECK(f.Events("node0").back() == "boot-error nfs mount: No such file or directory");

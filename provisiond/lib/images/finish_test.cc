@@ -21,7 +21,7 @@ void Put(const std::string& path, const std::string& content, int mode = 0644) {
 
 // What a build needs besides a root (stand-ins for the agent, the static
 // tools and the initrd builder) and an image store.
-struct Fixture {
+struct FinishFixture {
   fs::path dir = fs::temp_directory_path() / ("provision-finish-" + std::to_string(getpid()));
   std::unique_ptr<ImageCatalog> catalog;
   ImageBuildOptions options;
@@ -29,7 +29,7 @@ struct Fixture {
   std::vector<std::string> said;
   BuildProgress progress = [this](const std::string& line) { said.push_back(line); };
 
-  Fixture() {
+  FinishFixture() {
     fs::remove_all(dir);
     fs::create_directories(dir);
     options.tools_dir = (dir / "tools").string();
@@ -52,7 +52,7 @@ struct Fixture {
     manifest.sha256 = "manifest-hash";
     manifest.files = {{"/etc/motd", "hello\n", "0644"}};
   }
-  ~Fixture() { fs::remove_all(dir); }
+  ~FinishFixture() { fs::remove_all(dir); }
 
   // A root as a source leaves it: two kernels, an initramfs-tools initrd,
   // modules, and the build host's identity.
@@ -86,11 +86,11 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("image finishing: a fake root becomes a committed version") {
-  Fixture f;
+  FinishFixture f;
   auto build = BuildDir::Create(*f.catalog, "tiny");
   REQUIRE(build.ok());
   const std::string work = build->path();
-  Fixture::FakeRoot(build->root());
+  FinishFixture::FakeRoot(build->root());
   auto v = f.Finish(*build);
   REQUIRE_MESSAGE(v.ok(), v.status().message());
   CHECK(v->name == "tiny");
@@ -133,9 +133,9 @@ TEST_CASE("image finishing: a fake root becomes a committed version") {
 }
 
 TEST_CASE("image finishing: the same content twice is the same version, committed once") {
-  Fixture f;
+  FinishFixture f;
   auto first = BuildDir::Create(*f.catalog, "tiny");
-  Fixture::FakeRoot(first->root());
+  FinishFixture::FakeRoot(first->root());
   auto v1 = f.Finish(*first);
   REQUIRE_MESSAGE(v1.ok(), v1.status().message());
   const std::string stamp = *ReadFile(v1->dir + "/image.json");
@@ -143,7 +143,7 @@ TEST_CASE("image finishing: the same content twice is the same version, committe
   std::string work;
   {
     auto second = BuildDir::Create(*f.catalog, "tiny");
-    Fixture::FakeRoot(second->root());
+    FinishFixture::FakeRoot(second->root());
     work = second->path();
     f.said.clear();
     auto v2 = f.Finish(*second);
@@ -161,10 +161,10 @@ TEST_CASE("image finishing: the same content twice is the same version, committe
 }
 
 TEST_CASE("image finishing: the tree's hash is stable and sees modes, contents and links") {
-  Fixture f;
+  FinishFixture f;
   const std::string a = (f.dir / "a").string(), b = (f.dir / "b").string();
-  Fixture::FakeRoot(a);
-  Fixture::FakeRoot(b);
+  FinishFixture::FakeRoot(a);
+  FinishFixture::FakeRoot(b);
   auto ha = HashTree(a);
   REQUIRE(ha.ok());
   CHECK(ha->size() == 64);
@@ -184,10 +184,10 @@ TEST_CASE("image finishing: the tree's hash is stable and sees modes, contents a
 }
 
 TEST_CASE("image finishing: no kernel, or a failing initrd build, leaves nothing behind") {
-  Fixture f;
+  FinishFixture f;
   {
     auto build = BuildDir::Create(*f.catalog, "tiny");
-    Fixture::FakeRoot(build->root());
+    FinishFixture::FakeRoot(build->root());
     for (const char* k : {"vmlinuz-6.1.0-1-amd64", "vmlinuz-6.1.0-2-amd64", "vmlinuz"})
       fs::remove(build->root() + "/boot/" + k);
     auto v = f.Finish(*build);
@@ -197,7 +197,7 @@ TEST_CASE("image finishing: no kernel, or a failing initrd build, leaves nothing
   }
   {
     auto build = BuildDir::Create(*f.catalog, "tiny");
-    Fixture::FakeRoot(build->root());
+    FinishFixture::FakeRoot(build->root());
     fs::remove_all(build->root() + "/lib/modules");
     auto v = f.Finish(*build);
     CHECK(v.status().code() == Code::kUnavailable);
@@ -209,7 +209,7 @@ TEST_CASE("image finishing: no kernel, or a failing initrd build, leaves nothing
 }
 
 TEST_CASE("image finishing: what every image gets is checked before a build starts") {
-  Fixture f;
+  FinishFixture f;
   CHECK(CheckFinishingInputs(f.options).ok());
   fs::remove(f.options.agent_dir + "/provision-hello");
   Status s = CheckFinishingInputs(f.options);

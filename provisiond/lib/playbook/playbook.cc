@@ -1,4 +1,5 @@
 #include "playbook/playbook.h"
+#include "base/strings.h"
 
 #include <fnmatch.h>
 #include <yaml-cpp/yaml.h>
@@ -175,12 +176,6 @@ json ScalarToJson(const YAML::Node& n) {
     return std::stod(t);
   }
   return s;
-}
-
-std::string Join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
-  return out;
 }
 
 std::string Trimmed(const std::string& s) {

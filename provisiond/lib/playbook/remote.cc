@@ -13,6 +13,8 @@
 #include <cstring>
 #include <vector>
 
+#include "base/unique_fd.h"
+
 namespace prov {
 namespace {
 
@@ -21,22 +23,6 @@ std::string Errno(const std::string& what) {
 }
 
 // A file descriptor closed on scope exit.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { Reset(); }
-  int get() const { return fd_; }
-  void Reset(int fd = -1) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
-
 // An anonymous in-memory file: stdin and fd 3 are files rather than pipes,
 // so a script that never reads its stdin cannot block us and the meta
 // channel needs no reader while the script runs.
@@ -99,18 +85,18 @@ Result<RemoteResult> LocalRemote::Run(const std::string& script, const std::stri
 
   auto in = MemFile("remote-stdin");
   if (!in.ok()) return in.status();
-  Fd in_fd(*in);
+  UniqueFd in_fd(*in);
   if (Status st = WriteAll(in_fd.get(), input); !st.ok()) return st;
   if (lseek(in_fd.get(), 0, SEEK_SET) < 0) return Status::Internal(Errno("lseek"));
   auto meta = MemFile("remote-meta");
   if (!meta.ok()) return meta.status();
-  Fd meta_fd(*meta);
+  UniqueFd meta_fd(*meta);
 
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0) return Status::Internal(Errno("pipe"));
-  Fd out_r(out_pipe[0]), out_w(out_pipe[1]);
+  UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]);
   if (pipe2(err_pipe, O_CLOEXEC) != 0) return Status::Internal(Errno("pipe"));
-  Fd err_r(err_pipe[0]), err_w(err_pipe[1]);
+  UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
 
   pid_t pid = fork();
   if (pid < 0) return Status::Internal(Errno("fork"));
@@ -129,8 +115,8 @@ Result<RemoteResult> LocalRemote::Run(const std::string& script, const std::stri
     _exit(127);
   }
   setpgid(pid, pid);  // also here: no race with the kill below
-  out_w.Reset();
-  err_w.Reset();
+  out_w.reset();
+  err_w.reset();
 
   RemoteResult result;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);

@@ -29,7 +29,7 @@ TEST_CASE("LocalRemote runs a script with stdin, stdout, stderr, exit code and f
 
 TEST_CASE("LocalRemote stops a script and what it started at the timeout") {
   LocalRemote remote;
-  TempDir dir;
+  ScratchDir dir;
   auto start = std::chrono::steady_clock::now();
   auto r =
       remote.Run("sleep 30 & echo $! > " + ShellQuote(dir / "pid") + "; sleep 30", "", "", 300);
@@ -38,7 +38,7 @@ TEST_CASE("LocalRemote stops a script and what it started at the timeout") {
   CHECK(r->timed_out);
   CHECK(took < std::chrono::seconds(5));
   // The background sleep was in the script's process group: gone too.
-  pid_t child = std::atoi(ReadFile(dir / "pid").c_str());
+  pid_t child = std::atoi(FileText(dir / "pid").c_str());
   REQUIRE(child > 0);
   bool gone = false;
   for (int i = 0; i < 200 && !gone; ++i) {

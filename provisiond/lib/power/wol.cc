@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "base/unique_fd.h"
 #include "power/power.h"
 #include "store/node_state.h"
 
@@ -44,13 +45,13 @@ class WakeOnLan final : public PowerDriver {
       return Status::Invalid("Wake-on-LAN can only power " + target.hostname + " on");
     auto packet = MagicPacket(target.mac);
     if (!packet.ok()) return packet.status();
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return Status::Internal("socket: " + std::string(strerror(errno)));
+    UniqueFd sock(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!sock.valid()) return Status::Internal("socket: " + std::string(strerror(errno)));
+    const int fd = sock.get();
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &one, sizeof one);
     if (!s.interface.empty() && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, s.interface.c_str(),
                                            static_cast<socklen_t>(s.interface.size())) != 0) {
-      close(fd);
       return Status::Internal("cannot send on " + s.interface + ": " + strerror(errno));
     }
     sockaddr_in to{};
@@ -60,7 +61,6 @@ class WakeOnLan final : public PowerDriver {
     ssize_t n =
         sendto(fd, packet->data(), packet->size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
     int err = errno;
-    close(fd);
     if (n != static_cast<ssize_t>(packet->size()))
       return Status::Error(Code::kUnavailable,
                            "Wake-on-LAN packet not sent: " + std::string(strerror(err)));

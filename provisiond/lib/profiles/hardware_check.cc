@@ -1,4 +1,5 @@
 #include "profiles/hardware_check.h"
+#include "base/strings.h"
 
 #include <algorithm>
 
@@ -16,11 +17,6 @@ std::string VendorName(const std::string& id) {
 
 bool IsAccelerator(const std::string& klass) {
   return klass.rfind("03", 0) == 0 || klass.rfind("12", 0) == 0 || klass == "1180";
-}
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
-  return s;
 }
 
 }  // namespace

@@ -27,6 +27,8 @@ const std::string kSelectNodeByName =
     std::string("SELECT ") + kNodeColumns + " FROM nodes WHERE hostname = ?1 OR mac = ?1";
 const std::string kSelectNodeById =
     std::string("SELECT ") + kNodeColumns + " FROM nodes WHERE id = ?1";
+const std::string kSelectNodeByIp = std::string("SELECT ") + kNodeColumns +
+                                    " FROM nodes WHERE ip = ?1 AND state != 'retired' LIMIT 1";
 const std::string kSelectNodes = std::string("SELECT ") + kNodeColumns +
                                  " FROM nodes WHERE (?1 IS NULL OR state = ?1) AND "
                                  "(?2 IS NULL OR profile_version = ?2) "
@@ -63,6 +65,10 @@ constexpr const char* kSelectSnapshots =
 constexpr const char* kSelectApplied =
     "SELECT id, version, sha256, time, who FROM applied_profiles ORDER BY id";
 constexpr const char* kLastEventId = "SELECT coalesce(max(id), 0) FROM events";
+constexpr const char* kAddressesVersion = "SELECT value FROM counters WHERE name = 'addresses'";
+constexpr const char* kSelectAddresses =
+    "SELECT mac, ip, hostname FROM nodes WHERE ip IS NOT NULL AND ip != '' AND "
+    "state NOT IN ('discovered', 'retired') ORDER BY id";
 
 std::string ColumnText(sqlite3_stmt* s, int i) {
   const unsigned char* t = sqlite3_column_text(s, i);
@@ -146,10 +152,13 @@ class Store::Stmt {
 };
 
 Status ApplyMigrations(sqlite3* db, int upto) {
-  sqlite3_stmt* s = nullptr;
-  sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, nullptr);
-  int current = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
-  sqlite3_finalize(s);
+  int current = 0;
+  {
+    sqlite3_stmt* raw = nullptr;
+    sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &raw, nullptr);
+    std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> s(raw, sqlite3_finalize);
+    if (s && sqlite3_step(s.get()) == SQLITE_ROW) current = sqlite3_column_int(s.get(), 0);
+  }
   const auto& all = Migrations();
   if (current > static_cast<int>(all.size()))
     return Status::Internal("database schema version " + std::to_string(current) +
@@ -366,6 +375,38 @@ Status StoreTx::InsertAppliedProfile(AppliedProfile& a) {
 Result<NodeRecord> Store::FindNode(const std::string& name) {
   std::lock_guard lock(mu_);
   return StoreTx(*this).FindNode(name);
+}
+
+Result<NodeRecord> Store::FindNodeByIp(const std::string& ip) {
+  std::lock_guard lock(mu_);
+  Stmt s(*this, kSelectNodeByIp.c_str());
+  BindText(s.get(), 1, ip);
+  if (sqlite3_step(s.get()) != SQLITE_ROW) return Status::NotFound("no node has address " + ip);
+  return ReadNode(s.get());
+}
+
+int64_t Store::AddressesVersion() {
+  std::lock_guard lock(mu_);
+  Stmt s(*this, kAddressesVersion);
+  return sqlite3_step(s.get()) == SQLITE_ROW ? sqlite3_column_int64(s.get(), 0) : 0;
+}
+
+std::shared_ptr<const AddressBook> Store::Addresses() {
+  std::lock_guard lock(mu_);
+  int64_t version = 0;
+  {
+    Stmt s(*this, kAddressesVersion);
+    if (sqlite3_step(s.get()) == SQLITE_ROW) version = sqlite3_column_int64(s.get(), 0);
+  }
+  if (addresses_ && addresses_->version == version) return addresses_;
+  auto book = std::make_shared<AddressBook>();
+  book->version = version;
+  Stmt s(*this, kSelectAddresses);
+  while (sqlite3_step(s.get()) == SQLITE_ROW)
+    book->entries.push_back(
+        {ColumnText(s.get(), 0), ColumnText(s.get(), 1), ColumnText(s.get(), 2)});
+  addresses_ = std::move(book);
+  return addresses_;
 }
 
 std::vector<NodeRecord> StoreTx::ListNodes(const NodeFilter& filter) {

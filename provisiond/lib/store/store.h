@@ -96,6 +96,20 @@ struct RunTaskRecord {
   int64_t duration_ms = 0;
 };
 
+// Where a node is on the cluster network: what the dnsmasq hosts file and
+// every node's /etc/hosts list.
+struct NodeAddress {
+  std::string mac;
+  std::string ip;
+  std::string hostname;
+};
+// The listed nodes' addresses (enrolled and later, not retired, with an IP),
+// ordered by node id, and the address counter they were read at.
+struct AddressBook {
+  int64_t version = 0;
+  std::vector<NodeAddress> entries;
+};
+
 struct RunFilter {
   int64_t node_id = 0;       // 0: all nodes
   std::string status;        // "": any
@@ -182,6 +196,14 @@ class Store {
   // once (provisiond is stopping: long-polls must not hold up the stop).
   void WakeWaiters();
   int64_t LastEventId();
+  // Moves whenever a node's address entry changes (migration 006); one
+  // indexed read.
+  int64_t AddressesVersion();
+  // The address book, read again only when AddressesVersion moved since the
+  // last call; shared by every caller until then.
+  std::shared_ptr<const AddressBook> Addresses();
+  // The node (not retired) that holds `ip`, by index.
+  Result<NodeRecord> FindNodeByIp(const std::string& ip);
   std::optional<AppliedProfile> CurrentProfile();
   std::vector<AppliedProfile> AppliedProfiles();
   std::optional<std::string> SnapshotOf(const std::string& version);
@@ -210,8 +232,9 @@ class Store {
   std::mutex mu_;  // guards db_ and statements_
   std::map<const char*, sqlite3_stmt*> statements_;
   std::condition_variable events_cv_;
-  int64_t last_event_id_ = 0;  // guarded by mu_
-  bool stopping_ = false;      // guarded by mu_
+  int64_t last_event_id_ = 0;                     // guarded by mu_
+  std::shared_ptr<const AddressBook> addresses_;  // guarded by mu_
+  bool stopping_ = false;                         // guarded by mu_
 };
 
 // A function that appends an event of `kind` (no node, by `kind`) with the

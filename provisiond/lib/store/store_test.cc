@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "store/migrations.h"
 
@@ -182,6 +183,63 @@ TEST_CASE("store: a database from a newer provisiond is refused") {
   REQUIRE_FALSE(store.ok());
   CHECK(store.status().message().find("newer than this provisiond knows") != std::string::npos);
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+}
+
+TEST_CASE("store: the address book moves only when an address entry changes") {
+  auto opened = Store::Open(":memory:");
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  auto insert = [&](NodeRecord n) {
+    REQUIRE(store.Transact([&](StoreTx& tx) { return tx.InsertNode(n).status(); }).ok());
+  };
+  NodeRecord listed = MakeNode("n0", "52:54:00:00:00:01");
+  listed.ip = "10.99.0.10";
+  insert(listed);
+  NodeRecord discovered = MakeNode("", "52:54:00:00:00:02");
+  discovered.ip = "10.99.0.11", discovered.state = NodeState::kDiscovered;
+  insert(discovered);
+  NodeRecord retired = MakeNode("n2", "52:54:00:00:00:03");
+  retired.ip = "10.99.0.12", retired.state = NodeState::kRetired;
+  insert(retired);
+  insert(MakeNode("n3", "52:54:00:00:00:04"));  // no address yet
+
+  auto book = store.Addresses();
+  REQUIRE(book->entries.size() == 1);
+  CHECK(book->entries[0].mac == "52:54:00:00:00:01");
+  CHECK(book->entries[0].ip == "10.99.0.10");
+  CHECK(book->entries[0].hostname == "n0");
+  CHECK(store.Addresses() == book);  // nothing moved: the same book, not read again
+
+  auto update = [&](const std::string& name, const std::function<void(NodeRecord&)>& change) {
+    REQUIRE(store
+                .Transact([&](StoreTx& tx) {
+                  auto n = tx.FindNode(name);
+                  if (!n.ok()) return n.status();
+                  change(*n);
+                  return tx.UpdateNode(*n);
+                })
+                .ok());
+  };
+  // What boot stages and phone-homes write does not move it...
+  const int64_t before = store.AddressesVersion();
+  update("n0", [](NodeRecord& n) {
+    n.facts = R"({"cpu":{"count":4}})", n.stage = "kernel", n.last_seen_ms = 5;
+    n.state = NodeState::kBooting;
+  });
+  CHECK(store.AddressesVersion() == before);
+  CHECK(store.Addresses() == book);
+  // ...an address, a hostname or leaving the listed states does.
+  update("n3", [](NodeRecord& n) { n.ip = "10.99.0.13"; });
+  CHECK(store.AddressesVersion() > before);
+  book = store.Addresses();
+  CHECK(book->entries.size() == 2);
+  update("n0", [](NodeRecord& n) { n.state = NodeState::kRetired; });
+  CHECK(store.Addresses()->entries.size() == 1);
+  CHECK(store.Addresses()->entries[0].hostname == "n3");
+  auto by_ip = store.FindNodeByIp("10.99.0.13");
+  REQUIRE(by_ip.ok());
+  CHECK(by_ip->hostname == "n3");
+  CHECK_FALSE(store.FindNodeByIp("10.99.0.10").ok());  // retired
 }
 
 }  // namespace prov

@@ -22,7 +22,6 @@ using jinja::Eval;
 using jinja::HasTemplate;
 using jinja::JinjaError;
 using jinja::json;
-using jinja::Lower;
 using jinja::Need;
 using jinja::NodeP;
 using jinja::ParseExpressionText;

@@ -11,13 +11,14 @@
 #include <regex>
 #include <string>
 
+#include "base/strings.h"
+
 namespace prov::jinja {
 
 inline bool IsDigit(char c) {
   return c >= '0' && c <= '9';
 }
 
-std::string Lower(std::string s);
 std::string Upper(std::string s);
 std::string Trim(const std::string& s, const std::string& chars = " \t\n\r\f\v");
 size_t Utf8Length(const std::string& s);

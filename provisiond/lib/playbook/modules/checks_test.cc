@@ -8,9 +8,9 @@
 
 namespace prov {
 
-TEST_CASE_FIXTURE(Fixture, "stat reports type, mode, owner and checksum") {
+TEST_CASE_FIXTURE(ModuleFixture, "stat reports type, mode, owner and checksum") {
   std::string f = dir / "f";
-  WriteFile(f, "abc");
+  PutFile(f, "abc");
   chmod(f.c_str(), 0640);
   auto o = Run("stat", {{"path", f}, {"checksum_algorithm", "sha256"}});
   REQUIRE_FALSE(o.failed);
@@ -46,7 +46,7 @@ TEST_CASE_FIXTURE(Fixture, "stat reports type, mode, owner and checksum") {
   CHECK(o.failed);
 }
 
-TEST_CASE_FIXTURE(Fixture, "assert, debug, set_fact, fail, ping") {
+TEST_CASE_FIXTURE(ModuleFixture, "assert, debug, set_fact, fail, ping") {
   vars = {{"x", 3}, {"name", "n1"}};
   auto o = Run("assert", {{"that", json::array({"x == 3", "name == 'n1'"})}});
   CHECK_FALSE(o.failed);

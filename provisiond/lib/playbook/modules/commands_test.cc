@@ -6,7 +6,7 @@
 
 namespace prov {
 
-TEST_CASE_FIXTURE(Fixture, "command runs without a shell; creates/removes skip it") {
+TEST_CASE_FIXTURE(ModuleFixture, "command runs without a shell; creates/removes skip it") {
   auto o = Run("command", {{"_raw_params", "echo 'a  b' \"c\" | wc"}});
   REQUIRE_FALSE(o.failed);
   CHECK(o.changed);
@@ -61,7 +61,7 @@ TEST_CASE_FIXTURE(Fixture, "command runs without a shell; creates/removes skip i
   CHECK(o.failed);
 }
 
-TEST_CASE_FIXTURE(Fixture, "shell runs through sh, with stdin and a timeout") {
+TEST_CASE_FIXTURE(ModuleFixture, "shell runs through sh, with stdin and a timeout") {
   auto o = Run("shell", {{"_raw_params", "echo $((1+2)) | tr 3 x; echo e >&2"}});
   REQUIRE_FALSE(o.failed);
   CHECK(o.changed);

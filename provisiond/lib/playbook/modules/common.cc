@@ -111,12 +111,6 @@ std::vector<std::string> List(const json& args, const std::string& key) {
   return out;
 }
 
-std::string Join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
-  return out;
-}
-
 Result<std::string> ModeArg(const json& args, const std::string& key) {
   if (!Has(args, key)) return std::string();
   const json& v = args.at(key);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/strings.h"
 #include "playbook/modules/modules.h"
 #include "playbook/remote.h"
 
@@ -26,7 +27,6 @@ Result<bool> Bool(const json& args, const std::string& key, bool def);
 Result<long long> Int(const json& args, const std::string& key, long long def);
 // A list argument: a YAML list, or a comma-separated string.
 std::vector<std::string> List(const json& args, const std::string& key);
-std::string Join(const std::vector<std::string>& v, const std::string& sep);
 // A file mode as chmod takes it. Integers are what YAML makes of an unquoted
 // 0644 (420), so they are read as Ansible does: the number's value.
 Result<std::string> ModeArg(const json& args, const std::string& key = "mode");

@@ -7,11 +7,11 @@
 
 namespace prov {
 
-TEST_CASE_FIXTURE(Fixture,
+TEST_CASE_FIXTURE(ModuleFixture,
                   "copy content and src: checksum, temp + rename, mode only when it differs") {
   std::string dest = dir / "motd";
   Idempotent("copy", {{"dest", dest}, {"content", "hello\n"}, {"mode", "0600"}});
-  CHECK(ReadFile(dest) == "hello\n");
+  CHECK(FileText(dest) == "hello\n");
   CHECK(Mode(dest) == 0600);
 
   // Only the mode differs: changed, content untouched.
@@ -29,10 +29,10 @@ TEST_CASE_FIXTURE(Fixture,
   // New content keeps the file's mode; owner given as it is: no change.
   o = Run("copy", {{"dest", dest}, {"content", "bye\n"}, {"owner", "root"}, {"backup", true}});
   CHECK(o.changed);
-  CHECK(ReadFile(dest) == "bye\n");
+  CHECK(FileText(dest) == "bye\n");
   CHECK(Mode(dest) == 0644);
   REQUIRE(o.result.contains("backup_file"));
-  CHECK(ReadFile(o.result["backup_file"].get<std::string>()) == "hello\n");
+  CHECK(FileText(o.result["backup_file"].get<std::string>()) == "hello\n");
   // No temporary file left behind.
   for (const auto& e : fs::directory_iterator(dir.path))
     CHECK(e.path().filename().string().rfind(".provisiond.", 0) != 0);
@@ -40,22 +40,22 @@ TEST_CASE_FIXTURE(Fixture,
   // force: no keeps an existing file.
   o = Run("copy", {{"dest", dest}, {"content", "other\n"}, {"force", "no"}});
   CHECK_FALSE(o.changed);
-  CHECK(ReadFile(dest) == "bye\n");
+  CHECK(FileText(dest) == "bye\n");
 
   // src under playbook_dir/files/, and into a directory under the source's name.
   fs::create_directories(dir / "files");
   fs::create_directories(dir / "out");
-  WriteFile(dir / "files/app.conf", "x=1\n");
+  PutFile(dir / "files/app.conf", "x=1\n");
   Idempotent("copy", {{"src", "app.conf"}, {"dest", dir / "out/"}});
-  CHECK(ReadFile(dir / "out/app.conf") == "x=1\n");
+  CHECK(FileText(dir / "out/app.conf") == "x=1\n");
 
   // Large content: checked first, sent only when it differs.
   std::string big(300 * 1024, 'z');
   Idempotent("copy", {{"dest", dir / "big"}, {"content", big}});
-  CHECK(ReadFile(dir / "big") == big);
+  CHECK(FileText(dir / "big") == big);
 }
 
-TEST_CASE_FIXTURE(Fixture, "copy errors name the problem") {
+TEST_CASE_FIXTURE(ModuleFixture, "copy errors name the problem") {
   auto o = Run("copy", {{"dest", dir / "nodir/file"}, {"content", "x"}});
   CHECK(o.failed);
   CHECK(o.msg.find("Destination directory") != std::string::npos);
@@ -83,29 +83,29 @@ TEST_CASE_FIXTURE(Fixture, "copy errors name the problem") {
   CHECK(o.msg.find("unknown argument 'state'") != std::string::npos);
 }
 
-TEST_CASE_FIXTURE(Fixture, "template renders its src with the task's variables") {
+TEST_CASE_FIXTURE(ModuleFixture, "template renders its src with the task's variables") {
   fs::create_directories(dir / "templates");
-  WriteFile(dir / "templates/greeting.j2", "Hello {{ who }}!\n");
+  PutFile(dir / "templates/greeting.j2", "Hello {{ who }}!\n");
   vars = {{"who", "world"}};
   std::string dest = dir / "greeting";
   Idempotent("template", {{"src", "greeting.j2"}, {"dest", dest}, {"mode", "0644"}});
-  CHECK(ReadFile(dest) == "Hello world!\n");
+  CHECK(FileText(dest) == "Hello world!\n");
   vars = {{"who", "nodes"}};
   auto o = Run("template", {{"src", "greeting.j2"}, {"dest", dest}});
   CHECK(o.changed);
-  CHECK(ReadFile(dest) == "Hello nodes!\n");
+  CHECK(FileText(dest) == "Hello nodes!\n");
 
   o = Run("template", {{"src", "missing.j2"}, {"dest", dest}});
   CHECK(o.failed);
   CHECK(o.msg.find("missing.j2") != std::string::npos);
 
-  WriteFile(dir / "templates/broken.j2", "{% if %}\n");
+  PutFile(dir / "templates/broken.j2", "{% if %}\n");
   o = Run("template", {{"src", "broken.j2"}, {"dest", dest}});
   CHECK(o.failed);
   CHECK(o.msg.find("broken.j2") != std::string::npos);
 }
 
-TEST_CASE_FIXTURE(Fixture, "file: directory, touch, link, absent, attributes") {
+TEST_CASE_FIXTURE(ModuleFixture, "file: directory, touch, link, absent, attributes") {
   std::string d = dir / "a/b";
   Idempotent("file", {{"path", d}, {"state", "directory"}, {"mode", "0750"}});
   CHECK(fs::is_directory(d));
@@ -115,7 +115,7 @@ TEST_CASE_FIXTURE(Fixture, "file: directory, touch, link, absent, attributes") {
   CHECK(o.result["mode"] == "0755");
 
   // recurse: the mode reaches what is inside.
-  WriteFile(d + "/inner", "x");
+  PutFile(d + "/inner", "x");
   chmod((d + "/inner").c_str(), 0600);
   Idempotent(
       "file",
@@ -152,12 +152,12 @@ TEST_CASE_FIXTURE(Fixture, "file: directory, touch, link, absent, attributes") {
   CHECK_FALSE(fs::exists(dir / "a"));
 }
 
-TEST_CASE_FIXTURE(Fixture, "file errors name the problem") {
+TEST_CASE_FIXTURE(ModuleFixture, "file errors name the problem") {
   auto o = Run("file", {{"path", dir / "missing"}, {"state", "file"}});
   CHECK(o.failed);
   CHECK(o.msg.find("is absent, cannot continue") != std::string::npos);
 
-  WriteFile(dir / "plain", "x");
+  PutFile(dir / "plain", "x");
   o = Run("file", {{"path", dir / "plain"}, {"state", "directory"}});
   CHECK(o.failed);
   CHECK(o.msg.find("not a directory") != std::string::npos);
@@ -192,27 +192,27 @@ TEST_CASE_FIXTURE(Fixture, "file errors name the problem") {
   CHECK(o.msg.find("could not touch") != std::string::npos);
 }
 
-TEST_CASE_FIXTURE(Fixture, "lineinfile adds, replaces, inserts and removes lines") {
+TEST_CASE_FIXTURE(ModuleFixture, "lineinfile adds, replaces, inserts and removes lines") {
   std::string f = dir / "conf";
   Idempotent("lineinfile", {{"path", f}, {"line", "a=1"}, {"create", true}, {"mode", "0640"}});
-  CHECK(ReadFile(f) == "a=1\n");
+  CHECK(FileText(f) == "a=1\n");
   CHECK(Mode(f) == 0640);
 
-  WriteFile(f, "# header\nport=80\nname=x");  // no final newline
+  PutFile(f, "# header\nport=80\nname=x");  // no final newline
   Idempotent("lineinfile", {{"path", f}, {"regexp", "^port="}, {"line", "port=8080"}});
-  CHECK(ReadFile(f) == "# header\nport=8080\nname=x");
+  CHECK(FileText(f) == "# header\nport=8080\nname=x");
 
   Idempotent("lineinfile", {{"path", f}, {"line", "last=1"}});
-  CHECK(ReadFile(f) == "# header\nport=8080\nname=x\nlast=1\n");
+  CHECK(FileText(f) == "# header\nport=8080\nname=x\nlast=1\n");
 
   Idempotent("lineinfile", {{"path", f}, {"line", "after=1"}, {"insertafter", "^port="}});
-  CHECK(ReadFile(f) == "# header\nport=8080\nafter=1\nname=x\nlast=1\n");
+  CHECK(FileText(f) == "# header\nport=8080\nafter=1\nname=x\nlast=1\n");
 
   Idempotent("lineinfile", {{"path", f}, {"line", "first=1"}, {"insertbefore", "BOF"}});
-  CHECK(ReadFile(f).rfind("first=1\n# header\n", 0) == 0);
+  CHECK(FileText(f).rfind("first=1\n# header\n", 0) == 0);
 
   Idempotent("lineinfile", {{"path", f}, {"line", "before=1"}, {"insertbefore", "^name="}});
-  CHECK(ReadFile(f).find("before=1\nname=x\n") != std::string::npos);
+  CHECK(FileText(f).find("before=1\nname=x\n") != std::string::npos);
 
   // The line exists though the regexp matches nothing: no duplicate.
   auto o = Run("lineinfile", {{"path", f}, {"regexp", "^nomatch"}, {"line", "last=1"}});
@@ -221,7 +221,7 @@ TEST_CASE_FIXTURE(Fixture, "lineinfile adds, replaces, inserts and removes lines
   o = Run("lineinfile", {{"path", f}, {"regexp", "=1$"}, {"state", "absent"}});
   CHECK(o.changed);
   CHECK(o.msg == "4 line(s) removed");
-  CHECK(ReadFile(f) == "# header\nport=8080\nname=x\n");
+  CHECK(FileText(f) == "# header\nport=8080\nname=x\n");
   o = Run("lineinfile", {{"path", f}, {"regexp", "=1$"}, {"state", "absent"}});
   CHECK_FALSE(o.changed);
 

@@ -9,7 +9,7 @@
 
 namespace prov {
 
-TEST_CASE_FIXTURE(Fixture, "apt: an installed package is ok, nothing is fetched") {
+TEST_CASE_FIXTURE(ModuleFixture, "apt: an installed package is ok, nothing is fetched") {
   if (system("command -v dpkg-query >/dev/null 2>&1") != 0) return;
   auto o = Run("apt", {{"name", json::array({"coreutils", "dpkg"})}, {"state", "present"}});
   INFO(o.msg);
@@ -31,13 +31,13 @@ TEST_CASE_FIXTURE(Fixture, "apt: an installed package is ok, nothing is fetched"
   CHECK(o.msg.find("not found on the node") != std::string::npos);
 }
 
-TEST_CASE_FIXTURE(Fixture, "apt_repository writes ppa and deb lines into its own sources") {
+TEST_CASE_FIXTURE(ModuleFixture, "apt_repository writes ppa and deb lines into its own sources") {
   // APT_CONFIG points apt-config (and so the module) at sources under dir.
   fs::create_directories(dir / "sources.list.d");
-  WriteFile(dir / "sources.list", "deb http://deb.debian.org/debian bookworm main\n");
-  WriteFile(dir / "apt.conf", "Dir::Etc::sourcelist \"" + (dir / "sources.list") +
-                                  "\";\nDir::Etc::sourceparts \"" + (dir / "sources.list.d") +
-                                  "\";\n");
+  PutFile(dir / "sources.list", "deb http://deb.debian.org/debian bookworm main\n");
+  PutFile(dir / "apt.conf", "Dir::Etc::sourcelist \"" + (dir / "sources.list") +
+                                "\";\nDir::Etc::sourceparts \"" + (dir / "sources.list.d") +
+                                "\";\n");
   setenv("APT_CONFIG", (dir / "apt.conf").c_str(), 1);
   struct Unset {
     ~Unset() { unsetenv("APT_CONFIG"); }
@@ -46,7 +46,7 @@ TEST_CASE_FIXTURE(Fixture, "apt_repository writes ppa and deb lines into its own
   json ppa = {{"repo", "ppa:graphics-drivers/ppa"}, {"codename", "noble"}, {"update_cache", false}};
   Idempotent("apt_repository", ppa);
   std::string f = dir / "sources.list.d/graphics-drivers-ubuntu-ppa-noble.list";
-  CHECK(ReadFile(f) ==
+  CHECK(FileText(f) ==
         "deb https://ppa.launchpadcontent.net/graphics-drivers/ppa/ubuntu noble main\n");
   CHECK(Mode(f) == 0644);
 
@@ -54,7 +54,7 @@ TEST_CASE_FIXTURE(Fixture, "apt_repository writes ppa and deb lines into its own
               {"filename", "example"},
               {"update_cache", "no"}};
   Idempotent("apt_repository", deb);
-  CHECK(ReadFile(dir / "sources.list.d/example.list") ==
+  CHECK(FileText(dir / "sources.list.d/example.list") ==
         "deb [arch=amd64] https://repo.example.com/apt stable main\n");
 
   // Already in sources.list: nothing to add.
@@ -65,7 +65,7 @@ TEST_CASE_FIXTURE(Fixture, "apt_repository writes ppa and deb lines into its own
   Idempotent("apt_repository", {{"repo", "deb https://x.example.org/debian stable main"},
                                 {"signed_by", "/usr/share/keyrings/x.gpg"},
                                 {"update_cache", false}});
-  CHECK(ReadFile(dir / "sources.list.d/x_example_org_debian.list") ==
+  CHECK(FileText(dir / "sources.list.d/x_example_org_debian.list") ==
         "deb [signed-by=/usr/share/keyrings/x.gpg] https://x.example.org/debian stable main\n");
 
   json ppa_absent = ppa;
@@ -78,15 +78,15 @@ TEST_CASE_FIXTURE(Fixture, "apt_repository writes ppa and deb lines into its own
   CHECK(o.msg.find("must be a 'deb ...'") != std::string::npos);
 }
 
-TEST_CASE_FIXTURE(Fixture, "get_url fetches once, checks the checksum") {
+TEST_CASE_FIXTURE(ModuleFixture, "get_url fetches once, checks the checksum") {
   if (system("command -v curl >/dev/null 2>&1") != 0) return;
-  WriteFile(dir / "source.bin", "payload\n");
+  PutFile(dir / "source.bin", "payload\n");
   const std::string url = "file://" + (dir / "source.bin");
   const std::string sum =
       "sha256:" + std::string("3cbdbfcc9b7bc2d5ab0d4b46bbac3d3e2c1f2b0e9b2b1a9e0b4f0bd7a4e5ac7f");
   std::string dest = dir / "got.bin";
   Idempotent("get_url", {{"url", url}, {"dest", dest}, {"mode", "0600"}});
-  CHECK(ReadFile(dest) == "payload\n");
+  CHECK(FileText(dest) == "payload\n");
   CHECK(Mode(dest) == 0600);
 
   // The right checksum of what is there: ok; a wrong one: fetched again and refused.
@@ -103,10 +103,10 @@ TEST_CASE_FIXTURE(Fixture, "get_url fetches once, checks the checksum") {
   // force: fetched again, but the same bytes: not changed.
   o = Run("get_url", {{"url", url}, {"dest", dest}, {"force", true}});
   CHECK_FALSE(o.changed);
-  WriteFile(dir / "source.bin", "payload 2\n");
+  PutFile(dir / "source.bin", "payload 2\n");
   o = Run("get_url", {{"url", url}, {"dest", dest}, {"force", true}});
   CHECK(o.changed);
-  CHECK(ReadFile(dest) == "payload 2\n");
+  CHECK(FileText(dest) == "payload 2\n");
 
   o = Run("get_url", {{"url", "file://" + (dir / "absent")}, {"dest", dir / "x"}});
   CHECK(o.failed);

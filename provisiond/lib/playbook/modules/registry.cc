@@ -12,7 +12,6 @@
 namespace prov {
 namespace {
 
-using modules::Join;
 using nlohmann::json;
 
 // Renames aliases to the argument's own name.

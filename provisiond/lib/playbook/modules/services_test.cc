@@ -59,11 +59,11 @@ esac
 
 }  // namespace
 
-TEST_CASE_FIXTURE(Fixture, "systemd changes only what differs (a stand-in systemctl)") {
+TEST_CASE_FIXTURE(ModuleFixture, "systemd changes only what differs (a stand-in systemctl)") {
   fs::create_directories(dir / "bin");
   fs::create_directories(dir / "units");
   WriteExecutable(dir / "bin/systemctl", kFakeSystemctl);
-  WriteFile(dir / "units/web.service.unit", "");
+  PutFile(dir / "units/web.service.unit", "");
   setenv("FAKE_SYSTEMD_DIR", (dir / "units").c_str(), 1);
   PathPrefix path(dir / "bin");
 
@@ -98,7 +98,7 @@ TEST_CASE_FIXTURE(Fixture, "systemd changes only what differs (a stand-in system
   unsetenv("FAKE_SYSTEMD_DIR");
 }
 
-TEST_CASE_FIXTURE(Fixture, "systemd against the real systemd, when PID 1 is systemd") {
+TEST_CASE_FIXTURE(ModuleFixture, "systemd against the real systemd, when PID 1 is systemd") {
   if (!fs::exists("/run/systemd/system") || geteuid() != 0) return;
   // A unit that exists on every systemd system and is safe to query.
   auto o = Run("systemd", {{"name", "systemd-journald.service"}, {"state", "started"}});
@@ -109,9 +109,9 @@ TEST_CASE_FIXTURE(Fixture, "systemd against the real systemd, when PID 1 is syst
   CHECK_FALSE(o.changed);
 }
 
-TEST_CASE_FIXTURE(Fixture, "wait_for a path and a port, within its timeout") {
+TEST_CASE_FIXTURE(ModuleFixture, "wait_for a path and a port, within its timeout") {
   std::string f = dir / "ready";
-  WriteFile(f, "state: ready\n");
+  PutFile(f, "state: ready\n");
   auto o = Run("wait_for", {{"path", f}});
   CHECK_FALSE(o.failed);
   CHECK_FALSE(o.changed);
@@ -123,7 +123,7 @@ TEST_CASE_FIXTURE(Fixture, "wait_for a path and a port, within its timeout") {
   // Appears while the module waits.
   std::thread writer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    WriteFile(dir / "later", "x");
+    PutFile(dir / "later", "x");
   });
   o = Run("wait_for", {{"path", dir / "later"}, {"timeout", 20}, {"sleep", "0.1"}});
   writer.join();
@@ -160,7 +160,8 @@ TEST_CASE_FIXTURE(Fixture, "wait_for a path and a port, within its timeout") {
   CHECK(o.failed);
 }
 
-TEST_CASE_FIXTURE(Fixture, "reboot issues a detached shutdown and tells the runner to reconnect") {
+TEST_CASE_FIXTURE(ModuleFixture,
+                  "reboot issues a detached shutdown and tells the runner to reconnect") {
   fs::create_directories(dir / "bin");
   const std::string marker = dir / "shutdown-called";
   WriteExecutable(dir / "bin/shutdown", "#!/bin/sh\necho \"$@\" > " + ShellQuote(marker) +
@@ -179,7 +180,7 @@ TEST_CASE_FIXTURE(Fixture, "reboot issues a detached shutdown and tells the runn
   CHECK(o.result["test_command"] == "whoami");
   CHECK_FALSE(o.result["boot_id_before"].get<std::string>().empty());
   REQUIRE(WaitForFile(marker, 10000));
-  CHECK(ReadFile(marker) == "-r now kernel update\n");
+  CHECK(FileText(marker) == "-r now kernel update\n");
 }
 
 }  // namespace prov

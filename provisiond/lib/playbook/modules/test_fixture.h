@@ -28,27 +28,27 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct TempDir {
+struct ScratchDir {
   std::string path;
-  TempDir() {
+  ScratchDir() {
     char tmpl[] = "/tmp/provisiond-modules-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
     path = tmpl;
   }
-  ~TempDir() {
+  ~ScratchDir() {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
   std::string operator/(const std::string& name) const { return path + "/" + name; }
 };
 
-inline void WriteFile(const std::string& path, const std::string& text) {
+inline void PutFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
   REQUIRE(out.good());
 }
 
-inline std::string ReadFile(const std::string& path) {
+inline std::string FileText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -62,8 +62,8 @@ inline unsigned Mode(const std::string& path) {
 }
 
 // A module run against this machine.
-struct Fixture {
-  TempDir dir;
+struct ModuleFixture {
+  ScratchDir dir;
   LocalRemote remote{"testnode"};
   json vars = json::object();
 
@@ -102,7 +102,7 @@ struct PathPrefix {
 };
 
 inline void WriteExecutable(const std::string& path, const std::string& text) {
-  WriteFile(path, text);
+  PutFile(path, text);
   REQUIRE(chmod(path.c_str(), 0755) == 0);
 }
 

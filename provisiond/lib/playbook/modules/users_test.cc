@@ -7,7 +7,7 @@
 
 namespace prov {
 
-TEST_CASE_FIXTURE(Fixture, "group and user: create, change, remove a system account") {
+TEST_CASE_FIXTURE(ModuleFixture, "group and user: create, change, remove a system account") {
   if (geteuid() != 0) return;
   const std::string g = UniqueName("provtg"), g2 = UniqueName("provtx"), u = UniqueName("provtu");
   struct Cleanup {
