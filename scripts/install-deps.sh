@@ -11,7 +11,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   libmicrohttpd-dev libyaml-cpp-dev libsqlite3-dev libssh-dev libnfs-dev
   libspdlog-dev doctest-dev nlohmann-json3-dev libcurl4-openssl-dev libcli11-dev libssl-dev
-  sqlite3 curl clang-format
+  sqlite3 curl clang-format cpio
   clang libclang-rt-14-dev   # the libFuzzer build of the fuzz targets (docs/fuzzing.md)
 )
 # The netboot lab (QEMU, iPXE, OVMF, dnsmasq, busybox) and the browser test

@@ -18,7 +18,7 @@ declare -A allowed=(
   [dhcp]="base store"
   [images]="base store profiles"
   [boot]="base http store profiles images"
-  [hello]="base store profiles"
+  [hello]="base http store profiles"
   [configure]="base store profiles playbook"
   [api]="base http store power playbook profiles dhcp images boot hello configure"
 )

@@ -112,6 +112,24 @@ wait_for() {
   done
 }
 
+# node_hello URL MAC FACTS_JSON: the end of a node's boot, as the node does it:
+# its boot script (which issues this boot's ticket), ticket.img (the initrd part
+# that carries the ticket), the overlay with the ticket and the hello with the
+# token from the overlay's agent.conf and the ticket, both from a privileged
+# port (only root can bind one; these tests run as root). Needs the node to
+# have an image. Prints the hello's answer.
+node_hello() {
+  local url="$1" mac="$2" facts="$3" hy="${2//:/-}" ticket token
+  curl -sf "$url/boot/$hy.ipxe" >/dev/null || { echo "node_hello: no boot script for $mac" >&2; return 1; }
+  ticket="$(curl -sf "$url/boot/$hy/ticket.img" | cpio -i --quiet --to-stdout provision/ticket)" ||
+    { echo "node_hello: no ticket.img for $mac" >&2; return 1; }
+  token="$(curl -sf --local-port 512-1023 "$url/boot/$hy/overlay.tar?ticket=$ticket" |
+    tar -xO etc/provision/agent.conf | sed -n 's/^PROVISION_TOKEN=//p')" ||
+    { echo "node_hello: no overlay for $mac" >&2; return 1; }
+  curl -sf --local-port 512-1023 -X POST -H "Authorization: Bearer $token" \
+    -H "X-Provision-Ticket: $ticket" -d "$facts" "$url/api/v1/nodes/$mac/hello"
+}
+
 finish() {
   if [ "$FAILURES" -ne 0 ]; then
     echo "$FAILURES check(s) failed"

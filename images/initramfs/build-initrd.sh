@@ -8,6 +8,8 @@
 #   /etc/provision/initrd.info    kernel version, inputs
 #   /bin/busybox + applet links   the host's static busybox (package busybox-static)
 #   /sbin/provision-mount         the static NFS mount helper (provisiond/tools/provision-mount.cc)
+#   /sbin/provision-fetch         the static HTTP client that sends from a privileged port
+#                                 (provisiond/tools/provision-fetch.cc: overlay, reports)
 #   /lib/modules/VERSION/...      NIC, NFS and overlay modules from ROOTFS and their dependencies
 #                                 (modules.dep closure + softdeps), with modules.dep, modules.alias,
 #                                 modules.softdep, modules.builtin* and modules.order cut down to them
@@ -20,6 +22,7 @@
 #                     build/tools/provision-mount, build/provision-mount (in the source tree), then
 #                     provision-mount on PATH; if none exists it is compiled from
 #                     provisiond/tools/provision-mount.cc with ${CXX:-c++} -static.
+#   PROVISION_FETCH   the static provision-fetch binary, found or compiled the same way
 #   BUSYBOX           static busybox (default /bin/busybox)
 #   KVER              kernel version (default: the one in ROOTFS/lib/modules with a
 #                     ROOTFS/boot/vmlinuz-VERSION; the newest if several)
@@ -81,23 +84,30 @@ is_static() {
     return 1
   fi
 }
-PM="${PROVISION_MOUNT:-}"
-if [ -z "$PM" ]; then
-  for c in "$SRC/build/provisiond/provision-mount" "$SRC/build/provisiond/tools/provision-mount" \
-    "$SRC/build/tools/provision-mount" "$SRC/build/provision-mount" "$(command -v provision-mount || true)"; do
-    [ -n "$c" ] && [ -x "$c" ] && { PM="$c"; break; }
-  done
-fi
-if [ -z "$PM" ]; then
-  CXX="${CXX:-c++}"
-  command -v "$CXX" >/dev/null || die "no provision-mount found and no C++ compiler ($CXX) to build it; set PROVISION_MOUNT"
-  log "compiling provision-mount with $CXX"
-  "$CXX" -std=c++20 -O2 -Wall -Wextra -static -s -o "$TMP/provision-mount" \
-    "$SRC/provisiond/tools/provision-mount.cc" || die "compiling provision-mount failed"
-  PM="$TMP/provision-mount"
-fi
-[ -x "$PM" ] || die "PROVISION_MOUNT=$PM is not executable"
-is_static "$PM" || die "$PM is not statically linked (the initramfs has no libraries)"
+# static_tool NAME GIVEN: the static binary of provisiond/tools/NAME.cc: GIVEN, else the first
+# built one in the source tree or on PATH, else compiled here.
+static_tool() {
+  local name="$1" bin="$2" c
+  if [ -z "$bin" ]; then
+    for c in "$SRC/build/provisiond/$name" "$SRC/build/provisiond/tools/$name" \
+      "$SRC/build/tools/$name" "$SRC/build/$name" "$(command -v "$name" || true)"; do
+      [ -n "$c" ] && [ -x "$c" ] && { bin="$c"; break; }
+    done
+  fi
+  if [ -z "$bin" ]; then
+    CXX="${CXX:-c++}"
+    command -v "$CXX" >/dev/null || die "no $name found and no C++ compiler ($CXX) to build it"
+    log "compiling $name with $CXX"
+    "$CXX" -std=c++20 -O2 -Wall -Wextra -static -s -o "$TMP/$name" \
+      "$SRC/provisiond/tools/$name.cc" || die "compiling $name failed"
+    bin="$TMP/$name"
+  fi
+  [ -x "$bin" ] || die "$bin ($name) is not executable"
+  is_static "$bin" || die "$bin is not statically linked (the initramfs has no libraries)"
+  echo "$bin"
+}
+PM="$(static_tool provision-mount "${PROVISION_MOUNT:-}")"
+PF="$(static_tool provision-fetch "${PROVISION_FETCH:-}")"
 
 # ---------------------------------------------------------------- module closure
 # modules.dep lines: "kernel/fs/nfs/nfsv4.ko: kernel/net/dns_resolver/dns_resolver.ko ...".
@@ -174,6 +184,7 @@ done < <("$BUSYBOX" --list-full | LC_ALL=C sort)
 install -m 0755 "$HERE/init" "$STAGE/init"
 install -m 0755 "$HERE/udhcpc.script" "$STAGE/etc/provision/udhcpc.script"
 install -m 0755 "$PM" "$STAGE/sbin/provision-mount"
+install -m 0755 "$PF" "$STAGE/sbin/provision-fetch"
 
 for p in "${!INCLUDED[@]}"; do
   mkdir -p "$STAGE/lib/modules/$KVER/$(dirname "$p")"
@@ -202,6 +213,7 @@ printf '%s\n' "${LOAD_LIST[@]}" | awk '!seen[$1]++' >"$STAGE/etc/provision/modul
   echo "kernel=$KVER"
   echo "busybox=$("$BUSYBOX" 2>&1 | head -n 1)"
   echo "provision_mount_sha256=$(sha256sum <"$PM" | cut -d' ' -f1)"
+  echo "provision_fetch_sha256=$(sha256sum <"$PF" | cut -d' ' -f1)"
   echo "modules=$(awk '{ printf "%s%s", sep, $1; sep = " " }' "$STAGE/etc/provision/modules")"
 } >"$STAGE/etc/provision/initrd.info"
 

@@ -70,9 +70,8 @@ ApiHarness::ApiHarness() {
     return v == "lab" ? std::vector<std::string>{"console=ttyS0"} : std::vector<std::string>{};
   };
   PhoneHome* home = phonehome_.get();
-  boot.render_overlay = [home](const std::string& mac, const std::string& token,
-                               const std::string& remote) {
-    return home->Overlay(mac, token, remote);
+  boot.render_overlay = [home](const std::string& mac, const HttpRequest& request) {
+    return home->Overlay(mac, NodeCaller::From(request));
   };
   auto b = BootService::Create(boot, *store_, images);
   if (!b.ok()) {

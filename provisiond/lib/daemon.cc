@@ -103,8 +103,17 @@ Status Daemon::ReloadTokens() {
 Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   auto impl = std::make_unique<Impl>();
   impl->config = config;
-  Status s = MakeDirs(config.data_dir);
+  // The data directory: others may pass through it (dnsmasq, which drops to
+  // nobody, reads netboot/ below it) but not list it; its secrets (the
+  // database, tokens, ssh/) are their owner's alone.
+  Status s = MakeDirs(config.data_dir, 0711);
   if (!s.ok()) return s;
+  struct stat st {};
+  if (stat(config.data_dir.c_str(), &st) == 0 && (st.st_mode & 066) != 0) {
+    spdlog::warn("{} was readable by others (mode {:o}): now 0711", config.data_dir,
+                 st.st_mode & 0777);
+    chmod(config.data_dir.c_str(), 0711);
+  }
   s = EnsureTokensFile(config);
   if (!s.ok()) return s;
 
@@ -147,6 +156,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   boot.pxe_dir = config.pxe_dir;
   boot.loader_dir = config.ipxe_dir;
   boot.uefi_file = config.uefi_binary;
+  // provisiond reserves every node's address only in full DHCP mode.
+  boot.reserved_addresses = !config.interface.empty() && config.dhcp_mode == "full";
   // From the applied snapshot, in memory: boot scripts are on the hot path.
   boot.profile_kernel_args = [inventory = impl->inventory.get()](const std::string& v) {
     if (v.empty()) return std::vector<std::string>{};
@@ -169,9 +180,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   boot.verify_image = [raw](const ImageVersion& image) {
     return raw->nfs ? raw->nfs->Verify(image) : Status::Ok();
   };
-  boot.render_overlay = [raw](const std::string& mac, const std::string& token,
-                              const std::string& remote) {
-    return raw->phonehome->Overlay(mac, token, remote);
+  boot.render_overlay = [raw](const std::string& mac, const HttpRequest& request) {
+    return raw->phonehome->Overlay(mac, NodeCaller::From(request));
   };
   auto boot_service = BootService::Create(boot, *impl->store, *impl->images);
   if (!boot_service.ok()) return boot_service.status();

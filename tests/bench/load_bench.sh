@@ -2,9 +2,10 @@
 # load_bench.sh: 1,000 simulated nodes boot and phone home at once against one
 # provisiond. Each node (bench_node_sim, one thread per node, all released
 # together) runs the HTTP part of a netboot: GET /boot/start.ipxe, GET
-# /boot/<mac>.ipxe (its script: kernel command line with its token), GET
-# /boot/<mac>/vmlinuz, initrd.img, overlay.tar?token=, then POST
-# /api/v1/nodes/<mac>/hello with its token. Reports errors (goal 0), the
+# /boot/<mac>.ipxe (its script, which issues the boot's ticket), GET
+# /boot/<mac>/vmlinuz, initrd.img, ticket.img, overlay.tar?ticket= (from a
+# privileged port), then POST /api/v1/nodes/<mac>/hello with the token from the
+# overlay and the ticket (privileged port too). Reports errors (goal 0), the
 # phone-homes provisiond recorded (goal: every node), wall time, requests/s
 # and latency; then the same storm against nginx serving what provisiond
 # answered as static files (hello: `return 200`), alternating, for a ratio.
@@ -121,11 +122,16 @@ curl --noproxy '*' "${args[@]}" || die "fetching the scripts failed"
 args=()
 for ((i = 0; i < nodes; i++)); do
   mac=$(printf '52-54-0a-%02x-%02x-%02x' $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255)))
-  tok=$(sed -n 's/.*provision\.token=\([^ ]*\).*/\1/p' "$tmp/www/boot/$mac.ipxe" | head -n 1)
   ((i > 0)) && args+=(--next)
-  args+=(-sf -o "$tmp/www/boot/$mac/overlay.tar" "$provisiond_url/boot/$mac/overlay.tar?token=$tok")
+  args+=(-sf -o "$tmp/www/boot/$mac/ticket.img" "$provisiond_url/boot/$mac/ticket.img")
 done
-curl --noproxy '*' "${args[@]}" || die "fetching the overlays failed"
+curl --noproxy '*' "${args[@]}" || die "fetching the tickets failed"
+for ((i = 0; i < nodes; i++)); do
+  mac=$(printf '52-54-0a-%02x-%02x-%02x' $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255)))
+  ticket=$(cpio -i --quiet --to-stdout provision/ticket <"$tmp/www/boot/$mac/ticket.img")
+  curl --noproxy '*' -sf --local-port 512-1023 -o "$tmp/www/boot/$mac/overlay.tar" \
+    "$provisiond_url/boot/$mac/overlay.tar?ticket=$ticket" || die "fetching the overlay of $mac failed"
+done
 # nginx's workers run as nobody: they need to reach $tmp/www (the hard links
 # share the image store's inodes, which become world-readable).
 chmod 711 "$tmp"
@@ -171,7 +177,7 @@ n_med=$(median "${n_wall[@]}")
 ratio=$(awk -v a="$p_med" -v b="$n_med" 'BEGIN { printf "%.2f", a / b }')
 states=$(sqlite3 "$db" "select state || ' ' || count(*) from nodes group by state" | tr '\n' ',' | sed 's/,$//')
 nginx_version=$("$nginx_bin" -v 2>&1 | sed 's/^nginx version: //')
-echo "$bench: $nodes nodes at once, each: start.ipxe, <mac>.ipxe, vmlinuz ($kernel_mib MiB), initrd.img ($initrd_mib MiB), overlay.tar, hello"
+echo "$bench: $nodes nodes at once, each: start.ipxe, <mac>.ipxe, vmlinuz ($kernel_mib MiB), initrd.img ($initrd_mib MiB), ticket.img, overlay.tar, hello"
 echo "$(nproc) CPUs, load average $load_before at start, $nginx_version (workers: $nginx_workers); one thread and one connection per request per node in bench_node_sim"
 printf '%-5s %-11s %9s %9s %7s %9s %9s %9s %9s %9s\n' run server requests errors hellos "wall s" "req/s" "p50 ms" "p99 ms" "max ms"
 printf '%s\n' "${rows[@]}"

@@ -5,11 +5,16 @@
 //
 //   --enroll  POST /api/v1/nodes {hostname, mac}            (admin token; 201)
 //   --boot    GET /boot/start.ipxe, GET /boot/<mac>.ipxe     (what iPXE fetches;
-//             the script names the node's token and image version)
-//   --files   GET /boot/<mac>/vmlinuz?v=, initrd.img?v=, overlay.tar?token=
-//             (what the kernel loader and the initrd fetch)
-//   --hello   POST /api/v1/nodes/<mac>/hello with the node's own token
-//             (needs --boot: the token comes from the node's script)
+//             the script names the node's image version and issues its ticket)
+//   --files   GET /boot/<mac>/vmlinuz?v=, initrd.img?v=, ticket.img (what the
+//             kernel loader fetches), overlay.tar?ticket= (what the initrd does)
+//   --hello   POST /api/v1/nodes/<mac>/hello with the node's token (from the
+//             overlay's agent.conf) and its ticket, as the node's agent does
+//             (implies the ticket and the overlay)
+//
+// What a node's root sends (overlay, hello) leaves from a privileged port, as
+// provisiond requires: node i sends from its own loopback address
+// 127.10.<i / 250>.<i % 250 + 1>, so nodes never compete for ports.
 //
 //   bench_node_sim --url URL [--token ADMIN_TOKEN] --nodes N [--first K]
 //                  [--prefix sim] [--concurrency C] [--log FILE] [steps...]
@@ -63,13 +68,40 @@ struct Answer {
   std::string error;
 };
 
+// Where a request comes from: any port, or a privileged one on the node's
+// own loopback address.
+struct Source {
+  std::string address;  // "": the kernel's choice, any port
+};
+
+// Binds `fd` to a free port below 1024 on `address`; false if none is free.
+bool BindPrivileged(int fd, const std::string& address) {
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  inet_pton(AF_INET, address.c_str(), &local.sin_addr);
+  for (int port = 1023; port >= 512; --port) {
+    local.sin_port = htons(static_cast<uint16_t>(port));
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) == 0) return true;
+    if (errno != EADDRINUSE) return false;
+  }
+  return false;
+}
+
 // One request on a new connection; reads the answer to EOF.
 Answer Request(const Options& o, const std::string& method, const std::string& target,
-               const std::string& auth, const std::string& body) {
+               const std::string& auth, const std::string& body, const Source& source = {},
+               const std::string& extra_headers = "") {
   Answer a;
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     a.error = std::string("socket: ") + std::strerror(errno);
+    return a;
+  }
+  if (!source.address.empty() && !BindPrivileged(fd, source.address)) {
+    a.error = "no privileged port on " + source.address + ": " + std::strerror(errno);
+    ::close(fd);
     return a;
   }
   timeval tv{120, 0};
@@ -88,6 +120,7 @@ Answer Request(const Options& o, const std::string& method, const std::string& t
                     std::to_string(o.port) + "\r\nUser-Agent: iPXE/1.21.1 (bench_node_sim)\r\n" +
                     "Connection: close\r\n";
   if (!auth.empty()) req += "Authorization: Bearer " + auth + "\r\n";
+  req += extra_headers;
   if (method == "POST")
     req +=
         "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
@@ -175,15 +208,34 @@ struct Stats {
 // Runs one step; false (and the node stops) unless the answer is `expect`.
 bool Step(const Options& o, Stats& stats, const std::string& node, const std::string& step,
           const std::string& method, const std::string& target, const std::string& auth,
-          const std::string& body, int expect, Answer* out = nullptr) {
+          const std::string& body, int expect, Answer* out = nullptr, const Source& source = {},
+          const std::string& extra_headers = "") {
   auto t0 = std::chrono::steady_clock::now();
-  Answer a = Request(o, method, target, auth, body);
+  Answer a = Request(o, method, target, auth, body, source, extra_headers);
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   bool good = a.code == expect;
   stats.Record(node, step, a, good, ms);
   if (out) *out = std::move(a);
   return good;
+}
+
+// The content of `name` in a newc cpio archive ("" if absent).
+std::string CpioFile(const std::string& cpio, const std::string& name) {
+  size_t pos = 0;
+  while (pos + 110 <= cpio.size() && cpio.compare(pos, 6, "070701") == 0) {
+    auto field = [&](int i) {
+      return std::strtoul(cpio.substr(pos + 6 + 8 * static_cast<size_t>(i), 8).c_str(), nullptr,
+                          16);
+    };
+    const size_t size = field(6), name_size = field(11);
+    const std::string entry = cpio.substr(pos + 110, name_size ? name_size - 1 : 0);
+    size_t data = (pos + 110 + name_size + 3) & ~size_t{3};
+    if (entry == name) return cpio.substr(data, size);
+    if (entry == "TRAILER!!!") break;
+    pos = (data + size + 3) & ~size_t{3};
+  }
+  return "";
 }
 
 void RunNode(const Options& o, Stats& stats, int i) {
@@ -196,28 +248,41 @@ void RunNode(const Options& o, Stats& stats, int i) {
   Answer script;
   if (!Step(o, stats, name, "node.ipxe", "GET", "/boot/" + hyphen + ".ipxe", "", "", 200, &script))
     return;
-  const std::string token = After(script.body, "provision.token=");
   const std::string version = After(script.body, "vmlinuz?v=");
-  if (token.empty() || version.empty()) {
+  auto fail = [&](const std::string& step, const std::string& why) {
     Answer bad;
-    bad.code = script.code;
-    bad.body = "the script names no token or image: " + script.body.substr(0, 300);
-    stats.Record(name, "node.ipxe-content", bad, false, 0);
-    return;
-  }
+    bad.code = 200;
+    bad.body = why;
+    stats.Record(name, step, bad, false, 0);
+  };
+  if (version.empty())
+    return fail("node.ipxe-content", "the script names no image: " + script.body.substr(0, 300));
+  if (script.body.find("token=") != std::string::npos)
+    return fail("node.ipxe-content", "the script carries a token: " + script.body.substr(0, 300));
+  const std::string base = "/boot/" + hyphen + "/";
   if (o.files) {
-    const std::string base = "/boot/" + hyphen + "/";
     if (!Step(o, stats, name, "vmlinuz", "GET", base + "vmlinuz?v=" + version, "", "", 200)) return;
     if (!Step(o, stats, name, "initrd", "GET", base + "initrd.img?v=" + version, "", "", 200))
       return;
-    if (!Step(o, stats, name, "overlay", "GET", base + "overlay.tar?token=" + token, "", "", 200))
-      return;
   }
+  if (!o.files && !o.hello) return;
+  Answer ticket_img;
+  if (!Step(o, stats, name, "ticket", "GET", base + "ticket.img", "", "", 200, &ticket_img)) return;
+  std::string ticket = CpioFile(ticket_img.body, "provision/ticket");
+  while (!ticket.empty() && ticket.back() == '\n') ticket.pop_back();
+  if (ticket.empty()) return fail("ticket-content", "ticket.img holds no provision/ticket");
+  const Source root{"127.10." + std::to_string(i / 250 % 256) + "." + std::to_string(i % 250 + 1)};
+  Answer overlay;
+  if (!Step(o, stats, name, "overlay", "GET", base + "overlay.tar?ticket=" + ticket, "", "", 200,
+            &overlay, root))
+    return;
+  const std::string token = After(overlay.body, "PROVISION_TOKEN=");
+  if (token.empty()) return fail("overlay-content", "the overlay's agent.conf has no token");
   if (o.hello)
     Step(o, stats, name, "hello", "POST", "/api/v1/nodes/" + mac + "/hello", token,
          "{\"hostname\":\"" + name + "\",\"ssh_host_key\":\"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" +
-             hyphen + " sim\",\"image\":\"sim\",\"cpus\":2}",
-         200);
+             Mac(i, '/') + " sim\",\"image\":\"sim\",\"cpus\":2}",
+         200, nullptr, root, "X-Provision-Ticket: " + ticket + "\r\n");
 }
 
 int Usage(const char* why) {

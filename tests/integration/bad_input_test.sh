@@ -19,6 +19,13 @@ printf '10.0.0.9 admin %s\n' "$IPMI_PASSWORD" >"$WORK/etc/ipmi"
 chmod 600 "$WORK/etc/ipmi"
 start_provisiond main "log_level: debug" "ipmi_credentials_file: $WORK/etc/ipmi"
 DB="$DATA/data/provisiond.db"
+
+echo "== files: the data directory and its secrets are their owner's from their creation"
+expect_eq "data directory 0711 (others pass through to netboot/, cannot list)" "$(stat -c %a "$DATA/data")" 711
+expect_eq "database 0600" "$(stat -c %a "$DB")" 600
+expect_eq "API tokens 0600" "$(stat -c %a "$DATA/data/tokens")" 600
+expect_eq "control key 0600 in a 0700 directory" \
+  "$(stat -c %a "$DATA/data/ssh/id_ed25519") $(stat -c %a "$DATA/data/ssh")" "600 700"
 auth=(-H "Authorization: Bearer $TOKEN")
 # code ARGS...: the HTTP status of a curl request; the body is in $WORK/body.
 code() { curl -s --path-as-is -o "$WORK/body" -w '%{http_code}' "$@" || true; }
@@ -146,6 +153,19 @@ expect_eq "a hello with the admin token -> 403" \
   "$(code -X POST "${auth[@]}" "$URL/api/v1/nodes/52:54:00:ee:00:01/hello" -d '{}')" 403
 expect_eq "the refusals are events" "$(sqlite3 "$DB" "select count(*) from events where kind = 'refused' and node = 'n1'")" 3
 expect_eq "n1 did not phone home" "$(sqlite3 "$DB" "select stage from nodes where hostname = 'n1'")" ""
+# Node data that would add lines to dnsmasq's hosts file, /etc/hosts, known_hosts or the exports.
+n1_row() { sqlite3 "$DB" "select coalesce(ip, '-') || '|' || coalesce(host_key, '-') || '|' || updated from nodes where hostname = 'n1'"; }
+n1_before="$(n1_row)"
+expect_eq "PATCH an IP with a newline -> 400" \
+  "$(code -X PATCH "${auth[@]}" "$URL/api/v1/nodes/n1" -d '{"ip":"10.0.0.5\ndhcp-host=evil"}')" 400
+body_has "it says what is wrong with the IP" "is not an IPv4 address"
+expect_eq "PATCH a host key with a second line -> 400" \
+  "$(code -X PATCH "${auth[@]}" "$URL/api/v1/nodes/n1" -d '{"host_key":"ssh-ed25519 AAAA x\n@cert-authority * ssh-ed25519 AAAA"}')" 400
+body_has "it names the control character" "control character"
+expect_eq "enroll with a junk IP -> 400" \
+  "$(code -X POST "${auth[@]}" "$URL/api/v1/nodes" -d '{"hostname":"j1","mac":"52:54:00:ee:00:77","ip":"10.0.0.999"}')" 400
+expect_eq "n1's row is as it was (IP, key, updated)" "$(n1_row)" "$n1_before"
+expect_eq "no node j1" "$(sqlite3 "$DB" "select count(*) from nodes where hostname = 'j1'")" 0
 python3 -c "print('{\"ssh_host_key\":' + '[' * 300000 + ']' * 300000 + '}', end='')" >"$WORK/deep2"
 c="$(code -X POST -H "Authorization: Bearer $n2_token" "$URL/api/v1/nodes/52:54:00:ee:00:02/hello" --data-binary @"$WORK/deep2")"
 # This one crashed provisiond (stack overflow writing the facts back) before
@@ -244,6 +264,8 @@ echo 60 >"$NODES/sleep-vn1"
 echo 0 >"$NODES/sleep-vn2"
 printf 'version: vanish\nimage: {name: lab}\nplaybooks:\n  - playbook: vanish.yml\n    vars: {base: %s}\nnodes:\n  pattern: vn*\n' \
   "$NODES" >"$WORK/vprofiles/vanish/profile.yaml"
+mkdir -p "$WORK/vprofiles/vbase"
+printf 'version: vbase\nimage: {name: lab}\nnodes: {pattern: vn*}\n' >"$WORK/vprofiles/vbase/profile.yaml"
 cat >"$WORK/vplaybooks/vanish.yml" <<'EOF'
 - hosts: all
   tasks:
@@ -255,13 +277,20 @@ EOF
 PROFILES_DIR="$WORK/vprofiles" PLAYBOOKS_DIR="$WORK/vplaybooks" \
   start_provisiond vn "ssh.port: $PORT" "configure.task_timeout: 120"
 VDB="$DATA/data/provisiond.db"
+# The nodes boot the lab image under a profile without playbooks first (a
+# node phones home at the end of a boot), then vanish is applied.
+head -c 4096 /dev/urandom >"$WORK/vmlinuz"
+head -c 4096 /dev/urandom >"$WORK/initrd.img"
+ctl image import lab --kernel "$WORK/vmlinuz" --initrd "$WORK/initrd.img" >/dev/null
 for i in 1 2; do
-  ctl node add "vn$i" --mac "52:54:00:ef:00:0$i" --ip "$(addr_of "t$i")" >/dev/null
-  mac="$(sqlite3 "$VDB" "select mac from nodes where hostname = 'vn$i'")"
-  tok="$(sqlite3 "$VDB" "select token from nodes where hostname = 'vn$i'")"
-  curl -sf -X POST -H "Authorization: Bearer $tok" -d "{\"ssh_host_key\": \"$(key_of "t$i")\"}" \
-    "$URL/api/v1/nodes/$mac/hello" >/dev/null
+  ctl node add "vn$i" --mac "52:54:00:ef:00:0$i" --ip "$(addr_of "t$i")" --profile vbase >/dev/null
 done
+ctl profile apply vbase --yes >/dev/null
+for i in 1 2; do
+  node_hello "$URL" "52:54:00:ef:00:0$i" "{\"ssh_host_key\": \"$(key_of "t$i")\"}" >/dev/null ||
+    fail "vn$i did not phone home"
+done
+check "vn1-2 ready under the base profile" ctl wait 'vn[1-2]' --timeout 120
 expect_eq "apply vanish (through the API: provisionctl would follow the runs)" \
   "$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $TOKEN" "$URL/api/v1/profiles/vanish/apply" -d '{}')" 200
 wait_for 60 "vn1 starts its long task" test -s "$NODES/started-vn1"

@@ -128,14 +128,11 @@ PROFILES_DIR="$WORK/profiles" PLAYBOOKS_DIR="$WORK/playbooks" start_provisiond i
 sed -i "s#URL/api#$URL/api#" "$WORK/profiles/itest/profile.yaml"
 DB="$DATA/data/provisiond.db"
 
-# hello NODE KEY: the node phones home with its token (what its kernel
-# command line carries) and the host key it reports.
+# hello NODE KEY: the node boots and phones home (tests/lib.sh) with the host
+# key it reports.
 hello() {
-  local mac token
-  mac="$(sqlite3 "$DB" "select mac from nodes where hostname = '$1'")"
-  token="$(sqlite3 "$DB" "select token from nodes where hostname = '$1'")"
-  curl -sf -X POST -H "Authorization: Bearer $token" -d "{\"ssh_host_key\": \"$2\"}" \
-    "$URL/api/v1/nodes/$mac/hello"
+  node_hello "$URL" "$(sqlite3 "$DB" "select mac from nodes where hostname = '$1'")" \
+    "{\"ssh_host_key\": \"$2\"}"
 }
 runs_of() { sqlite3 "$DB" "select count(*) from runs where node = '$1'"; }
 
@@ -145,6 +142,10 @@ for i in 1 2 3 4; do
 done
 check "enroll it5 at an address where nothing listens" ctl node add it5 --mac 52:54:00:cc:00:05 \
   --ip 127.0.1.99 --profile itest
+head -c 4096 /dev/urandom >"$WORK/vmlinuz"
+head -c 4096 /dev/urandom >"$WORK/initrd.img"
+check "import the profile's image (random bytes: nodes here boot nothing, but get scripts)" \
+  ctl image import lab --kernel "$WORK/vmlinuz" --initrd "$WORK/initrd.img"
 check "apply" ctl profile apply itest --yes
 expect_output "not configured before its hello" "configure: when it phones home"
 

@@ -137,17 +137,23 @@ EOF
 PROFILES_DIR="$WORK/profiles" PLAYBOOKS_DIR="$WORK/playbooks" \
   start_provisiond ap "ssh.port: $PORT" "configure.task_timeout: 120"
 DB="$DATA/data/provisiond.db"
+# The nodes boot the lab image under a profile without playbooks first (a
+# node phones home at the end of a boot), then the crash profile is applied.
+mkdir -p "$WORK/profiles/base"
+printf 'version: base\nimage: {name: lab}\nnodes: {pattern: cr*}\n' >"$WORK/profiles/base/profile.yaml"
+head -c 4096 /dev/urandom >"$WORK/vmlinuz"
+head -c 4096 /dev/urandom >"$WORK/initrd.img"
+check "image import" ctl image import lab --kernel "$WORK/vmlinuz" --initrd "$WORK/initrd.img"
 for i in 1 2 3; do
-  check "enroll cr$i" ctl node add "cr$i" --mac "52:54:00:dd:00:0$i" --ip "$(addr_of "t$i")"
+  check "enroll cr$i" ctl node add "cr$i" --mac "52:54:00:dd:00:0$i" --ip "$(addr_of "t$i")" --profile base
 done
+check "apply base" ctl profile apply base --yes
 hello() {
-  local mac token
-  mac="$(sqlite3 "$DB" "select mac from nodes where hostname = '$1'")"
-  token="$(sqlite3 "$DB" "select token from nodes where hostname = '$1'")"
-  curl -sf -X POST -H "Authorization: Bearer $token" -d "{\"ssh_host_key\": \"$2\"}" \
-    "$URL/api/v1/nodes/$mac/hello"
+  node_hello "$URL" "$(sqlite3 "$DB" "select mac from nodes where hostname = '$1'")" \
+    "{\"ssh_host_key\": \"$2\"}"
 }
 for i in 1 2 3; do check "cr$i phones home (booted)" hello "cr$i" "$(key_of "t$i")"; done
+check "cr1-3 ready under the base profile" ctl wait 'cr[1-3]' --timeout 120
 # Through the API: provisionctl would follow the runs to their end.
 expect_eq "apply crash: configures the booted nodes" \
   "$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $TOKEN" "$URL/api/v1/profiles/crash/apply" -d '{}')" 200
@@ -176,7 +182,7 @@ check "the next apply finishes them" ctl profile apply crash --yes
 check "wait for ready" ctl wait 'cr[1-3]' --state ready --timeout 60
 expect_output "all three ready" "3/3 ready"
 expect_eq "their new runs are ok" \
-  "$(sqlite3 "$DB" "select count(*) from runs where kind = 'configure' and status = 'ok'")" 3
+  "$(sqlite3 "$DB" "select count(*) from runs where kind = 'configure' and what = 'crash' and status = 'ok'")" 3
 for i in 1 2 3; do check "cr$i ran the last task" test -s "$NODES/finished-cr$i"; done
 
 echo "== a clean stop is prompt while a client long-polls the events"

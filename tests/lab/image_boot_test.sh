@@ -149,6 +149,44 @@ ver="$(node_json lab0 | sed -n 's/.*"image":"lab@\([0-9a-f]*\)".*/\1/p')"
 [ ! -e "$STORE/lab/$ver/root/root/written-on-node" ] || fail "a file written on lab0 reached the export"
 say "lab0: / is an overlay, hostname from its overlay, a write stays on the node (host key pinned, SSH with the control key)"
 
+# 1b. An unprivileged user on lab0 (compute) tries to act as the node: nothing it can read holds
+# the node's token or this boot's ticket; every hex string it can read, tried as a token and as
+# a ticket for the hello, the overlay and a report, is refused; the boot's ticket is spent (no
+# ticket.img to fetch); the pinned key and the facts stay as they were; node why shows refusals.
+token0="$(sqlite3 "$DATA/provisiond.db" "select token from nodes where hostname = 'lab0'")"
+[ -n "$token0" ] || fail "lab0 has no token"
+facts_before="$(sqlite3 "$DATA/provisiond.db" "select facts from nodes where hostname = 'lab0'")"
+cat >"$LAB_DIR/attack.sh" <<ATTACK
+url=$PROVISIOND_URL mac=$M0 hy=${M0//:/-}
+grep -rsF -l -e "$token0" /proc/cmdline /etc /run/provision/rw /run/user /tmp /var/tmp /home /var/log && echo "LEAK: the token is readable"
+grep -q -e token= -e ticket= /proc/cmdline && echo "LEAK: the command line names a credential"
+echo "ticket.img \$(curl -s -o /dev/null -w '%{http_code}' "\$url/boot/\$hy/ticket.img")"
+cands="\$({ cat /proc/cmdline; cat /etc/provision/* /run/provision/* /etc/machine-id; env; } 2>/dev/null |
+  grep -oE '[0-9a-f]{16,}' | sort -u) made-up-0123456789abcdef"
+for c in \$cands; do
+  key='{"ssh_host_key":"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIattacker compute"}'
+  echo "hello-token \$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer \$c" -d "\$key" "\$url/api/v1/nodes/\$mac/hello")"
+  echo "hello-ticket \$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "X-Provision-Ticket: \$c" -d "\$key" "\$url/api/v1/nodes/\$mac/hello")"
+  echo "overlay \$(curl -s -o /dev/null -w '%{http_code}' "\$url/boot/\$hy/overlay.tar?ticket=\$c")"
+  echo "report \$(curl -s -o /dev/null -w '%{http_code}' -X POST -d "{\\"ticket\\":\\"\$c\\",\\"stage\\":\\"x\\",\\"error\\":\\"y\\"}" "\$url/api/v1/nodes/\$mac/report")"
+done
+ATTACK
+ssh_node "$ip0" "cat >/tmp/attack.sh && chmod 0755 /tmp/attack.sh" <"$LAB_DIR/attack.sh"
+ctl cmd lab0 --user compute -- sh /tmp/attack.sh >"$LAB_DIR/attack.out" 2>&1 || true
+cat "$LAB_DIR/attack.out"
+grep -q LEAK "$LAB_DIR/attack.out" && fail "lab0 leaks a credential to its users: $(grep LEAK "$LAB_DIR/attack.out")"
+grep -q "^ticket.img 404" "$LAB_DIR/attack.out" || fail "the boot's ticket was not spent by its hello (ticket.img answered)"
+tries="$(grep -cE '^(hello-token|hello-ticket|overlay|report) ' "$LAB_DIR/attack.out")" || true
+[ "${tries:-0}" -ge 4 ] || fail "the attack tried too little ($tries requests)"
+grep -E '^(hello-token|hello-ticket|overlay|report) ' "$LAB_DIR/attack.out" | grep -vE ' 40[34]$' &&
+  fail "a request of lab0's compute user was not refused"
+[ "$(field lab0 host_key)" = "$hostkey" ] || fail "the pinned host key of lab0 changed"
+[ "$(sqlite3 "$DATA/provisiond.db" "select facts from nodes where hostname = 'lab0'")" = "$facts_before" ] ||
+  fail "lab0's facts changed"
+ctl node why lab0 >"$LAB_DIR/why-attack.out"
+grep -q "phone-home from .*: it needs that node's own token" "$LAB_DIR/why-attack.out" || { cat "$LAB_DIR/why-attack.out"; fail "node why does not show the refusals"; }
+say "lab0's compute user cannot act as the node: $tries requests with what it can read refused, the ticket spent, key and facts unchanged"
+
 # Where a node's time went: its boot timeline, its runs and the tasks of its
 # latest configure run (for the log only).
 time_spent() {

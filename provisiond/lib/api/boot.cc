@@ -11,12 +11,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// The node's own token, from "Authorization: Bearer <token>".
-std::string BearerToken(const HttpRequest& r) {
-  std::string auth = r.Header("authorization");
-  return auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : "";
-}
-
 }  // namespace
 
 HttpResponse ServeBootScript(const ApiContext& ctx, const HttpRequest& r) {
@@ -36,7 +30,7 @@ HttpResponse NodeHello(const ApiContext& ctx, const HttpRequest& r) {
   auto facts = json::parse(r.body, nullptr, false);
   if (facts.is_discarded() || !facts.is_object())
     return HttpResponse::Error(400, "the hello body must be a JSON object of facts");
-  auto node = ctx.phonehome->Hello(r.Param("node"), BearerToken(r), facts, r.remote);
+  auto node = ctx.phonehome->Hello(r.Param("node"), NodeCaller::From(r), facts);
   if (!node.ok()) return HttpResponse::FromStatus(node.status());
   if (node->state == NodeState::kBooted && ctx.on_booted) ctx.on_booted(*node);
   return HttpResponse::Json(200, {{"node", node->name()},
@@ -45,15 +39,15 @@ HttpResponse NodeHello(const ApiContext& ctx, const HttpRequest& r) {
 }
 
 HttpResponse NodeReport(const ApiContext& ctx, const HttpRequest& r) {
-  auto body = ParseJsonObject(r.body, {"token", "stage", "error"});
+  auto body = ParseJsonObject(r.body, {"ticket", "stage", "error"});
   if (!body.ok()) return HttpResponse::FromStatus(body.status());
   auto str = [&](const char* k) {
     return body->contains(k) && (*body)[k].is_string() ? (*body)[k].get<std::string>() : "";
   };
-  std::string token = str("token");
-  if (token.empty()) token = BearerToken(r);
-  Status s = ctx.phonehome->Report(r.Param("node"), token, str("stage"),
-                                   str("error").substr(0, 2000), r.remote);
+  NodeCaller caller = NodeCaller::From(r);
+  if (caller.ticket.empty()) caller.ticket = str("ticket");  // the initrd sends it in the body
+  Status s = ctx.phonehome->Report(r.Param("node"), caller, str("stage").substr(0, 100),
+                                   str("error").substr(0, 2000));
   if (!s.ok()) return HttpResponse::FromStatus(s);
   return HttpResponse::Json(200, {{"recorded", true}});
 }
@@ -84,10 +78,7 @@ HttpResponse NodeWhy(const ApiContext& ctx, const HttpRequest& r) {
     out["image"] =
         image.ok() ? image->ref() : node->image_version + " (" + image.status().message() + ")";
     if (image.ok()) {
-      std::string cmd = ctx.boot->KernelCommandLine(*node, *image);
-      size_t tok = cmd.find("provision.token=");
-      if (tok != std::string::npos) cmd.replace(tok + 16, node->token.size(), "***");
-      out["kernel_cmdline"] = cmd;
+      out["kernel_cmdline"] = ctx.boot->KernelCommandLine(*node, *image);
     }
   }
   return HttpResponse::Json(200, out);

@@ -59,4 +59,34 @@ Result<std::string> WriteTar(const std::vector<TarEntry>& entries, int64_t mtime
   return out;
 }
 
+std::string WriteCpio(const std::vector<TarEntry>& entries, int64_t mtime_s) {
+  std::string out;
+  auto pad4 = [&out] { out.append((4 - out.size() % 4) % 4, '\0'); };
+  auto add = [&](const std::string& name, unsigned mode, int uid, int gid, const std::string& data,
+                 unsigned ino) {
+    char header[111];
+    std::snprintf(header, sizeof header,
+                  "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X", ino, mode,
+                  static_cast<unsigned>(uid), static_cast<unsigned>(gid), 1u,
+                  static_cast<unsigned>(mtime_s), static_cast<unsigned>(data.size()), 0u, 0u, 0u,
+                  0u, static_cast<unsigned>(name.size() + 1), 0u);
+    out.append(header, 110);
+    out += name;
+    out += '\0';
+    pad4();
+    out += data;
+    pad4();
+  };
+  unsigned ino = 1;
+  for (const auto& e : entries) {
+    std::string name = e.path;
+    while (!name.empty() && name.front() == '/') name.erase(0, 1);
+    const unsigned type = e.directory ? 0040000u : 0100000u;
+    add(name, type | (static_cast<unsigned>(e.mode) & 07777u), e.uid, e.gid,
+        e.directory ? "" : e.content, ino++);
+  }
+  add("TRAILER!!!", 0, 0, 0, "", 0);
+  return out;
+}
+
 }  // namespace prov

@@ -1,6 +1,7 @@
-// A ustar archive writer, for the per-node overlay (GET
-// /boot/<mac>/overlay.tar). Files only (their directories are implied), owned
-// by root unless given.
+// Archive writers: ustar for the per-node overlay (GET
+// /boot/<mac>/overlay.tar), newc cpio for the per-node initrd part the kernel
+// unpacks after the image's initrd (GET /boot/<mac>/ticket.img). Files only
+// (their directories are implied unless listed), owned by root unless given.
 #pragma once
 
 #include <string>
@@ -21,5 +22,9 @@ struct TarEntry {
 
 // The whole archive. Paths longer than ustar allows are refused.
 Result<std::string> WriteTar(const std::vector<TarEntry>& entries, int64_t mtime_s);
+
+// The whole archive in the kernel's initramfs format (newc, uncompressed),
+// with its trailer. Paths are stored relative.
+std::string WriteCpio(const std::vector<TarEntry>& entries, int64_t mtime_s);
 
 }  // namespace prov

@@ -39,4 +39,29 @@ TEST_CASE("tar: GNU tar reads what we write, modes and owners included") {
   CHECK_FALSE(WriteTar({{"../etc/passwd", "x"}}, 0).ok());
 }
 
+TEST_CASE("cpio: GNU cpio reads the initrd part we write, modes included") {
+  const std::string cpio = WriteCpio(
+      {{"provision", "", 0700, 0, 0, true}, {"/provision/ticket", "0123abcd\n", 0400, 0, 0, false}},
+      1700000000);
+  CHECK(cpio.size() % 4 == 0);
+  CHECK(cpio.compare(0, 6, "070701") == 0);
+  CHECK(cpio.find("TRAILER!!!") != std::string::npos);
+  namespace fs = std::filesystem;
+  auto dir = fs::temp_directory_path() / ("provision-cpio-" + std::to_string(getpid()));
+  fs::create_directories(dir / "out");
+  WriteFileAtomic((dir / "t.cpio").string(), cpio);
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c",
+               "cd '" + (dir / "out").string() + "' && cpio -idm --quiet < '" +
+                   (dir / "t.cpio").string() + "'"};
+  auto r = RunProcess(spec, 10000);
+  REQUIRE(r.ok());
+  CHECK_MESSAGE(r->exit_code == 0, r->output);
+  CHECK(*ReadFile((dir / "out/provision/ticket").string()) == "0123abcd\n");
+  CHECK((fs::status(dir / "out/provision/ticket").permissions() & fs::perms::all) ==
+        fs::perms::owner_read);
+  CHECK((fs::status(dir / "out/provision").permissions() & fs::perms::all) == fs::perms::owner_all);
+  fs::remove_all(dir);
+}
+
 }  // namespace prov

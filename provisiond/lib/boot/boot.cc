@@ -4,6 +4,7 @@
 
 #include "base/file_util.h"
 #include "base/mac.h"
+#include "base/tar.h"
 #include "store/node_state.h"
 
 namespace prov {
@@ -52,8 +53,54 @@ std::string BootService::FilesUrl(const std::string& mac) const {
 
 std::vector<BootFile> BootService::Initrds(const std::string& mac,
                                            const ImageVersion& image) const {
-  // ?v= names the version the script was rendered for (see NodeFile).
-  return {{"initrd.img", FilesUrl(mac) + "/initrd.img?v=" + image.version}};
+  // ?v= names the version the script was rendered for (see NodeFile); the
+  // ticket comes after the image's initrd, which the kernel unpacks first.
+  return {{"initrd.img", FilesUrl(mac) + "/initrd.img?v=" + image.version},
+          {"ticket.img", FilesUrl(mac) + "/ticket.img"}};
+}
+
+Result<std::string> BootService::IssueTicket(int64_t node_id) {
+  std::string ticket;
+  Status s = store_.Transact([&](StoreTx& tx) -> Status {
+    auto n = tx.NodeById(node_id);
+    if (!n.ok()) return n.status();
+    if (!n->ticket.empty()) {
+      ticket = n->ticket;
+      return Status::Ok();
+    }
+    n->ticket = ticket = RandomHex(16);
+    return tx.UpdateNode(*n);
+  });
+  if (!s.ok()) return s;
+  return ticket;
+}
+
+HttpResponse BootService::TicketImage(const HttpRequest& request, const std::string& mac) {
+  auto node = store_.FindNode(mac);
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  if (node->ticket.empty())
+    return HttpResponse::Error(
+        404, "no boot of " + node->name() + " waits for a ticket (its boot script issues one)");
+  if (settings_.reserved_addresses && request.remote != node->ip) {
+    EventRecord e{0,
+                  0,
+                  node->id,
+                  node->name(),
+                  "refused",
+                  "boot ticket asked for from " + request.remote + ", not from " +
+                      (node->ip.empty() ? "its reserved address (none yet)" : node->ip),
+                  "boot"};
+    store_.AppendEvent(e);
+    return HttpResponse::Error(
+        403, "the boot ticket of " + node->name() + " is served to its reserved address only");
+  }
+  HttpResponse r = HttpResponse::Text(200,
+                                      WriteCpio({{"provision", "", 0700, 0, 0, true},
+                                                 {"provision/ticket", node->ticket + "\n", 0400}},
+                                                NowMs() / 1000),
+                                      "application/octet-stream");
+  r.headers.emplace_back("Cache-Control", "no-store");
+  return r;
 }
 
 Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::string& stage,
@@ -150,9 +197,10 @@ HttpResponse BootService::StartScript() const {
 std::string BootService::KernelCommandLine(const NodeRecord& node,
                                            const ImageVersion& image) const {
   std::string cmd = loader_->InitrdArguments(Initrds(node.mac, image));
+  // No secret here: every user of the node can read /proc/cmdline.
   cmd += (cmd.empty() ? "" : " ") + std::string("provision.url=") + boot_url() +
          " provision.mac=" + node.mac + " provision.node=" + node.hostname +
-         " provision.token=" + node.token + " provision.image=" + image.ref();
+         " provision.image=" + image.ref();
   if (settings_.root_args) {
     std::string root = settings_.root_args(image);
     if (!root.empty()) cmd += " " + root;
@@ -197,6 +245,10 @@ HttpResponse BootService::NodeScript(const std::string& mac_text, const std::str
         text = loader_->UnavailableScript(context, image.status().message());
         break;
       }
+      if (auto ticket = IssueTicket(node->id); !ticket.ok()) {
+        text = ticket.status();
+        break;
+      }
       NodeBootConfig boot;
       boot.context = context;
       boot.profile = node->profile_version;
@@ -223,15 +275,16 @@ HttpResponse BootService::NodeFile(const HttpRequest& request, const std::string
   if (!mac.ok()) return HttpResponse::FromStatus(mac.status());
   if (file == "overlay.tar") {
     if (!settings_.render_overlay) return HttpResponse::Error(404, "no overlays are served");
-    auto tar = settings_.render_overlay(*mac, request.Query("token"), request.remote);
+    auto tar = settings_.render_overlay(*mac, request);
     if (!tar.ok()) return HttpResponse::FromStatus(tar.status());
     HttpResponse r = HttpResponse::Text(200, std::move(*tar), "application/x-tar");
     r.headers.emplace_back("Cache-Control", "no-store");
     return r;
   }
+  if (file == "ticket.img") return TicketImage(request, *mac);
   if (file != "vmlinuz" && file != "initrd.img")
-    return HttpResponse::Error(404,
-                               "no boot file '" + file + "' (vmlinuz, initrd.img or overlay.tar)");
+    return HttpResponse::Error(
+        404, "no boot file '" + file + "' (vmlinuz, initrd.img, ticket.img or overlay.tar)");
   auto node = store_.FindNode(*mac);
   if (!node.ok()) return HttpResponse::FromStatus(node.status());
   if (node->image_version.empty())

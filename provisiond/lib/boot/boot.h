@@ -39,11 +39,24 @@ struct BootSettings {
   // Checks that the image's root can be read over NFS before a node is
   // pointed at it; an error keeps the node waiting with that reason.
   std::function<Status(const ImageVersion& image)> verify_image;
-  // The node's overlay archive (GET /boot/<mac>/overlay.tar?token=...).
-  std::function<Result<std::string>(const std::string& mac, const std::string& token,
-                                    const std::string& remote)>
+  // Full DHCP mode: provisiond reserves every node's address, so a node's
+  // boot ticket is served to that address only.
+  bool reserved_addresses = false;
+  // The node's overlay archive (GET /boot/<mac>/overlay.tar?ticket=...):
+  // hello/phonehome.h checks the ticket and the request's port.
+  std::function<Result<std::string>(const std::string& mac, const HttpRequest& request)>
       render_overlay;
 };
+
+// A node's credentials on its way up. The boot script and the kernel command
+// line carry no secret (every user of a node reads /proc/cmdline; anyone on
+// the boot network can fetch a script). Rendering a node's script issues a
+// one-boot ticket, if none is outstanding; the script loads it as a second
+// initrd (ticket.img: /provision/ticket, 0400, in the initramfs, which is
+// gone after switch_root), served only to the node's reserved address in
+// full DHCP mode. The initrd fetches the overlay with it, from a privileged
+// port; the overlay holds the node's token in a root-only file; the hello of
+// the boot spends the ticket (hello/phonehome.h).
 
 // Boot stages in the order a node passes them.
 inline constexpr const char* kBootStages[] = {"dhcp", "ipxe-binary", "script", "kernel", "initrd"};
@@ -85,6 +98,9 @@ class BootService {
   // initrds it loads from there.
   std::string FilesUrl(const std::string& mac) const;
   std::vector<BootFile> Initrds(const std::string& mac, const ImageVersion& image) const;
+  // The node's outstanding ticket, made now if there is none.
+  Result<std::string> IssueTicket(int64_t node_id);
+  HttpResponse TicketImage(const HttpRequest& request, const std::string& mac);
 
   BootSettings settings_;  // boot_url guarded by url_mu_
   mutable std::mutex url_mu_;

@@ -81,7 +81,7 @@ echo provisiond: booting lab0 with image lab@)" +
 :kernel
 kernel ${base}/vmlinuz?v=)" +
       v +
-      R"( initrd=initrd.img provision.url=http://10.99.0.1:8080 provision.mac=52:54:00:00:00:01 provision.node=lab0 provision.token=0123456789abcdef0123456789abcdef provision.image=lab@)" +
+      R"( initrd=initrd.img initrd=ticket.img provision.url=http://10.99.0.1:8080 provision.mac=52:54:00:00:00:01 provision.node=lab0 provision.image=lab@)" +
       v + R"( console=ttyS0 && goto initrd ||
 inc tries
 iseq ${tries} 10 && goto failed ||
@@ -91,7 +91,7 @@ goto kernel
 
 :initrd
 initrd --name initrd.img ${base}/initrd.img?v=)" +
-      v + R"( && goto boot ||
+      v + R"( && initrd --name ticket.img ${base}/ticket.img && goto boot ||
 inc tries
 iseq ${tries} 10 && goto failed ||
 echo initrd download failed (try ${tries}); retrying in JITTER s
@@ -122,11 +122,51 @@ chain --replace http://10.99.0.1:8080/boot/52-54-00-00-00-01.ipxe
       }
     }
   }
-  CHECK(body == expected);  // every byte as before the boot loader interface
+  CHECK(body == expected);  // no secret in it: the ticket comes as ticket.img
   CHECK(f.store->FindNode("lab0")->state == NodeState::kBooting);
   CHECK(f.Kinds("lab0") ==
         std::vector<std::string>{"state enrolled -> booting: script: from 10.99.0.100",
                                  "boot script: from 10.99.0.100"});
+}
+
+TEST_CASE(
+    "boot: the script issues a one-boot ticket, served as ticket.img to the reserved address") {
+  BootServiceFixture f;
+  f.Enroll("lab0", "52:54:00:00:00:01", f.image.ref());
+  HttpRequest req;
+  req.remote = "10.99.0.100";
+  CHECK(f.boot->NodeFile(req, "52:54:00:00:00:01", "ticket.img").status == 404);  // none yet
+  REQUIRE(f.boot->NodeScript("52:54:00:00:00:01", "10.99.0.100").status == 200);
+  const std::string ticket = f.store->FindNode("lab0")->ticket;
+  CHECK(ticket.size() == 32);
+  // Another script of the same boot keeps it (iPXE retries).
+  f.boot->NodeScript("52:54:00:00:00:01", "10.99.0.100");
+  CHECK(f.store->FindNode("lab0")->ticket == ticket);
+  HttpResponse r = f.boot->NodeFile(req, "52:54:00:00:00:01", "ticket.img");
+  REQUIRE(r.status == 200);
+  CHECK(r.body.compare(0, 6, "070701") == 0);
+  CHECK(r.body.find("provision/ticket") != std::string::npos);
+  CHECK(r.body.find(ticket + "\n") != std::string::npos);
+
+  // Where provisiond reserves addresses (full DHCP mode), only the node's own.
+  BootSettings s;
+  s.boot_url = "http://10.99.0.1:8080";
+  s.pxe_dir = PROVISION_SOURCE_DIR "/pxe";
+  s.reserved_addresses = true;
+  auto reserved = BootService::Create(s, *f.store, *f.images);
+  REQUIRE(reserved.ok());
+  REQUIRE(f.store
+              ->Transact([&](StoreTx& tx) {
+                auto n = tx.FindNode("lab0");
+                n->ip = "10.99.0.10";
+                return tx.UpdateNode(*n);
+              })
+              .ok());
+  CHECK((*reserved)->NodeFile(req, "52:54:00:00:00:01", "ticket.img").status == 403);
+  CHECK(f.Kinds("lab0").back() ==
+        "refused boot ticket asked for from 10.99.0.100, not from 10.99.0.10");
+  req.remote = "10.99.0.10";
+  CHECK((*reserved)->NodeFile(req, "52:54:00:00:00:01", "ticket.img").status == 200);
 }
 
 TEST_CASE("boot: the initrd's DHCP is the network stage of the same boot") {

@@ -37,14 +37,20 @@ Result<ControlKey> EnsureControlKey(const std::string& dir) {
   } else {
     if (ssh_pki_generate(SSH_KEYTYPE_ED25519, 0, &raw) != SSH_OK)
       return Status::Internal("cannot generate an ed25519 key");
-    const std::string tmp = out.private_key_path + ".tmp";
-    if (ssh_pki_export_privkey_file(raw, nullptr, nullptr, nullptr, tmp.c_str()) != SSH_OK) {
+    // Written 0600 from its creation (never widened, never chmodded after).
+    char* pem = nullptr;
+    if (ssh_pki_export_privkey_base64(raw, nullptr, nullptr, nullptr, &pem) != SSH_OK) {
       ssh_key_free(raw);
-      return Status::Internal("cannot write " + tmp);
+      return Status::Internal("cannot export the new control key");
     }
-    std::filesystem::permissions(
-        tmp, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-    std::filesystem::rename(tmp, out.private_key_path);
+    std::string text(pem);
+    ssh_string_free_char(pem);
+    if (text.empty() || text.back() != '\n') text += '\n';
+    s = WriteFileAtomic(out.private_key_path, text, 0600);
+    if (!s.ok()) {
+      ssh_key_free(raw);
+      return s;
+    }
   }
   KeyPtr key(raw);
   auto pub = PublicLine(key.get());

@@ -4,38 +4,68 @@
 
 #include "base/json_fields.h"
 #include "base/tar.h"
+#include "hello/facts.h"
 #include "profiles/hardware_check.h"
 #include "store/node_state.h"
 
 namespace prov {
 
-Result<NodeRecord> PhoneHome::Authenticate(const std::string& mac_text, const std::string& token,
-                                           const std::string& what, const std::string& remote) {
+namespace {
+
+bool Same(const std::string& given, const std::string& expected) {
+  return !given.empty() && given.size() == expected.size() &&
+         CRYPTO_memcmp(given.data(), expected.data(), given.size()) == 0;
+}
+
+}  // namespace
+
+NodeCaller NodeCaller::From(const HttpRequest& request) {
+  NodeCaller c;
+  const std::string auth = request.Header("authorization");
+  if (auth.rfind("Bearer ", 0) == 0) c.token = auth.substr(7);
+  c.ticket = request.Header("x-provision-ticket");
+  if (c.ticket.empty()) c.ticket = request.Query("ticket");
+  c.remote = request.remote;
+  c.privileged_port = request.FromPrivilegedPort();
+  return c;
+}
+
+Status PhoneHome::Refuse(const NodeRecord& node, const std::string& what, const std::string& why,
+                         const NodeCaller& caller) {
+  EventRecord e{
+      0, 0, node.id, node.name(), "refused", what + " from " + caller.remote + ": " + why, "boot"};
+  inventory_.store().AppendEvent(e);
+  return Status::Error(Code::kForbidden, what + " for " + node.name() + " refused: " + why);
+}
+
+Result<NodeRecord> PhoneHome::Authenticate(const std::string& mac_text, const NodeCaller& caller,
+                                           int accepted, const std::string& what) {
   // Nodes name themselves by MAC; a hostname works too.
   auto mac = NormalizeMac(mac_text);
   auto node = inventory_.store().FindNode(mac.ok() ? *mac : mac_text);
   if (!node.ok()) return node.status();
-  bool good = !token.empty() && token.size() == node->token.size() &&
-              CRYPTO_memcmp(token.data(), node->token.data(), token.size()) == 0;
-  if (!good) {
-    EventRecord e{
-        0,
-        0,
-        node->id,
-        node->name(),
-        "refused",
-        what + " from " + remote + " with " + (token.empty() ? "no token" : "a wrong token"),
-        "boot"};
-    inventory_.store().AppendEvent(e);
-    return Status::Error(Code::kForbidden,
-                         what + " for " + node->name() + " needs that node's own token");
+  const bool ticket = (accepted & kTicket) && Same(caller.ticket, node->ticket);
+  const bool token = (accepted & kToken) && Same(caller.token, node->token);
+  if (!ticket && !token) {
+    const std::string needs = accepted == kTicket  ? "this boot's ticket"
+                              : accepted == kToken ? "that node's own token"
+                                                   : "this boot's ticket or that node's own token";
+    const bool none = caller.token.empty() && caller.ticket.empty();
+    const std::string wrong = accepted == kTicket  ? " (wrong ticket)"
+                              : accepted == kToken ? " (wrong token)"
+                                                   : " (wrong ticket or token)";
+    return Refuse(*node, what, "it needs " + needs + (none ? " (none given)" : wrong), caller);
   }
+  if (!caller.privileged_port)
+    return Refuse(*node, what,
+                  "it must come from a privileged port (below 1024: only root on the node can "
+                  "send it)",
+                  caller);
   return node;
 }
 
-Result<std::string> PhoneHome::Overlay(const std::string& mac, const std::string& token,
-                                       const std::string& remote) {
-  auto node = Authenticate(mac, token, "overlay request", remote);
+Result<std::string> PhoneHome::Overlay(const std::string& mac, const NodeCaller& caller) {
+  auto node = Authenticate(mac, caller, kTicket, "overlay request");
   if (!node.ok()) return node.status();
   std::vector<TarEntry> files;
   files.push_back({"etc/hostname", node->hostname + "\n", 0644});
@@ -50,7 +80,8 @@ Result<std::string> PhoneHome::Overlay(const std::string& mac, const std::string
   }
   // Every node's overlay lists every node: the address book is read from the
   // store only when an address changed, not per overlay.
-  for (const auto& n : inventory_.store().Addresses()->entries)
+  const auto book = inventory_.store().Addresses();  // held: the loop reads it
+  for (const auto& n : book->entries)
     if (!n.hostname.empty()) hosts += n.ip + "\t" + n.hostname + "\n";
   files.push_back({"etc/hosts", hosts, 0644});
   files.push_back({"root/.ssh", "", 0700, 0, 0, true});
@@ -62,7 +93,8 @@ Result<std::string> PhoneHome::Overlay(const std::string& mac, const std::string
                        "; read by provision-hello.\n"
                        "PROVISION_URL=" +
                        url + "\nPROVISION_MAC=" + node->mac + "\nPROVISION_NODE=" + node->hostname +
-                       "\nPROVISION_TOKEN=" + node->token + "\n",
+                       "\nPROVISION_TOKEN=" + node->token + "\nPROVISION_TICKET=" + node->ticket +
+                       "\n",
                    0600});
   if (!node->profile_version.empty()) {
     auto profile = inventory_.Snapshot(node->profile_version);
@@ -87,23 +119,56 @@ Result<std::string> PhoneHome::Overlay(const std::string& mac, const std::string
   return tar;
 }
 
-Status PhoneHome::Report(const std::string& mac, const std::string& token, const std::string& stage,
-                         const std::string& error, const std::string& remote) {
-  auto node = Authenticate(mac, token, "failure report", remote);
+Status PhoneHome::Report(const std::string& mac, const NodeCaller& caller, const std::string& stage,
+                         const std::string& error) {
+  auto node = Authenticate(mac, caller, kTicket | kToken, "failure report");
   if (!node.ok()) return node.status();
   EventRecord e{0, 0, node->id, node->name(), "boot-error", stage + ": " + error, "node"};
   return inventory_.store().AppendEvent(e);
 }
 
-Result<NodeRecord> PhoneHome::Hello(const std::string& mac, const std::string& token,
-                                    const nlohmann::json& facts, const std::string& remote) {
-  auto node = Authenticate(mac, token, "phone-home", remote);
+Result<NodeRecord> PhoneHome::Hello(const std::string& mac, const NodeCaller& caller,
+                                    const nlohmann::json& facts) {
+  auto node = Authenticate(mac, caller, kToken, "phone-home");
   if (!node.ok()) return node.status();
-  if (!facts.is_object()) return Status::Invalid("the facts must be a JSON object");
+  if (Status valid = ValidateFacts(facts); !valid.ok())
+    return Status::Invalid("the phone-home of " + node->name() + " is refused: " + valid.message());
   if (node->state == NodeState::kRetired || node->state == NodeState::kMaintenance ||
       node->state == NodeState::kDiscovered)
     return Status::Conflict(node->name() + " is " + std::string(ToString(node->state)) +
                             ": its phone-home is not accepted");
+  const std::string key = JsonString(facts, "ssh_host_key");
+  if (!Same(caller.ticket, node->ticket)) {
+    // Not the hello of a boot: the facts of a booted node, refreshed by its
+    // agent. Its host key must be the pinned one: a new key comes only with
+    // a new boot, through the boot path.
+    if (node->host_key.empty() || node->state == NodeState::kEnrolled ||
+        node->state == NodeState::kBooting)
+      return Refuse(*node, "phone-home",
+                    "the first phone-home of a boot needs this boot's ticket" +
+                        std::string(caller.ticket.empty() ? " (none given)" : " (wrong ticket)"),
+                    caller);
+    if (!key.empty() && key != node->host_key)
+      return Refuse(*node, "phone-home",
+                    "it would change the pinned host key, which only a new boot (with its "
+                    "ticket) may do",
+                    caller);
+    NodeRecord result;
+    Status s = inventory_.store().Transact([&](StoreTx& tx) -> Status {
+      auto n = tx.NodeById(node->id);
+      if (!n.ok()) return n.status();
+      n->facts = facts.dump();
+      n->last_seen_ms = NowMs();
+      Status u = tx.UpdateNode(*n);
+      if (!u.ok()) return u;
+      result = *n;
+      EventRecord e{0,     0, n->id, n->name(), "facts", "facts refreshed from " + caller.remote,
+                    "node"};
+      return tx.AppendEvent(e);
+    });
+    if (!s.ok()) return s;
+    return result;
+  }
   std::shared_ptr<const Profile> profile;
   if (!node->profile_version.empty()) {
     auto p = inventory_.Snapshot(node->profile_version);
@@ -119,9 +184,9 @@ Result<NodeRecord> PhoneHome::Hello(const std::string& mac, const std::string& t
     updated.stage = "hello";
     updated.configured.clear();  // a new boot: its RAM overlay is fresh
     updated.last_seen_ms = NowMs();
-    std::string key = JsonString(facts, "ssh_host_key");
-    // Host keys are made in the node's RAM overlay at every boot: the hello,
-    // authenticated by the node's token, pins the key of this boot.
+    updated.ticket.clear();  // spent
+    // Host keys are made in the node's RAM overlay at every boot: the hello
+    // of the boot, with its ticket, pins the key of this boot.
     std::string key_note;
     if (!key.empty() && key != updated.host_key) {
       key_note = updated.host_key.empty() ? "host key pinned"
@@ -134,7 +199,7 @@ Result<NodeRecord> PhoneHome::Hello(const std::string& mac, const std::string& t
                   updated.id,
                   updated.name(),
                   "boot",
-                  "hello: from " + remote + (image.empty() ? "" : ", image " + image) +
+                  "hello: from " + caller.remote + (image.empty() ? "" : ", image " + image) +
                       (key_note.empty() ? "" : "; " + key_note),
                   "node"};
     if (updated.state != NodeState::kBooting) {

@@ -24,6 +24,26 @@ struct PhoneHomeFixture {
     REQUIRE_MESSAGE(n.ok(), n.status().message());
     return *n;
   }
+  // What the boot script does: issues the boot's ticket.
+  std::string Ticket(const std::string& host) {
+    std::string ticket = "ticket-" + host + "-0123456789abcdef";
+    REQUIRE(store
+                ->Transact([&](StoreTx& tx) {
+                  auto n = tx.FindNode(host);
+                  if (!n.ok()) return n.status();
+                  n->ticket = ticket;
+                  return tx.UpdateNode(*n);
+                })
+                .ok());
+    return ticket;
+  }
+  // A request from the node's root (port 700) or from one of its users (port 40000).
+  static NodeCaller Root(std::string token, std::string ticket) {
+    return {std::move(token), std::move(ticket), "10.99.0.10", true};
+  }
+  static NodeCaller User(std::string token, std::string ticket) {
+    return {std::move(token), std::move(ticket), "10.99.0.10", false};
+  }
   std::vector<std::string> Events(const std::string& node) {
     std::vector<std::string> out;
     auto n = store->FindNode(node);
@@ -47,20 +67,30 @@ nlohmann::json ArcFacts(bool with_gpu) {
 
 }  // namespace
 
-TEST_CASE("phone-home: the overlay carries the node's identity, only for its token") {
+TEST_CASE("phone-home: the overlay carries the node's identity, for this boot's ticket from root") {
   PhoneHomeFixture f;
   NodeRecord n = f.Enroll("node0", "52:54:00:00:00:01", "v0.1");
   f.Enroll("node1", "52:54:00:00:00:02", "v0.1");
-  CHECK(f.home.Overlay(n.mac, "wrong", "10.99.0.10").status().code() == Code::kForbidden);
-  CHECK(f.Events("node0").back() == "refused overlay request from 10.99.0.10 with a wrong token");
-  auto tar = f.home.Overlay(n.mac, n.token, "10.99.0.10");
+  CHECK(f.home.Overlay(n.mac, PhoneHomeFixture::Root("", "x")).status().code() == Code::kForbidden);
+  CHECK(f.Events("node0").back() ==
+        "refused overlay request from 10.99.0.10: it needs this boot's ticket (wrong ticket)");
+  const std::string ticket = f.Ticket("node0");
+  // The token is not a ticket; the ticket from a user's port is refused.
+  CHECK(f.home.Overlay(n.mac, PhoneHomeFixture::Root(n.token, "")).status().code() ==
+        Code::kForbidden);
+  CHECK(f.Events("node0").back() ==
+        "refused overlay request from 10.99.0.10: it needs this boot's ticket (wrong ticket)");
+  auto from_user = f.home.Overlay(n.mac, PhoneHomeFixture::User("", ticket));
+  CHECK(from_user.status().code() == Code::kForbidden);
+  CHECK(f.Events("node0").back().find("it must come from a privileged port") != std::string::npos);
+  auto tar = f.home.Overlay(n.mac, PhoneHomeFixture::Root("", ticket));
   REQUIRE(tar.ok());
   namespace fs = std::filesystem;
   auto dir = fs::temp_directory_path() / ("provision-overlay-" + std::to_string(getpid()));
   fs::create_directories(dir / "root");
   WriteFileAtomic((dir / "o.tar").string(), *tar);
   ProcessSpec x;
-  x.argv = {"/usr/bin/tar", "-C", (dir / "root").string(), "-xf", (dir / "o.tar").string()};
+  x.argv = {"/usr/bin/tar", "-C", (dir / "root").string(), "-xpf", (dir / "o.tar").string()};
   REQUIRE(RunProcess(x, 10000)->exit_code == 0);
   CHECK(*ReadFile((dir / "root/etc/hostname").string()) == "node0\n");
   std::string hosts = *ReadFile((dir / "root/etc/hosts").string());
@@ -69,44 +99,88 @@ TEST_CASE("phone-home: the overlay carries the node's identity, only for its tok
   CHECK(hosts.find("\tnode1\n") != std::string::npos);
   CHECK(*ReadFile((dir / "root/root/.ssh/authorized_keys").string()) ==
         "ssh-ed25519 AAAAcontrol provisiond@control\n");
-  CHECK(ReadFile((dir / "root/etc/provision/agent.conf").string())
-            ->find("PROVISION_TOKEN=" + n.token) != std::string::npos);
+  const std::string conf = *ReadFile((dir / "root/etc/provision/agent.conf").string());
+  CHECK(conf.find("PROVISION_TOKEN=" + n.token + "\n") != std::string::npos);
+  CHECK(conf.find("PROVISION_TICKET=" + ticket + "\n") != std::string::npos);
+  CHECK((fs::status(dir / "root/etc/provision/agent.conf").permissions() & fs::perms::all) ==
+        (fs::perms::owner_read | fs::perms::owner_write));
   CHECK(ReadFile((dir / "root/etc/motd").string())->find("profile v0.1") !=
         std::string::npos);  // profile overlay
   fs::remove_all(dir);
 }
 
-TEST_CASE("phone-home: the right hardware makes a node booted and pins its host key") {
+TEST_CASE("phone-home: the boot's hello pins the host key and spends the ticket") {
   PhoneHomeFixture f;
   NodeRecord n = f.Enroll("node0", "52:54:00:00:00:01", "v0.1");
-  CHECK(f.home.Hello(n.mac, "", ArcFacts(true), "x").status().code() == Code::kForbidden);
+  const std::string ticket = f.Ticket("node0");
+  // No token, a user's port, no ticket: refused, nothing changes.
+  CHECK(f.home.Hello(n.mac, PhoneHomeFixture::Root("", ticket), ArcFacts(true)).status().code() ==
+        Code::kForbidden);
+  CHECK(f.home.Hello(n.mac, PhoneHomeFixture::User(n.token, ticket), ArcFacts(true))
+            .status()
+            .code() == Code::kForbidden);
+  CHECK(f.home.Hello(n.mac, PhoneHomeFixture::Root(n.token, ""), ArcFacts(true)).status().code() ==
+        Code::kForbidden);
+  CHECK(f.Events("node0").back() ==
+        "refused phone-home from 10.99.0.10: the first phone-home of a boot needs this boot's "
+        "ticket (none given)");
   CHECK(f.store->FindNode("node0")->state == NodeState::kEnrolled);
-  auto r = f.home.Hello(n.mac, n.token, ArcFacts(true), "10.99.0.10");
+  CHECK(f.store->FindNode("node0")->host_key.empty());
+
+  auto r = f.home.Hello(n.mac, PhoneHomeFixture::Root(n.token, ticket), ArcFacts(true));
   REQUIRE_MESSAGE(r.ok(), r.status().message());
   auto node = f.store->FindNode("node0");
   CHECK(node->state == NodeState::kBooted);
   CHECK(node->host_key == "ssh-ed25519 AAAAhost root@node0");
   CHECK(node->stage == "hello");
-  auto events = f.Events("node0");
-  CHECK(events.back() == "boot hello: from 10.99.0.10, image ubuntu-arc@0123; host key pinned");
+  CHECK(node->ticket.empty());  // spent
+  CHECK(f.Events("node0").back() ==
+        "boot hello: from 10.99.0.10, image ubuntu-arc@0123; host key pinned");
+
+  // Later, without a ticket: the facts are refreshed, the state stays...
+  nlohmann::json facts = ArcFacts(true);
+  facts["memory_bytes"] = 32ULL << 30;
+  r = f.home.Hello(n.mac, PhoneHomeFixture::Root(n.token, ticket), facts);  // spent: no ticket
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  CHECK(f.store->FindNode("node0")->state == NodeState::kBooted);
+  CHECK(f.store->FindNode("node0")->facts.find("34359738368") != std::string::npos);
+  CHECK(f.Events("node0").back() == "facts facts refreshed from 10.99.0.10");
+  // ...but a new host key needs a new boot.
+  facts["ssh_host_key"] = "ssh-ed25519 AAAAattacker user@node0";
+  CHECK(f.home.Hello(n.mac, PhoneHomeFixture::Root(n.token, ""), facts).status().code() ==
+        Code::kForbidden);
+  CHECK(f.Events("node0").back().find("it would change the pinned host key") != std::string::npos);
+  CHECK(f.store->FindNode("node0")->host_key == "ssh-ed25519 AAAAhost root@node0");
+  // The next boot (a new ticket) may.
+  r = f.home.Hello(n.mac, PhoneHomeFixture::Root(n.token, f.Ticket("node0")), facts);
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  CHECK(f.store->FindNode("node0")->host_key == "ssh-ed25519 AAAAattacker user@node0");
 }
 
 TEST_CASE("phone-home: a v0.1 node without its Arc A770 is failed, with the reason") {
   PhoneHomeFixture f;
   NodeRecord n = f.Enroll("node0", "52:54:00:00:00:01", "v0.1");
-  auto r = f.home.Hello(n.mac, n.token, ArcFacts(false), "10.99.0.10");
+  auto r = f.home.Hello(n.mac, PhoneHomeFixture::Root(n.token, f.Ticket("node0")), ArcFacts(false));
   REQUIRE(r.ok());
   auto node = f.store->FindNode("node0");
   CHECK(node->state == NodeState::kFailed);
   CHECK(node->reason.find("hardware: expected 1 x intel Arc A770 (8086:56a0), found 0") == 0);
 }
 
-TEST_CASE("phone-home: failure reports from the initrd become events") {
+TEST_CASE("phone-home: failure reports from the initrd (its ticket) become events") {
   PhoneHomeFixture f;
   NodeRecord n = f.Enroll("node0", "52:54:00:00:00:01", "v0.1");
-  CHECK(f.home.Report(n.mac, n.token, "nfs mount", "No such file or directory", "x").ok());
+  const std::string ticket = f.Ticket("node0");
+  CHECK(f.home
+            .Report(n.mac, PhoneHomeFixture::Root("", ticket), "nfs mount",
+                    "No such file or directory")
+            .ok());
   CHECK(f.Events("node0").back() == "boot-error nfs mount: No such file or directory");
-  CHECK(f.home.Report(n.mac, "nope", "x", "y", "x").code() == Code::kForbidden);
+  CHECK(f.home.Report(n.mac, PhoneHomeFixture::Root(n.token, ""), "agent", "x").ok());
+  CHECK(f.home.Report(n.mac, PhoneHomeFixture::Root("nope", "nope"), "x", "y").code() ==
+        Code::kForbidden);
+  CHECK(f.home.Report(n.mac, PhoneHomeFixture::User("", ticket), "x", "y").code() ==
+        Code::kForbidden);
 }
 
 }  // namespace prov

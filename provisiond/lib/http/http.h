@@ -23,7 +23,12 @@ struct HttpRequest {
   std::map<std::string, std::string> query;
   std::map<std::string, std::string> headers;  // keys lowercase
   std::string body;
-  std::string remote;  // peer address
+  std::string remote;   // peer address
+  int remote_port = 0;  // peer port (0: unknown)
+  // Whether the peer's port is below 1024: only root (CAP_NET_BIND_SERVICE)
+  // on the peer could bind it. Node-facing routes that hand out or use a
+  // node's credential require it, so a node's unprivileged users cannot.
+  bool FromPrivilegedPort() const { return remote_port > 0 && remote_port < 1024; }
   // Filled by the router: {name} segments of the matched pattern, and who the
   // bearer token belongs to ("" when there was none).
   std::map<std::string, std::string> params;

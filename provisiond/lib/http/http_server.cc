@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 namespace prov {
 namespace {
@@ -33,16 +34,23 @@ MHD_Result CollectQuery(void* cls, enum MHD_ValueKind, const char* key, const ch
   return MHD_YES;
 }
 
-std::string PeerAddress(MHD_Connection* c) {
+// The peer's address and port.
+std::pair<std::string, int> PeerAddress(MHD_Connection* c) {
   const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-  if (!info || !info->client_addr) return "";
+  if (!info || !info->client_addr) return {"", 0};
   char buf[INET6_ADDRSTRLEN] = {0};
+  int port = 0;
   const sockaddr* sa = info->client_addr;
-  if (sa->sa_family == AF_INET)
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, buf, sizeof buf);
-  else if (sa->sa_family == AF_INET6)
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, buf, sizeof buf);
-  return buf;
+  if (sa->sa_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+    inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf);
+    port = ntohs(in->sin_port);
+  } else if (sa->sa_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof buf);
+    port = ntohs(in6->sin6_port);
+  }
+  return {buf, port};
 }
 
 // MHD leaves out the body of a HEAD response itself, keeping Content-Length.
@@ -90,7 +98,7 @@ MHD_Result HttpServerCallbacks::OnRequest(void* cls, MHD_Connection* c, const ch
     conn->request.path = url;
     MHD_get_connection_values(c, MHD_HEADER_KIND, &CollectHeader, &conn->request);
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, &CollectQuery, &conn->request);
-    conn->request.remote = PeerAddress(c);
+    std::tie(conn->request.remote, conn->request.remote_port) = PeerAddress(c);
     const std::string length = conn->request.Header("content-length");
     if (!length.empty() && length.size() < 20 &&
         length.find_first_not_of("0123456789") == std::string::npos &&

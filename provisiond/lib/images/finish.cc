@@ -50,10 +50,10 @@ BuildDir::~BuildDir() {
 Status CheckFinishingInputs(const ImageBuildOptions& opt) {
   for (const std::string& need :
        {opt.tools_dir + "/provision-facts", opt.tools_dir + "/provision-mount",
-        opt.agent_dir + "/provision-hello", opt.initrd_builder})
+        opt.tools_dir + "/provision-fetch", opt.agent_dir + "/provision-hello", opt.initrd_builder})
     if (access(need.c_str(), R_OK) != 0)
       return Status::NotFound("image builds need " + need +
-                              " (build provision-facts and provision-mount; "
+                              " (build provision-facts, provision-mount and provision-fetch; "
                               "tools_dir and images_dir in the config say where)");
   return Status::Ok();
 }
@@ -190,7 +190,8 @@ Result<ImageVersion> FinishImage(BuildDir& build, const ImageManifest& m,
   say("building the netboot initrd");
   ProcessSpec initrd;
   initrd.argv = {"/bin/bash", opt.initrd_builder, root, build.path() + "/initrd.img"};
-  initrd.env = {"PROVISION_MOUNT=" + opt.tools_dir + "/provision-mount"};
+  initrd.env = {"PROVISION_MOUNT=" + opt.tools_dir + "/provision-mount",
+                "PROVISION_FETCH=" + opt.tools_dir + "/provision-fetch"};
   s = RunBuildStep(initrd, 600, progress, "initrd", opt.cancel);
   if (!s.ok()) return s;
 

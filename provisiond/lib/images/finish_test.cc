@@ -37,6 +37,7 @@ struct FinishFixture {
     options.initrd_builder = (dir / "build-initrd.sh").string();
     Put(options.tools_dir + "/provision-facts", "FACTS", 0755);
     Put(options.tools_dir + "/provision-mount", "MOUNT", 0755);
+    Put(options.tools_dir + "/provision-fetch", "FETCH", 0755);
     Put(options.agent_dir + "/provision-hello", "HELLO", 0755);
     Put(options.agent_dir + "/provision-hello.service", "[Unit]\n");
     // The real builder packs busybox and the kernel's modules; this one

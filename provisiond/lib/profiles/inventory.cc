@@ -148,6 +148,10 @@ std::map<std::string, Profile> Inventory::ListProfiles(std::vector<std::string>&
 Result<NodeRecord> Inventory::Enroll(const EnrollRequest& request, const std::string& who) {
   Status s = ValidateHostname(request.hostname);
   if (!s.ok()) return s;
+  if (!request.ip.empty()) {
+    s = ValidateNodeIp(request.ip);
+    if (!s.ok()) return s;
+  }
   auto mac = NormalizeMac(request.mac);
   if (!mac.ok()) return mac.status();
   s = ValidatePowerConfig(request.power);
@@ -221,6 +225,14 @@ Result<NodeRecord> Inventory::Change(const std::string& name, const NodeChange& 
                                      const std::string& who) {
   if (change.hostname) {
     Status s = ValidateHostname(*change.hostname);
+    if (!s.ok()) return s;
+  }
+  if (change.ip && !change.ip->empty()) {
+    Status s = ValidateNodeIp(*change.ip);
+    if (!s.ok()) return s;
+  }
+  if (change.host_key && !change.host_key->empty()) {
+    Status s = ValidateHostKey(*change.host_key);
     if (!s.ok()) return s;
   }
   if (change.power) {

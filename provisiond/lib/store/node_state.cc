@@ -1,5 +1,6 @@
 #include "store/node_state.h"
 
+#include <algorithm>
 #include <array>
 
 namespace prov {
@@ -87,6 +88,58 @@ Status ValidateHostname(std::string_view name) {
   }
   if (name.front() == '-' || name.back() == '-')
     return Status::Invalid("hostname '" + std::string(name) + "' starts or ends with '-'");
+  return Status::Ok();
+}
+
+Status ValidateNodeIp(std::string_view ip) {
+  auto bad = [&](const std::string& why) {
+    return Status::Invalid("ip '" + std::string(ip.substr(0, 64)) + "' is not an IPv4 address (" +
+                           why + ")");
+  };
+  int parts = 0;
+  size_t pos = 0;
+  while (pos <= ip.size()) {
+    size_t end = ip.find('.', pos);
+    if (end == std::string_view::npos) end = ip.size();
+    std::string_view part = ip.substr(pos, end - pos);
+    if (part.empty() || part.size() > 3) return bad("four numbers 0-255 separated by dots");
+    for (char c : part)
+      if (c < '0' || c > '9') return bad("it has the character '" + std::string(1, c) + "'");
+    if ((part.size() > 1 && part[0] == '0') || std::stoi(std::string(part)) > 255)
+      return bad("four numbers 0-255 separated by dots");
+    ++parts;
+    pos = end + 1;
+  }
+  if (parts != 4) return bad("four numbers 0-255 separated by dots");
+  return Status::Ok();
+}
+
+Status ValidateHostKey(std::string_view key) {
+  static constexpr std::array<std::string_view, 8> kTypes = {"ssh-ed25519",
+                                                             "ssh-rsa",
+                                                             "ecdsa-sha2-nistp256",
+                                                             "ecdsa-sha2-nistp384",
+                                                             "ecdsa-sha2-nistp521",
+                                                             "sk-ssh-ed25519@openssh.com",
+                                                             "ssh-dss",
+                                                             "sk-ecdsa-sha2-nistp256@openssh.com"};
+  if (key.size() > 16384) return Status::Invalid("host key is longer than 16384 bytes");
+  for (char c : key)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return Status::Invalid("host key has a control character (one key, one line)");
+  const size_t space = key.find(' ');
+  if (space == std::string_view::npos)
+    return Status::Invalid("host key is not 'TYPE BASE64 [COMMENT]'");
+  std::string_view type = key.substr(0, space);
+  if (std::find(kTypes.begin(), kTypes.end(), type) == kTypes.end())
+    return Status::Invalid("host key type '" + std::string(type.substr(0, 40)) + "' is not known");
+  std::string_view data = key.substr(space + 1);
+  data = data.substr(0, data.find(' '));
+  if (data.empty()) return Status::Invalid("host key has no key data");
+  for (char c : data)
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+          c == '/' || c == '='))
+      return Status::Invalid("host key data is not base64");
   return Status::Ok();
 }
 

@@ -46,4 +46,12 @@ bool IsOperatorState(NodeState s);
 // control_0_1), at most 63 characters.
 Status ValidateHostname(std::string_view name);
 
+// A node's address: one IPv4 address in dotted-quad form ("10.99.0.10"), as
+// dnsmasq's hosts file, /etc/hosts and the inventory exports write it.
+Status ValidateNodeIp(std::string_view ip);
+
+// A pinned host key: one OpenSSH public key line ("ssh-ed25519 AAAA...
+// [comment]"), a known key type, base64 key data, a printable comment.
+Status ValidateHostKey(std::string_view key);
+
 }  // namespace prov

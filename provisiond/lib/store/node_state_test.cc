@@ -69,3 +69,25 @@ TEST_CASE("hostnames") {
 }
 
 }  // namespace prov
+
+namespace prov {
+
+TEST_CASE("node data: an IP is one dotted quad, a host key one key line") {
+  CHECK(ValidateNodeIp("10.99.0.5").ok());
+  CHECK(ValidateNodeIp("255.255.255.0").ok());
+  for (const char* bad : {"10.0.0.5\ndhcp-host=evil", "10.0.0", "10.0.0.256", "10.0.0.05", "",
+                          "::1", "10.0.0.5 ", "a.b.c.d", "1.2.3.4.5"}) {
+    INFO(bad);
+    Status s = ValidateNodeIp(bad);
+    CHECK_FALSE(s.ok());
+    CHECK(s.message().find("is not an IPv4 address") != std::string::npos);
+  }
+  CHECK(ValidateHostKey("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHq root@node0").ok());
+  CHECK(ValidateHostKey("ecdsa-sha2-nistp256 AAAAE2VjZHNh").ok());
+  CHECK_FALSE(ValidateHostKey("ssh-ed25519 AAAA x\n@cert-authority * ssh-ed25519 AAAA").ok());
+  CHECK_FALSE(ValidateHostKey("ssh-ed25519").ok());
+  CHECK_FALSE(ValidateHostKey("made-up AAAA").ok());
+  CHECK_FALSE(ValidateHostKey("ssh-ed25519 AA<script>").ok());
+}
+
+}  // namespace prov

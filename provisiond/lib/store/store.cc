@@ -1,11 +1,14 @@
 #include "store/store.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <chrono>
 
 #include "base/file_util.h"
+#include "base/unique_fd.h"
 #include "store/migrations.h"
 
 namespace prov {
@@ -20,7 +23,7 @@ namespace {
 
 constexpr const char* kNodeColumns =
     "id, mac, hostname, ip, state, reason, profile_version, image_version, facts, host_key, "
-    "token, stage, last_seen, created, updated, power, configured";
+    "token, stage, last_seen, created, updated, power, configured, ticket";
 
 // SQL texts, each prepared once (the cache is keyed by these pointers).
 const std::string kSelectNodeByName =
@@ -35,12 +38,13 @@ const std::string kSelectNodes = std::string("SELECT ") + kNodeColumns +
                                  "ORDER BY hostname IS NULL, hostname, mac";
 constexpr const char* kInsertNode =
     "INSERT INTO nodes (mac, hostname, ip, state, reason, profile_version, image_version, facts, "
-    "host_key, token, stage, last_seen, created, updated, power, configured) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16, ?17)";
+    "host_key, token, stage, last_seen, created, updated, power, configured, ticket) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16, ?17, ?18)";
 constexpr const char* kUpdateNode =
     "UPDATE nodes SET mac = ?1, hostname = ?2, ip = ?3, state = ?4, reason = ?5, "
     "profile_version = ?6, image_version = ?7, facts = ?8, host_key = ?9, token = ?10, "
-    "stage = ?11, last_seen = ?12, updated = ?14, power = ?16, configured = ?17 WHERE id = ?15";
+    "stage = ?11, last_seen = ?12, updated = ?14, power = ?16, configured = ?17, ticket = ?18 "
+    "WHERE id = ?15";
 constexpr const char* kDeleteNode = "DELETE FROM nodes WHERE id = ?1";
 constexpr const char* kInsertEvent =
     "INSERT INTO events (time, node_id, node, kind, detail, who) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
@@ -101,6 +105,7 @@ NodeRecord ReadNode(sqlite3_stmt* s) {
   n.updated_ms = sqlite3_column_int64(s, 14);
   n.power = ColumnText(s, 15);
   n.configured = ColumnText(s, 16);
+  n.ticket = ColumnText(s, 17);
   return n;
 }
 
@@ -124,6 +129,7 @@ void BindNode(sqlite3_stmt* s, const NodeRecord& n) {
   sqlite3_bind_int64(s, 14, n.updated_ms);
   BindText(s, 16, n.power.empty() ? "{}" : n.power);
   BindText(s, 17, n.configured);
+  BindText(s, 18, n.ticket);
 }
 
 Status SqlError(sqlite3* db, const std::string& what) {
@@ -181,6 +187,18 @@ Status ApplyMigrations(sqlite3* db, int upto) {
 }
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  // The database holds every node's token and ticket: only its owner reads
+  // it, from its creation on (SQLite gives its -wal and -shm files the same
+  // mode). A database an older provisiond left readable by others is
+  // tightened.
+  if (path != ":memory:") {
+    UniqueFd created(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    struct stat st {};
+    if (!created.valid() && ::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+      spdlog::warn("{} was readable by others (mode {:o}): now 0600", path, st.st_mode & 0777);
+      ::chmod(path.c_str(), 0600);
+    }
+  }
   sqlite3* db = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &db,

@@ -39,6 +39,9 @@ struct NodeRecord {
   // The profile hash this boot of the node was configured with ("" since
   // its last hello, or never).
   std::string configured;
+  // The one-boot ticket outstanding ("" when none): migration 007. Like the
+  // token, never in an API answer, an event or a log.
+  std::string ticket;
   int64_t last_seen_ms = 0;
   int64_t created_ms = 0;
   int64_t updated_ms = 0;

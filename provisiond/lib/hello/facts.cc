@@ -1,0 +1,111 @@
+#include "hello/facts.h"
+
+#include <cctype>
+#include <string>
+
+#include "store/node_state.h"
+
+namespace prov {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr size_t kMaxString = 4096;
+constexpr size_t kMaxArray = 4096;
+
+Status Bad(const std::string& path, const std::string& why) {
+  return Status::Invalid(path + ": " + why);
+}
+
+Status CheckText(const std::string& path, const std::string& text) {
+  if (text.size() > kMaxString)
+    return Bad(path, "longer than " + std::to_string(kMaxString) + " bytes");
+  for (char c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return Bad(path, "has a control character");
+  return Status::Ok();
+}
+
+// Every key and string below `v`.
+Status CheckTree(const std::string& path, const json& v) {
+  if (v.is_string()) return CheckText(path, v.get_ref<const std::string&>());
+  if (v.is_array()) {
+    if (v.size() > kMaxArray) return Bad(path, "more than " + std::to_string(kMaxArray) + " items");
+    for (size_t i = 0; i < v.size(); ++i) {
+      Status s = CheckTree(path + "[" + std::to_string(i) + "]", v[i]);
+      if (!s.ok()) return s;
+    }
+  } else if (v.is_object()) {
+    for (const auto& [key, item] : v.items()) {
+      Status s = CheckText(path + " key", key);
+      if (!s.ok()) return s;
+      s = CheckTree(path + "." + key, item);
+      if (!s.ok()) return s;
+    }
+  }
+  return Status::Ok();
+}
+
+Status Count(const std::string& path, const json& parent, const char* key) {
+  if (!parent.is_object() || !parent.contains(key)) return Status::Ok();
+  const json& v = parent[key];
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+    return Bad(path + "." + key, "must be a non-negative integer, not " + v.dump().substr(0, 40));
+  return Status::Ok();
+}
+
+// Each element of the array `key` of `facts`, if it is one.
+template <typename F>
+Status EachOf(const json& facts, const char* key, F&& check) {
+  if (!facts.contains(key)) return Status::Ok();
+  const json& list = facts[key];
+  if (!list.is_array()) return Bad(std::string("facts.") + key, "must be a list");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string path = std::string("facts.") + key + "[" + std::to_string(i) + "]";
+    if (!list[i].is_object()) return Bad(path, "must be an object");
+    Status s = check(path, list[i]);
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateFacts(const json& facts) {
+  if (!facts.is_object()) return Status::Invalid("facts: must be a JSON object");
+  Status s = CheckTree("facts", facts);
+  if (!s.ok()) return s;
+  if (facts.contains("cpu")) {
+    if (!facts["cpu"].is_object()) return Bad("facts.cpu", "must be an object");
+    for (const char* key : {"cores", "threads", "sockets"}) {
+      s = Count("facts.cpu", facts["cpu"], key);
+      if (!s.ok()) return s;
+    }
+  }
+  for (const char* key : {"memory_bytes", "cpus"}) {
+    s = Count("facts", facts, key);
+    if (!s.ok()) return s;
+  }
+  if (facts.contains("ssh_host_key")) {
+    if (!facts["ssh_host_key"].is_string()) return Bad("facts.ssh_host_key", "must be a string");
+    s = ValidateHostKey(facts["ssh_host_key"].get<std::string>());
+    if (!s.ok()) return Bad("facts.ssh_host_key", s.message());
+  }
+  if (facts.contains("image")) {
+    if (!facts["image"].is_string()) return Bad("facts.image", "must be a string");
+    for (char c : facts["image"].get<std::string>())
+      if (!isalnum(static_cast<unsigned char>(c)) && c != '@' && c != '.' && c != '-' &&
+          c != '_' && c != ':' && c != '+')
+        return Bad("facts.image", "must be NAME@VERSION");
+  }
+  s = EachOf(facts, "disks", [](const std::string& path, const json& d) {
+    return Count(path, d, "size_bytes");
+  });
+  if (!s.ok()) return s;
+  // (A NIC's address is not checked as a MAC: InfiniBand ports have 20 bytes.)
+  return EachOf(facts, "nics", [](const std::string& path, const json& n) {
+    return Count(path, n, "speed_mbps");
+  });
+}
+
+}  // namespace prov

@@ -1,0 +1,60 @@
+#include "hello/facts.h"
+
+#include <doctest/doctest.h>
+
+namespace prov {
+
+TEST_CASE("facts: what the agent sends passes; lines, markup carriers and wrong types do not") {
+  using json = nlohmann::json;
+  json good = {
+      {"hostname", "node0"},
+      {"cpu", {{"model", "AMD Ryzen 9 7950X 16-Core Processor"}, {"threads", 32}, {"cores", 16}}},
+      {"memory_bytes", 68719476736ULL},
+      {"ssh_host_key", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHq root@node0"},
+      {"image", "lab@0123456789abcdef"},
+      {"nics", {{{"name", "enp1s0"}, {"mac", "52:54:00:00:00:01"}, {"speed_mbps", 1000}}}},
+      {"disks", {{{"name", "nvme0n1"}, {"size_bytes", 1000204886016ULL}}}},
+      {"pci", {{{"vendor_id", "10de"}, {"device", "AD102 [GeForce RTX 4090] <b>"}}}}};
+  CHECK(ValidateFacts(good).ok());
+
+  auto refused = [&](json facts, const std::string& where) {
+    Status s = ValidateFacts(facts);
+    CHECK_FALSE(s.ok());
+    CHECK_MESSAGE(s.message().find(where) == 0, s.message());
+  };
+  json f = good;
+  f["ssh_host_key"] = "ssh-ed25519 AAAA root@node0\n@cert-authority * ssh-ed25519 AAAAevil";
+  refused(f, "facts.ssh_host_key: has a control character");
+  f = good;
+  f["ssh_host_key"] = "not-a-key";
+  refused(f, "facts.ssh_host_key");
+  f = good;
+  f["cpu"]["threads"] = "4\nNodeName=evil";
+  refused(f, "facts.cpu.threads: has a control character");
+  f["cpu"]["threads"] = "4";
+  refused(f, "facts.cpu.threads: must be a non-negative integer");
+  f = good;
+  f["cpu"]["threads"] = -1;
+  refused(f, "facts.cpu.threads");
+  f = good;
+  f["pci"][0]["device"] = "GPU\r\nevil";
+  refused(f, "facts.pci[0].device: has a control character");
+  f = good;
+  f["pci"][0]["x\ny"] = 1;
+  refused(f, "facts.pci[0] key: has a control character");
+  f = good;
+  f["hostname"] = std::string(5000, 'a');
+  refused(f, "facts.hostname: longer than 4096 bytes");
+  f = good;
+  f["image"] = "lab; rm -rf /";
+  refused(f, "facts.image");
+  f = good;
+  f["nics"] = "eth0";
+  refused(f, "facts.nics: must be a list");
+  f = good;
+  f["disks"][0]["size_bytes"] = 1.5;
+  refused(f, "facts.disks[0].size_bytes");
+  refused(json::array(), "facts: must be a JSON object");
+}
+
+}  // namespace prov
