@@ -198,6 +198,15 @@ const std::vector<Setting>& Table() {
          c.ssh_port = static_cast<int>(port);
          return s;
        }},
+      {{"discovery.max_pending", "integer", "256",
+        "Unknown machines kept as `discovered` nodes at once; boot requests from more unknown "
+        "MACs are answered with the waiting script but not recorded (enroll or retire some)."},
+       [](const std::string& v, const std::string&, Config& c) {
+         uint64_t n = 0;
+         Status s = ParseUint(v, 0, 1000000, n);
+         c.max_discovered = static_cast<int>(n);
+         return s;
+       }},
       {{"configure.workers", "integer", "64",
         "Nodes configured (playbooks run) at the same time; more wait their turn."},
        [](const std::string& v, const std::string&, Config& c) {

@@ -49,6 +49,7 @@ struct Config {
   std::string ssh_user = "root";
   int ssh_port = 22;
   int configure_workers = 64;
+  int max_discovered = 256;  // discovered (unknown) nodes kept at once
   int task_timeout_s = 600;
   std::string tools_dir;   // provision-facts, provision-mount (static, copied into images)
   std::string nfs_server;  // "ganesha" or "none"

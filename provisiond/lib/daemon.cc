@@ -158,6 +158,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   boot.uefi_file = config.uefi_binary;
   // provisiond reserves every node's address only in full DHCP mode.
   boot.reserved_addresses = !config.interface.empty() && config.dhcp_mode == "full";
+  boot.max_discovered = config.max_discovered;
   // From the applied snapshot, in memory: boot scripts are on the hot path.
   boot.profile_kernel_args = [inventory = impl->inventory.get()](const std::string& v) {
     if (v.empty()) return std::vector<std::string>{};

@@ -132,6 +132,16 @@ expect_eq "a duplicate hostname -> 409" "$(post '{"hostname":"n1","mac":"52:54:0
 body_has "naming it" "n1"
 expect_eq "enrolling the discovered MAC adopts it" "$(post '{"hostname":"n7","mac":"52:54:00:ee:00:77"}')" 201
 expect_eq "one row for that MAC" "$(sqlite3 "$DB" "select count(*) from nodes where mac = '52:54:00:ee:00:77'")" 1
+# A flood of made-up MACs (anyone on the boot network can send one) is bounded by
+# discovery.max_pending (256 by default): answered, not all recorded.
+for ((i = 0; i < 5000; i++)); do
+  printf 'url = "%s/boot/02-00-00-00-%02x-%02x.ipxe"\noutput = /dev/null\n' "$URL" $((i >> 8)) $((i & 255))
+done >"$WORK/flood.curl"
+curl -s -K "$WORK/flood.curl" -w '%{http_code}\n' | sort | uniq -c >"$WORK/flood.codes"
+expect_eq "5,000 unknown MACs: every script answered 200" "$(awk '{print $2 ":" $1}' "$WORK/flood.codes")" "200:5000"
+expect_eq "256 discovered nodes kept, no more" \
+  "$(sqlite3 "$DB" "select count(*) from nodes where state = 'discovered'")" 256
+check "provisiond still answers" ctl status
 
 echo "== writes without a token, and tokens of the wrong kind"
 n1_token="$(sqlite3 "$DB" "select token from nodes where hostname = 'n1'")"

@@ -1,5 +1,8 @@
 #include "boot/boot.h"
 
+#include <spdlog/spdlog.h>
+
+#include <atomic>
 #include <random>
 
 #include "base/file_util.h"
@@ -118,9 +121,14 @@ Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::s
   }
   const std::string text = stage + (detail.empty() ? "" : ": " + detail);
   NodeRecord result;
+  bool capped = false;
   Status s = store_.Transact([&](StoreTx& tx) -> Status {
     auto current = tx.FindNode(mac);
     if (!current.ok()) {
+      if (tx.CountInState(NodeState::kDiscovered) >= settings_.max_discovered) {
+        capped = true;
+        return Status::Ok();
+      }
       NodeRecord n;
       n.mac = mac;
       n.ip = ip;
@@ -172,6 +180,17 @@ Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::s
     return tx.AppendEvent(e);
   });
   if (!s.ok()) return s;
+  if (capped) {
+    // Said once a minute at most: the flood is what is being bounded.
+    static std::atomic<int64_t> last_said{0};
+    if (now - last_said.exchange(now) > 60000)
+      spdlog::warn("{} discovered nodes already (discovery.max_pending): {} is not recorded",
+                   settings_.max_discovered, mac);
+    NodeRecord unknown;
+    unknown.mac = mac;
+    unknown.state = NodeState::kDiscovered;
+    return unknown;
+  }
   std::lock_guard lock(recent_mu_);
   if (recent_.size() > 100000) recent_.clear();  // bounded; only an optimization
   recent_[key] = now;
@@ -245,9 +264,13 @@ HttpResponse BootService::NodeScript(const std::string& mac_text, const std::str
         text = loader_->UnavailableScript(context, image.status().message());
         break;
       }
-      if (auto ticket = IssueTicket(node->id); !ticket.ok()) {
-        text = ticket.status();
-        break;
+      // The hot path (a storm of script requests) reads the outstanding
+      // ticket from the row it has; only a new boot writes one.
+      if (node->ticket.empty()) {
+        if (auto ticket = IssueTicket(node->id); !ticket.ok()) {
+          text = ticket.status();
+          break;
+        }
       }
       NodeBootConfig boot;
       boot.context = context;

@@ -31,6 +31,9 @@ struct BootSettings {
   std::string uefi_file;
   int retry_delay_s = 10;
   int max_tries = 10;
+  // Unknown MACs kept as discovered nodes at once (anyone on the boot
+  // network can make up MACs): past it, they are answered but not recorded.
+  int max_discovered = 256;
   // The extra kernel arguments of a profile version (empty if unknown).
   std::function<std::vector<std::string>(const std::string& version)> profile_kernel_args;
   // Arguments that tell the node's initrd where its root is (images over

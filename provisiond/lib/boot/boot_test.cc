@@ -169,6 +169,27 @@ TEST_CASE(
   CHECK((*reserved)->NodeFile(req, "52:54:00:00:00:01", "ticket.img").status == 200);
 }
 
+TEST_CASE("boot: unknown MACs are recorded up to discovery.max_pending, then only answered") {
+  BootServiceFixture f;
+  BootSettings s;
+  s.boot_url = "http://10.99.0.1:8080";
+  s.pxe_dir = PROVISION_SOURCE_DIR "/pxe";
+  s.max_discovered = 2;
+  auto capped = BootService::Create(s, *f.store, *f.images);
+  REQUIRE(capped.ok());
+  for (const char* mac : {"02:00:00:00:00:01", "02:00:00:00:00:02", "02:00:00:00:00:03"}) {
+    HttpResponse r = (*capped)->NodeScript(mac, "10.99.0.50");
+    CHECK(r.status == 200);
+    CHECK(r.body.find("#!ipxe") == 0);
+  }
+  CHECK(f.store->CountByState()[NodeState::kDiscovered] == 2);
+  CHECK_FALSE(f.store->FindNode("02:00:00:00:00:03").ok());
+  // A known node still boots.
+  f.Enroll("lab0", "52:54:00:00:00:01", f.image.ref());
+  CHECK((*capped)->NodeScript("52:54:00:00:00:01", "10.99.0.100").body.find("kernel") !=
+        std::string::npos);
+}
+
 TEST_CASE("boot: the initrd's DHCP is the network stage of the same boot") {
   BootServiceFixture f;
   f.Enroll("lab0", "52:54:00:00:00:01", "lab");

@@ -94,13 +94,12 @@ Status ValidateFacts(const json& facts) {
   if (facts.contains("image")) {
     if (!facts["image"].is_string()) return Bad("facts.image", "must be a string");
     for (char c : facts["image"].get<std::string>())
-      if (!isalnum(static_cast<unsigned char>(c)) && c != '@' && c != '.' && c != '-' &&
-          c != '_' && c != ':' && c != '+')
+      if (!isalnum(static_cast<unsigned char>(c)) && c != '@' && c != '.' && c != '-' && c != '_' &&
+          c != ':' && c != '+')
         return Bad("facts.image", "must be NAME@VERSION");
   }
-  s = EachOf(facts, "disks", [](const std::string& path, const json& d) {
-    return Count(path, d, "size_bytes");
-  });
+  s = EachOf(facts, "disks",
+             [](const std::string& path, const json& d) { return Count(path, d, "size_bytes"); });
   if (!s.ok()) return s;
   // (A NIC's address is not checked as a MAC: InfiniBand ports have 20 bytes.)
   return EachOf(facts, "nics", [](const std::string& path, const json& n) {

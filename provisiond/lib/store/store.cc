@@ -55,6 +55,7 @@ constexpr const char* kSelectLastEvents =
     "SELECT * FROM (SELECT id, time, node_id, node, kind, detail, who FROM events "
     "WHERE (?1 = 0 OR node_id = ?1) ORDER BY id DESC LIMIT ?2) ORDER BY id";
 constexpr const char* kCountByState = "SELECT state, count(*) FROM nodes GROUP BY state";
+constexpr const char* kCountInState = "SELECT count(*) FROM nodes WHERE state = ?1";
 constexpr const char* kInsertApplied =
     "INSERT INTO applied_profiles (version, sha256, time, who) VALUES (?1, ?2, ?3, ?4)";
 constexpr const char* kRecordSnapshot =
@@ -434,6 +435,12 @@ std::vector<NodeRecord> StoreTx::ListNodes(const NodeFilter& filter) {
   std::vector<NodeRecord> out;
   while (sqlite3_step(s.get()) == SQLITE_ROW) out.push_back(ReadNode(s.get()));
   return out;
+}
+
+int64_t StoreTx::CountInState(NodeState state) {
+  Store::Stmt s(store_, kCountInState);
+  BindText(s.get(), 1, std::string(ToString(state)));
+  return sqlite3_step(s.get()) == SQLITE_ROW ? sqlite3_column_int64(s.get(), 0) : 0;
 }
 
 std::vector<NodeRecord> Store::ListNodes(const NodeFilter& filter) {

@@ -148,6 +148,8 @@ class StoreTx {
                     const std::string& who);
   Status InsertAppliedProfile(AppliedProfile& applied);
   std::vector<NodeRecord> ListNodes(const NodeFilter& filter = {});
+  // How many nodes are in `state` (by index).
+  int64_t CountInState(NodeState state);
   // Fills id (and started when 0).
   Status InsertRun(RunRecord& run);
   Status UpdateRun(const RunRecord& run);
