@@ -12,15 +12,6 @@ namespace prov::ctl {
 
 using json = nlohmann::json;
 
-std::string ShellWord(const std::string& word) {
-  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                              "0123456789-_./=:,+@%") == std::string::npos)
-    return word;
-  std::string out = "'";
-  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string RenderCommandResults(const json& results) {
   // Group by identical (stdout, stderr, exit code) among nodes that ran it.
   std::map<std::tuple<std::string, std::string, int64_t>, std::vector<std::string>> groups;

@@ -12,7 +12,4 @@ namespace prov::ctl {
 // then the nodes that failed, with why.
 std::string RenderCommandResults(const nlohmann::json& results);
 
-// `word` quoted for /bin/sh when it needs it.
-std::string ShellWord(const std::string& word);
-
 }  // namespace prov::ctl

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "../output/cmd.h"
+#include "base/strings.h"
 #include "common.h"
 #include "table.h"
 
@@ -17,7 +18,7 @@ int RunCmd(Context& ctx, const Args& a) {
     if (!command.empty()) command += " ";
     // One word is passed as it is (a shell line); several are joined as a
     // shell would have split them.
-    command += a.command.size() == 1 ? word : ShellWord(word);
+    command += a.command.size() == 1 ? word : ShlexQuote(word);
   }
   json body = {{"nodes", a.target}, {"command", command}};
   if (!a.user.empty()) body["user"] = a.user;

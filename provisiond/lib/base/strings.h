@@ -12,4 +12,13 @@ std::string Join(const std::vector<std::string>& parts, const std::string& sep);
 // ASCII lowercase (facts, vendor names and module names are ASCII).
 std::string Lower(std::string s);
 
+// `s` as one word for a POSIX shell: always single-quoted, a quote inside as
+// '\'' (what provisiond sends to nodes).
+std::string ShellQuote(const std::string& s);
+
+// `s` as one word for a POSIX shell, as Python's shlex.quote writes it: bare
+// when it has only [A-Za-z0-9@%+=:,./_-], else single-quoted with a quote
+// inside as '"'"' (Jinja's `quote` filter; command lines shown to people).
+std::string ShlexQuote(const std::string& s);
+
 }  // namespace prov

@@ -1,5 +1,4 @@
 #include "playbook/playbook.h"
-#include "base/strings.h"
 
 #include <fnmatch.h>
 #include <yaml-cpp/yaml.h>
@@ -12,6 +11,7 @@
 
 #include "base/file_util.h"
 #include "base/hostlist.h"
+#include "base/strings.h"
 #include "base/yaml_reader.h"
 #include "playbook/jinja/jinja.h"
 #include "playbook/modules/modules.h"

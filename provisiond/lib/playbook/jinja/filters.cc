@@ -223,7 +223,7 @@ const std::map<std::string, Callable>& Filters() {
       return r;
     });
     str("b64encode", [](const std::string& s) { return Base64Encode(s); });
-    str("quote", [](const std::string& s) { return ShQuote(s); });
+    str("quote", [](const std::string& s) { return ShlexQuote(s); });
     str("basename", [](const std::string& s) {
       size_t p = s.rfind('/');
       return p == std::string::npos ? s : s.substr(p + 1);

@@ -186,13 +186,4 @@ std::optional<std::string> Base64Decode(const std::string& in) {
   return out;
 }
 
-std::string ShQuote(const std::string& s) {
-  if (s.empty()) return "''";
-  if (s.find_first_not_of(
-          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_") ==
-      std::string::npos)
-    return s;
-  return "'" + ReplaceAll(s, "'", "'\"'\"'") + "'";
-}
-
 }  // namespace prov::jinja

@@ -38,7 +38,4 @@ std::string ConvertReplacement(const std::string& r);
 std::string Base64Encode(const std::string& in);
 std::optional<std::string> Base64Decode(const std::string& in);
 
-// Python's shlex.quote.
-std::string ShQuote(const std::string& s);
-
 }  // namespace prov::jinja

@@ -205,18 +205,3 @@ std::vector<ArgSpec> WithAttrs(std::vector<ArgSpec> args) {
 }
 
 }  // namespace prov::modules
-
-namespace prov {
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  return out + "'";
-}
-
-}  // namespace prov

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/strings.h"  // ShellQuote
 #include "playbook/remote.h"
 
 namespace prov {
@@ -82,8 +83,5 @@ const std::vector<ModuleSpec>& AllModules();
 // values outside `choices` when they are literal. Returns one message per
 // problem, naming the argument.
 std::vector<std::string> ValidateModuleArgs(const ModuleSpec& spec, const nlohmann::json& args);
-
-// Quotes `s` for /bin/sh.
-std::string ShellQuote(const std::string& s);
 
 }  // namespace prov
