@@ -207,6 +207,22 @@ const std::vector<Setting>& Table() {
          c.max_discovered = static_cast<int>(n);
          return s;
        }},
+      {{"retention.events", "integer", "1000000",
+        "The newest events kept; older ones are deleted as new ones come (0: keep all)."},
+       [](const std::string& v, const std::string&, Config& c) {
+         uint64_t n = 0;
+         Status s = ParseUint(v, 0, 1000000000, n);
+         c.keep_events = static_cast<int64_t>(n);
+         return s;
+       }},
+      {{"retention.runs", "integer", "100000",
+        "The newest runs kept with their tasks' output; older ones are deleted (0: keep all)."},
+       [](const std::string& v, const std::string&, Config& c) {
+         uint64_t n = 0;
+         Status s = ParseUint(v, 0, 1000000000, n);
+         c.keep_runs = static_cast<int64_t>(n);
+         return s;
+       }},
       {{"configure.workers", "integer", "64",
         "Nodes configured (playbooks run) at the same time; more wait their turn."},
        [](const std::string& v, const std::string&, Config& c) {

@@ -49,7 +49,9 @@ struct Config {
   std::string ssh_user = "root";
   int ssh_port = 22;
   int configure_workers = 64;
-  int max_discovered = 256;  // discovered (unknown) nodes kept at once
+  int max_discovered = 256;       // discovered (unknown) nodes kept at once
+  int64_t keep_events = 1000000;  // the newest events kept (0: all)
+  int64_t keep_runs = 100000;     // the newest runs kept, with their tasks (0: all)
   int task_timeout_s = 600;
   std::string tools_dir;   // provision-facts, provision-mount (static, copied into images)
   std::string nfs_server;  // "ganesha" or "none"

@@ -125,6 +125,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   auto store = Store::Open(config.database_path());
   if (!store.ok()) return store.status();
   impl->store = std::move(*store);
+  impl->store->SetRetention(config.keep_events, config.keep_runs);
   impl->inventory = std::make_unique<Inventory>(
       *impl->store, config.profiles_dir, config.playbooks_dir, config.data_dir + "/snapshots");
   impl->router = std::make_unique<Router>(nullptr);

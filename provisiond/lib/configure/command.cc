@@ -1,8 +1,12 @@
 #include "configure/command.h"
-#include "base/clock.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <thread>
+
+#include "base/clock.h"
+#include "configure/play_runner.h"
 
 namespace prov {
 
@@ -44,8 +48,15 @@ CommandResult RunOnNode(Store& store, Sessions& sessions, const std::string& nam
     return r;
   }
   r.exit_code = out->exit_code;
-  r.out = std::move(out->out);
-  r.err = std::move(out->err);
+  // The last kCommandOutputBytes of each stream: the answer stays bounded
+  // however much a command prints on however many nodes.
+  auto tail = [](const std::string& text) {
+    if (text.size() <= kCommandOutputBytes) return text;
+    return "[" + std::to_string(text.size() - kCommandOutputBytes) + " bytes cut]\n" +
+           OutputTail(text, kCommandOutputBytes);
+  };
+  r.out = tail(out->out);
+  r.err = tail(out->err);
   r.status = out->timed_out ? "timeout" : out->exit_code == 0 ? "ok" : "failed";
   if (out->timed_out) r.error = "timed out after " + std::to_string(timeout_ms / 1000) + " s";
   return r;
@@ -58,11 +69,17 @@ std::vector<CommandResult> RunCommandOnNodes(Store& store, Sessions& sessions,
                                              const std::string& command, const std::string& user,
                                              int timeout_ms) {
   std::vector<CommandResult> results(nodes.size());
+  // At most kCommandWorkers sessions at once, however many nodes are named:
+  // each worker takes the next node until none is left.
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < nodes.size();)
+      results[i] = RunOnNode(store, sessions, nodes[i], command, user, timeout_ms);
+  };
   std::vector<std::thread> threads;
-  threads.reserve(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i)
-    threads.emplace_back(
-        [&, i] { results[i] = RunOnNode(store, sessions, nodes[i], command, user, timeout_ms); });
+  const size_t workers = std::min(nodes.size(), kCommandWorkers);
+  threads.reserve(workers);
+  for (size_t w = 0; w < workers; ++w) threads.emplace_back(work);
   for (auto& t : threads) t.join();
   return results;
 }

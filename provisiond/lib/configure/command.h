@@ -24,8 +24,13 @@ struct CommandResult {
 
 nlohmann::json ToJson(const CommandResult& c);
 
-// Runs `command` on every node of `nodes` (names or MACs) at once, one
-// thread each, and waits for all of them; the results are in the order of
+// Sessions a command runs on at once (more nodes wait for a free one).
+inline constexpr size_t kCommandWorkers = 64;
+// What is kept of a command's stdout and of its stderr on each node: the end.
+inline constexpr size_t kCommandOutputBytes = 64 * 1024;
+
+// Runs `command` on every node of `nodes` (names or MACs), on at most
+// kCommandWorkers at once, and waits for all of them; the results are in the order of
 // `nodes`. `user` empty: the login user; timeout_ms <= 0: no limit. A node
 // busy with a run gets a second session for the command, closed after it.
 std::vector<CommandResult> RunCommandOnNodes(Store& store, Sessions& sessions,

@@ -61,6 +61,24 @@ TEST_CASE("command: every node's result, in the order asked, by the node's name"
   CHECK(f.net.connects() == 2);
 }
 
+TEST_CASE("command: more nodes than workers all run; each stream keeps its end, bounded") {
+  CommandFixture f;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < kCommandWorkers + 6; ++i) {
+    names.push_back("w" + std::to_string(i));
+    f.Add(names.back(), "10.0.1." + std::to_string(i + 1));
+  }
+  auto results = f.Run(names, "head -c 100000 /dev/zero | tr '\\0' x; echo END");
+  REQUIRE(results.size() == names.size());
+  for (const auto& r : results) {
+    CHECK(r.status == "ok");
+    CHECK(r.out.size() < kCommandOutputBytes + 64);
+    CHECK(r.out.rfind("[", 0) == 0);  // "[N bytes cut]"
+    CHECK(r.out.size() > 4);
+    CHECK(r.out.substr(r.out.size() - 4) == "END\n");
+  }
+}
+
 TEST_CASE("command: failures per node, never for the others") {
   CommandFixture f;
   f.Add("ok1", "10.0.0.1");

@@ -1,5 +1,4 @@
 #include "configure/configurator.h"
-#include "base/clock.h"
 
 #include <spdlog/spdlog.h>
 
@@ -7,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/clock.h"
 #include "configure/health.h"
 #include "configure/node_vars.h"
 #include "configure/play_runner.h"

@@ -1,10 +1,10 @@
 #include "configure/play_runner.h"
-#include "base/clock.h"
 
 #include <chrono>
 #include <set>
 #include <thread>
 
+#include "base/clock.h"
 #include "playbook/jinja/jinja.h"
 #include "playbook/modules/modules.h"
 

@@ -1,9 +1,9 @@
 #include "profiles/hardware_check.h"
-#include "base/strings.h"
 
 #include <algorithm>
 
 #include "base/json_fields.h"
+#include "base/strings.h"
 
 namespace prov {
 namespace {

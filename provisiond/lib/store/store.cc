@@ -56,6 +56,8 @@ constexpr const char* kSelectLastEvents =
     "WHERE (?1 = 0 OR node_id = ?1) ORDER BY id DESC LIMIT ?2) ORDER BY id";
 constexpr const char* kCountByState = "SELECT state, count(*) FROM nodes GROUP BY state";
 constexpr const char* kCountInState = "SELECT count(*) FROM nodes WHERE state = ?1";
+constexpr const char* kPruneEvents = "DELETE FROM events WHERE id <= ?1";
+constexpr const char* kPruneRuns = "DELETE FROM runs WHERE id <= ?1 AND status != 'running'";
 constexpr const char* kInsertApplied =
     "INSERT INTO applied_profiles (version, sha256, time, who) VALUES (?1, ?2, ?3, ?4)";
 constexpr const char* kRecordSnapshot =
@@ -355,6 +357,12 @@ Status StoreTx::AppendEvent(EventRecord& e) {
   if (sqlite3_step(s.get()) != SQLITE_DONE) return SqlError(store_.db_, "cannot append event");
   e.id = sqlite3_last_insert_rowid(store_.db_);
   store_.last_event_id_ = e.id;
+  if (store_.keep_events_ > 0 && e.id % 256 == 0 && e.id > store_.keep_events_) {
+    Store::Stmt prune(store_, kPruneEvents);
+    sqlite3_bind_int64(prune.get(), 1, e.id - store_.keep_events_);
+    if (sqlite3_step(prune.get()) != SQLITE_DONE)
+      return SqlError(store_.db_, "cannot delete old events");
+  }
   return Status::Ok();
 }
 
@@ -528,6 +536,12 @@ void Store::WakeWaiters() {
   events_cv_.notify_all();
 }
 
+void Store::SetRetention(int64_t events, int64_t runs) {
+  std::lock_guard lock(mu_);
+  keep_events_ = events;
+  keep_runs_ = runs;
+}
+
 int64_t Store::LastEventId() {
   std::lock_guard lock(mu_);
   Stmt s(*this, kLastEventId);
@@ -684,6 +698,13 @@ Status StoreTx::InsertRun(RunRecord& run) {
   if (sqlite3_step(s.get()) != SQLITE_DONE)
     return SqlError(store_.db_, "cannot record a run on " + run.node);
   run.id = sqlite3_last_insert_rowid(store_.db_);
+  if (store_.keep_runs_ > 0 && run.id % 256 == 0 && run.id > store_.keep_runs_) {
+    // Their tasks go with them (ON DELETE CASCADE); a running one stays.
+    Store::Stmt prune(store_, kPruneRuns);
+    sqlite3_bind_int64(prune.get(), 1, run.id - store_.keep_runs_);
+    if (sqlite3_step(prune.get()) != SQLITE_DONE)
+      return SqlError(store_.db_, "cannot delete old runs");
+  }
   return Status::Ok();
 }
 

@@ -197,6 +197,11 @@ class Store {
   // Blocks until an event with id > `after` exists, `timeout_ms` passes or
   // WakeWaiters is called; returns false once WakeWaiters has been called.
   bool WaitForEvents(int64_t after, int64_t timeout_ms);
+  // Keeps the newest `events` events and `runs` runs (with their tasks);
+  // older ones are deleted as new ones come (every 256th insert: at most 256
+  // more than asked are kept). 0: keep everything.
+  void SetRetention(int64_t events, int64_t runs);
+
   // Wakes every WaitForEvents caller now and makes later calls return at
   // once (provisiond is stopping: long-polls must not hold up the stop).
   void WakeWaiters();
@@ -238,6 +243,8 @@ class Store {
   std::map<const char*, sqlite3_stmt*> statements_;
   std::condition_variable events_cv_;
   int64_t last_event_id_ = 0;                     // guarded by mu_
+  int64_t keep_events_ = 0;                       // guarded by mu_
+  int64_t keep_runs_ = 0;                         // guarded by mu_
   std::shared_ptr<const AddressBook> addresses_;  // guarded by mu_
   bool stopping_ = false;                         // guarded by mu_
 };

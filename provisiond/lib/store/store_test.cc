@@ -242,4 +242,50 @@ TEST_CASE("store: the address book moves only when an address entry changes") {
   CHECK_FALSE(store.FindNodeByIp("10.99.0.10").ok());  // retired
 }
 
+TEST_CASE("store: retention keeps the newest events and runs, not more than 256 over") {
+  auto opened = Store::Open(":memory:");
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  store.SetRetention(300, 20);
+  for (int i = 0; i < 2000; ++i) {
+    EventRecord e{0, 0, 0, "", "noise", "event " + std::to_string(i), "test"};
+    REQUIRE(store.AppendEvent(e).ok());
+  }
+  auto newest = store.LastEvents(0, 1);
+  REQUIRE(newest.size() == 1);
+  CHECK(newest[0].detail == "event 1999");
+  auto kept = store.ListEvents(0, 0, 100000);
+  CHECK(kept.size() >= 300);
+  CHECK(kept.size() <= 300 + 256);
+  CHECK(kept.front().detail != "event 0");
+
+  NodeRecord n = MakeNode("n0", "52:54:00:00:00:01");
+  REQUIRE(store.Transact([&](StoreTx& tx) { return tx.InsertNode(n).status(); }).ok());
+  auto node = store.FindNode("n0");
+  int64_t running_id = 0;
+  for (int i = 0; i < 600; ++i) {
+    RunRecord run;
+    run.node_id = node->id, run.node = "n0", run.kind = "cmd", run.what = "true";
+    run.status = i == 0 ? "running" : "ok";
+    REQUIRE(store
+                .Transact([&](StoreTx& tx) {
+                  Status s = tx.InsertRun(run);
+                  if (!s.ok()) return s;
+                  RunTaskRecord t;
+                  t.run_id = run.id, t.task = "t", t.status = "ok", t.stdout_tail = "out";
+                  return tx.AppendRunTask(t);
+                })
+                .ok());
+    if (i == 0) running_id = run.id;
+  }
+  RunFilter all;
+  all.limit = 100000;
+  auto runs = store.ListRuns(all);
+  CHECK(runs.size() >= 20);
+  CHECK(runs.size() <= 20 + 256 + 1);
+  CHECK(store.GetRun(running_id).ok());            // a running run stays
+  CHECK_FALSE(store.GetRun(running_id + 1).ok());  // an old finished one is gone
+  CHECK(store.RunTasks(running_id + 1).empty());   // with its tasks
+}
+
 }  // namespace prov
