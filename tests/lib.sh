@@ -112,6 +112,16 @@ wait_for() {
   done
 }
 
+# fake_boot_files DIR KERNEL_BYTES INITRD_BYTES: DIR/vmlinuz and DIR/initrd.img, random bytes
+# that pass the import checks (the x86 boot header "HdrS" at 0x202; gzip's magic): nothing boots
+# them, but provisiond serves them as it would real ones.
+fake_boot_files() {
+  head -c "$2" /dev/urandom >"$1/vmlinuz"
+  printf 'HdrS' | dd of="$1/vmlinuz" bs=1 seek=514 conv=notrunc status=none
+  head -c "$3" /dev/urandom >"$1/initrd.img"
+  printf '\037\213' | dd of="$1/initrd.img" bs=1 seek=0 conv=notrunc status=none
+}
+
 # node_hello URL MAC FACTS_JSON: the end of a node's boot, as the node does it:
 # its boot script (which issues this boot's ticket), ticket.img (the initrd part
 # that carries the ticket), the overlay with the ticket and the hello with the

@@ -101,6 +101,9 @@ setup_lab_image() {
   mkdir -p "$tmp/src"
   head -c "${kernel_mib}M" /dev/urandom >"$tmp/src/vmlinuz"
   head -c "${initrd_mib}M" /dev/urandom >"$tmp/src/initrd.img"
+  # What the import checks look for: the x86 boot header, gzip's magic.
+  printf 'HdrS' | dd of="$tmp/src/vmlinuz" bs=1 seek=514 conv=notrunc status=none
+  printf '\037\213' | dd of="$tmp/src/initrd.img" bs=1 seek=0 conv=notrunc status=none
   ctl image import lab --kernel "$tmp/src/vmlinuz" --initrd "$tmp/src/initrd.img" >/dev/null ||
     die "provisionctl image import failed"
   rm -rf "$tmp/src"

@@ -176,6 +176,19 @@ expect_eq "enroll with a junk IP -> 400" \
   "$(code -X POST "${auth[@]}" "$URL/api/v1/nodes" -d '{"hostname":"j1","mac":"52:54:00:ee:00:77","ip":"10.0.0.999"}')" 400
 expect_eq "n1's row is as it was (IP, key, updated)" "$(n1_row)" "$n1_before"
 expect_eq "no node j1" "$(sqlite3 "$DB" "select count(*) from nodes where hostname = 'j1'")" 0
+# Routes that take a path of the control node read only what they are for.
+for f in /etc/shadow "$DATA/data/tokens" "$DB" "$DATA/data/ssh/id_ed25519"; do
+  expect_eq "import $f as a kernel -> 400" \
+    "$(code -X POST "${auth[@]}" "$URL/api/v1/images/stolen/import" -d "{\"kernel\":\"$f\",\"initrd\":\"$f\"}")" 400
+  grep -qF -- "$(head -c 24 "$f" | tr -d '\0\n')" "$WORK/body" && fail "the refusal repeats $f"
+done
+body_has "it says what an import takes" "is not a Linux kernel"
+expect_eq "nothing was imported" "$(ctl image list --json | grep -c stolen || true)" 0
+expect_eq "a playbook run of /etc/hostname -> 403" \
+  "$(code -X POST "${auth[@]}" "$URL/api/v1/playbook-runs" -d '{"playbook":"/etc/hostname","nodes":"n1"}')" 403
+body_has "it says playbooks come from playbooks_dir" "playbooks_dir"
+expect_eq "a playbook name that climbs out -> 403" \
+  "$(code -X POST "${auth[@]}" "$URL/api/v1/playbook-runs" -d '{"playbook":"../../../../etc/hostname","nodes":"n1"}')" 403
 python3 -c "print('{\"ssh_host_key\":' + '[' * 300000 + ']' * 300000 + '}', end='')" >"$WORK/deep2"
 c="$(code -X POST -H "Authorization: Bearer $n2_token" "$URL/api/v1/nodes/52:54:00:ee:00:02/hello" --data-binary @"$WORK/deep2")"
 # This one crashed provisiond (stack overflow writing the facts back) before
@@ -289,8 +302,7 @@ PROFILES_DIR="$WORK/vprofiles" PLAYBOOKS_DIR="$WORK/vplaybooks" \
 VDB="$DATA/data/provisiond.db"
 # The nodes boot the lab image under a profile without playbooks first (a
 # node phones home at the end of a boot), then vanish is applied.
-head -c 4096 /dev/urandom >"$WORK/vmlinuz"
-head -c 4096 /dev/urandom >"$WORK/initrd.img"
+fake_boot_files "$WORK" 4096 4096
 ctl image import lab --kernel "$WORK/vmlinuz" --initrd "$WORK/initrd.img" >/dev/null
 for i in 1 2; do
   ctl node add "vn$i" --mac "52:54:00:ef:00:0$i" --ip "$(addr_of "t$i")" --profile vbase >/dev/null
@@ -334,6 +346,9 @@ for i in 1 2 3; do
 done
 in_ns sh -c "head -c 9000000 /dev/zero > '$FD/mnt/filler'" 2>/dev/null || true
 head -c 1048576 /dev/urandom >"$WORK/k"
+# A kernel by its header (the import checks) that is also gzip data by its first bytes.
+printf 'HdrS' | dd of="$WORK/k" bs=1 seek=514 conv=notrunc status=none
+printf '\037\213' | dd of="$WORK/k" bs=1 seek=0 conv=notrunc status=none
 c="$(code "${fauth[@]}" -X POST "$FURL/api/v1/images/lab/import" -d "{\"kernel\":\"$WORK/k\",\"initrd\":\"$WORK/k\"}")"
 [[ "$c" =~ ^5 ]] && grep -qiE 'space|full' "$WORK/body" && pass "image import on a full disk -> $c: $(head -c 200 "$WORK/body")" ||
   fail "image import on a full disk -> $c: $(head -c 300 "$WORK/body")"

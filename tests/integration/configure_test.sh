@@ -142,8 +142,7 @@ for i in 1 2 3 4; do
 done
 check "enroll it5 at an address where nothing listens" ctl node add it5 --mac 52:54:00:cc:00:05 \
   --ip 127.0.1.99 --profile itest
-head -c 4096 /dev/urandom >"$WORK/vmlinuz"
-head -c 4096 /dev/urandom >"$WORK/initrd.img"
+fake_boot_files "$WORK" 4096 4096
 check "import the profile's image (random bytes: nodes here boot nothing, but get scripts)" \
   ctl image import lab --kernel "$WORK/vmlinuz" --initrd "$WORK/initrd.img"
 check "apply" ctl profile apply itest --yes
@@ -266,23 +265,26 @@ check "and set back" ctl node set it4 --host-key "$(key_of t4)"
 check "works again" ctl cmd it4 -- true
 
 echo "== playbook run failures"
-cat >"$WORK/fail.yml" <<'EOF'
+cat >"$WORK/playbooks/fail.yml" <<'EOF'
 - hosts: all
   tasks:
     - name: breaks
       command: /bin/false
 EOF
-expect_exit 1 "a failing playbook exits 1" ctl playbook run "$WORK/fail.yml" 'it[1-2]'
+expect_exit 1 "a failing playbook exits 1" ctl playbook run "$WORK/playbooks/fail.yml" 'it[1-2]'
 expect_output "recap names the task" "breaks"
-cat >"$WORK/bad.yml" <<'EOF'
+cat >"$WORK/playbooks/bad.yml" <<'EOF'
 - hosts: all
   tasks:
     - name: typo
       copyy:
         dest: /tmp/x
 EOF
-expect_exit 1 "an unknown module is refused before anything runs" ctl playbook run "$WORK/bad.yml" it1
+expect_exit 1 "an unknown module is refused before anything runs" ctl playbook run "$WORK/playbooks/bad.yml" it1
 expect_output "with file:line" "bad.yml:4"
+expect_exit 1 "a playbook outside playbooks_dir is refused" ctl playbook run /etc/hostname it1
+expect_output "saying where playbooks come from" "playbooks_dir"
+grep -qF -- "$(head -c 40 /etc/hostname)" "$WORK/out" && fail "the refusal repeats the file's content"
 
 echo "== exports"
 check "hostfile" ctl export hostfile 'it[1-2]'

@@ -41,8 +41,7 @@ if [ "${CRASH_PART:-ab}" != b ]; then
 echo "== (a) SIGKILL during 1,000 concurrent enrolls and phone-homes"
 start_provisiond storm "ssh.port: 1" "configure.task_timeout: 5"
 DB="$DATA/data/provisiond.db"
-head -c 65536 /dev/urandom >"$WORK/vmlinuz"
-head -c 262144 /dev/urandom >"$WORK/initrd.img"
+fake_boot_files "$WORK" 65536 262144
 check "image import" ctl image import lab --kernel "$WORK/vmlinuz" --initrd "$WORK/initrd.img"
 check "apply lab (nodes lab* get its image)" ctl profile apply lab --yes
 # Each simulated node: POST /api/v1/nodes (201), GET /boot/start.ipxe,
@@ -141,8 +140,7 @@ DB="$DATA/data/provisiond.db"
 # node phones home at the end of a boot), then the crash profile is applied.
 mkdir -p "$WORK/profiles/base"
 printf 'version: base\nimage: {name: lab}\nnodes: {pattern: cr*}\n' >"$WORK/profiles/base/profile.yaml"
-head -c 4096 /dev/urandom >"$WORK/vmlinuz"
-head -c 4096 /dev/urandom >"$WORK/initrd.img"
+fake_boot_files "$WORK" 4096 4096
 check "image import" ctl image import lab --kernel "$WORK/vmlinuz" --initrd "$WORK/initrd.img"
 for i in 1 2 3; do
   check "enroll cr$i" ctl node add "cr$i" --mac "52:54:00:dd:00:0$i" --ip "$(addr_of "t$i")" --profile base

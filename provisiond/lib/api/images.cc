@@ -1,6 +1,9 @@
 #include "api/images.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string_view>
 
 #include "base/file_util.h"
 #include "images/image_catalog.h"
@@ -65,6 +68,45 @@ HttpResponse StartImageBuild(const ApiContext& ctx, const HttpRequest& r) {
        {"progress", "GET /api/v1/events (kinds image-build, image-built, image-build-failed)"}});
 }
 
+namespace {
+
+// What an import may read: the caller names paths on the control node, and
+// whatever is imported is served to anyone on the boot network. So only a
+// regular file that is a Linux kernel (the x86 boot header "HdrS" at 0x202,
+// or the arm64 Image magic at 0x38) or an initramfs (newc cpio, or gzip,
+// zstd, xz, lz4, bzip2 or lzma data) is taken; nothing of its content is
+// ever repeated in an error.
+Status CheckBootFile(const std::string& path, bool kernel) {
+  const std::string what = kernel ? "kernel" : "initrd";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return Status::Invalid("the " + what + " '" + path + "' is not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  std::string head(1024, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  auto at = [&](size_t offset, std::string_view magic) {
+    return head.size() >= offset + magic.size() && head.compare(offset, magic.size(), magic) == 0;
+  };
+  if (kernel) {
+    if (at(0x202, "HdrS") || at(0x38, std::string_view("ARM\x64", 4))) return Status::Ok();
+    return Status::Invalid("the kernel '" + path +
+                           "' is not a Linux kernel (no x86 boot header, no arm64 Image magic)");
+  }
+  for (std::string_view magic : {std::string_view("0707"), std::string_view("\x1f\x8b", 2),
+                                 std::string_view("\x28\xb5\x2f\xfd", 4),
+                                 std::string_view("\xfd"
+                                                  "7zXZ",
+                                                  5),
+                                 std::string_view("\x02\x21\x4c\x18", 4), std::string_view("BZh"),
+                                 std::string_view("\x5d\x00\x00", 3)})
+    if (at(0, magic)) return Status::Ok();
+  return Status::Invalid("the initrd '" + path +
+                         "' is not an initramfs (neither a cpio archive nor compressed data)");
+}
+
+}  // namespace
+
 HttpResponse ImportImage(const ApiContext& ctx, const HttpRequest& r) {
   auto body = ParseJsonObject(r.body, {"kernel", "initrd"});
   if (!body.ok()) return HttpResponse::FromStatus(body.status());
@@ -72,6 +114,9 @@ HttpResponse ImportImage(const ApiContext& ctx, const HttpRequest& r) {
     if (!body->contains(f) || !(*body)[f].is_string())
       return HttpResponse::Error(
           400, std::string("field '") + f + "' is required: a path on the control node");
+  for (const char* f : {"kernel", "initrd"})
+    if (Status s = CheckBootFile((*body)[f], std::string(f) == "kernel"); !s.ok())
+      return HttpResponse::FromStatus(s);
   auto v = ctx.images->Import(r.Param("name"), (*body)["kernel"], (*body)["initrd"]);
   if (!v.ok()) return HttpResponse::FromStatus(v.status());
   EventRecord e{0, 0, 0, "", "image", "imported " + v->ref(), r.who};

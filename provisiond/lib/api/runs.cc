@@ -1,5 +1,6 @@
 #include "api/runs.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -79,12 +80,27 @@ HttpResponse StartPlaybookRuns(const ApiContext& ctx, const HttpRequest& r) {
   if (!body->contains("playbook") || !(*body)["playbook"].is_string())
     return HttpResponse::Error(400, "field 'playbook' (a path) is required");
   std::string path = (*body)["playbook"];
-  // A bare name is one of the shipped playbooks; a path is read as it is
-  // (provisionctl sends absolute paths).
-  if (path.find('/') == std::string::npos) path = ctx.config.playbooks_dir + "/" + path;
-  if (!std::filesystem::is_regular_file(path))
-    return HttpResponse::Error(
-        404, "no playbook at " + path + " (provisiond reads it: give a path on the control node)");
+  // A name is one of playbooks_dir; an absolute path (provisionctl sends
+  // them) must lead into playbooks_dir too: no route reads a file of the
+  // control node that the caller names, nor repeats its content.
+  namespace fs = std::filesystem;
+  if (path.empty() || path[0] != '/') path = ctx.config.playbooks_dir + "/" + path;
+  std::error_code ec;
+  auto resolved = [&ec](const std::string& p) {
+    fs::path r = fs::weakly_canonical(p, ec).lexically_normal();
+    return r.has_filename() || r == r.root_path() ? r : r.parent_path();  // no trailing '/'
+  };
+  const fs::path root = resolved(ctx.config.playbooks_dir);
+  const fs::path file = resolved(path);
+  auto [end, rest] = std::mismatch(root.begin(), root.end(), file.begin(), file.end());
+  if (ec || end != root.end() || rest == file.end())
+    return HttpResponse::Error(403, "playbooks are run from playbooks_dir (" +
+                                        ctx.config.playbooks_dir + ") only; " +
+                                        (*body)["playbook"].get<std::string>() + " is outside it");
+  if (!fs::is_regular_file(file))
+    return HttpResponse::Error(404, "no playbook " + file.string() + " in playbooks_dir (" +
+                                        ctx.config.playbooks_dir + ")");
+  path = file.string();
   json extra = body->value("extra_vars", json::object());
   if (!extra.is_object()) return HttpResponse::Error(400, "field 'extra_vars' must be an object");
   auto nodes = SelectNodesField(*ctx.inventory, *body);
