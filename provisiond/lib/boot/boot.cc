@@ -109,15 +109,21 @@ HttpResponse BootService::TicketImage(const HttpRequest& request, const std::str
 Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::string& stage,
                                             const std::string& detail, const std::string& ip) {
   constexpr int64_t kRepeatWindowMs = 3000;
+  // An unknown machine that keeps asking (or someone making up requests in
+  // its name) is recorded once a minute, not once a request.
+  constexpr int64_t kDiscoveredWindowMs = 60000;
   const std::string key = mac + '\0' + stage;
   const int64_t now = NowMs();
   // The hot path (a storm of requests): a node already booting that asks for
   // the same stage again needs no write.
   auto found = store_.FindNode(mac);
-  if (found.ok() && found->state == NodeState::kBooting && found->stage == stage) {
+  if (found.ok() && found->stage == stage &&
+      (found->state == NodeState::kBooting || found->state == NodeState::kDiscovered)) {
+    const int64_t window =
+        found->state == NodeState::kDiscovered ? kDiscoveredWindowMs : kRepeatWindowMs;
     std::lock_guard lock(recent_mu_);
     auto it = recent_.find(key);
-    if (it != recent_.end() && now - it->second < kRepeatWindowMs) return found;
+    if (it != recent_.end() && now - it->second < window) return found;
   }
   const std::string text = stage + (detail.empty() ? "" : ": " + detail);
   NodeRecord result;

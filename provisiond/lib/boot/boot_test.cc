@@ -190,6 +190,12 @@ TEST_CASE("boot: unknown MACs are recorded up to discovery.max_pending, then onl
         std::string::npos);
 }
 
+TEST_CASE("boot: an unknown MAC asking again and again is recorded once a minute") {
+  BootServiceFixture f;
+  for (int i = 0; i < 20; ++i) f.boot->NodeScript("02:00:00:00:00:09", "10.99.0.50");
+  CHECK(f.Kinds("02:00:00:00:00:09").size() == 1);  // "discovered ...", then nothing
+}
+
 TEST_CASE("boot: the initrd's DHCP is the network stage of the same boot") {
   BootServiceFixture f;
   f.Enroll("lab0", "52:54:00:00:00:01", "lab");
