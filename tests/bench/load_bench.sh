@@ -126,12 +126,16 @@ for ((i = 0; i < nodes; i++)); do
   args+=(-sf -o "$tmp/www/boot/$mac/ticket.img" "$provisiond_url/boot/$mac/ticket.img")
 done
 curl --noproxy '*' "${args[@]}" || die "fetching the tickets failed"
+# Overlays from a privileged port, as a node's root fetches them: one curl, one connection (a
+# connection per overlay would leave its port in TIME_WAIT, and there are only 512 such ports).
+args=(--local-port 512-1023)
 for ((i = 0; i < nodes; i++)); do
   mac=$(printf '52-54-0a-%02x-%02x-%02x' $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255)))
   ticket=$(cpio -i --quiet --to-stdout provision/ticket <"$tmp/www/boot/$mac/ticket.img")
-  curl --noproxy '*' -sf --local-port 512-1023 -o "$tmp/www/boot/$mac/overlay.tar" \
-    "$provisiond_url/boot/$mac/overlay.tar?ticket=$ticket" || die "fetching the overlay of $mac failed"
+  ((i > 0)) && args+=(--next --local-port 512-1023)
+  args+=(-sf -o "$tmp/www/boot/$mac/overlay.tar" "$provisiond_url/boot/$mac/overlay.tar?ticket=$ticket")
 done
+curl --noproxy '*' "${args[@]}" || die "fetching the overlays failed"
 # nginx's workers run as nobody: they need to reach $tmp/www (the hard links
 # share the image store's inodes, which become world-readable).
 chmod 711 "$tmp"

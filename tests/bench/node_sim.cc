@@ -74,19 +74,20 @@ struct Source {
   std::string address;  // "": the kernel's choice, any port
 };
 
-// Binds `fd` to a free port below 1024 on `address`; false if none is free.
-bool BindPrivileged(int fd, const std::string& address) {
+// Binds `fd` to a free port below `below` (and at least 512) on `address`;
+// the port, or 0 if none is free.
+int BindPrivileged(int fd, const std::string& address, int below) {
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in local{};
   local.sin_family = AF_INET;
   inet_pton(AF_INET, address.c_str(), &local.sin_addr);
-  for (int port = 1023; port >= 512; --port) {
+  for (int port = below - 1; port >= 512; --port) {
     local.sin_port = htons(static_cast<uint16_t>(port));
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) == 0) return true;
-    if (errno != EADDRINUSE) return false;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) == 0) return port;
+    if (errno != EADDRINUSE) return 0;
   }
-  return false;
+  return 0;
 }
 
 // One request on a new connection; reads the answer to EOF.
@@ -94,24 +95,36 @@ Answer Request(const Options& o, const std::string& method, const std::string& t
                const std::string& auth, const std::string& body, const Source& source = {},
                const std::string& extra_headers = "") {
   Answer a;
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    a.error = std::string("socket: ") + std::strerror(errno);
-    return a;
-  }
-  if (!source.address.empty() && !BindPrivileged(fd, source.address)) {
-    a.error = "no privileged port on " + source.address + ": " + std::strerror(errno);
-    ::close(fd);
-    return a;
-  }
-  timeval tv{120, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(o.port));
   inet_pton(AF_INET, o.host.c_str(), &addr.sin_addr);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  int fd = -1;
+  bool connected = false;
+  // A privileged source port whose connection to the server is still in
+  // TIME_WAIT (an earlier storm) binds but does not connect: take the next.
+  for (int below = 1024;;) {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      a.error = std::string("socket: ") + std::strerror(errno);
+      return a;
+    }
+    if (source.address.empty()) break;
+    below = BindPrivileged(fd, source.address, below);
+    if (below == 0) {
+      a.error = "no privileged port on " + source.address + ": " + std::strerror(errno);
+      ::close(fd);
+      return a;
+    }
+    connected = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    if (connected || errno != EADDRNOTAVAIL) break;
+    ::close(fd);
+  }
+  timeval tv{120, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  if (!connected && (!source.address.empty() ||
+                     ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)) {
     a.error = std::string("connect: ") + std::strerror(errno);
     ::close(fd);
     return a;
