@@ -46,6 +46,17 @@ Apply PathSetting(std::string Config::*member) {
   };
 }
 
+// A whole number between `min` and `max` into `member`.
+template <typename T>
+Apply NumberSetting(uint64_t min, uint64_t max, T Config::*member) {
+  return [min, max, member](const std::string& v, const std::string&, Config& c) {
+    uint64_t n = 0;
+    Status s = ParseUint(v, min, max, n);
+    c.*member = static_cast<T>(n);
+    return s;
+  };
+}
+
 const std::vector<Setting>& Table() {
   static const std::vector<Setting> table = {
       {{"listen", "address:port", "127.0.0.1:8080",
@@ -201,44 +212,19 @@ const std::vector<Setting>& Table() {
       {{"discovery.max_pending", "integer", "256",
         "Unknown machines kept as `discovered` nodes at once; boot requests from more unknown "
         "MACs are answered with the waiting script but not recorded (enroll or retire some)."},
-       [](const std::string& v, const std::string&, Config& c) {
-         uint64_t n = 0;
-         Status s = ParseUint(v, 0, 1000000, n);
-         c.max_discovered = static_cast<int>(n);
-         return s;
-       }},
+       NumberSetting(0, 1000000, &Config::max_discovered)},
       {{"retention.events", "integer", "1000000",
         "The newest events kept; older ones are deleted as new ones come (0: keep all)."},
-       [](const std::string& v, const std::string&, Config& c) {
-         uint64_t n = 0;
-         Status s = ParseUint(v, 0, 1000000000, n);
-         c.keep_events = static_cast<int64_t>(n);
-         return s;
-       }},
+       NumberSetting(0, 1000000000, &Config::keep_events)},
       {{"retention.runs", "integer", "100000",
         "The newest runs kept with their tasks' output; older ones are deleted (0: keep all)."},
-       [](const std::string& v, const std::string&, Config& c) {
-         uint64_t n = 0;
-         Status s = ParseUint(v, 0, 1000000000, n);
-         c.keep_runs = static_cast<int64_t>(n);
-         return s;
-       }},
+       NumberSetting(0, 1000000000, &Config::keep_runs)},
       {{"configure.workers", "integer", "64",
         "Nodes configured (playbooks run) at the same time; more wait their turn."},
-       [](const std::string& v, const std::string&, Config& c) {
-         uint64_t n = 0;
-         Status s = ParseUint(v, 1, 4096, n);
-         c.configure_workers = static_cast<int>(n);
-         return s;
-       }},
+       NumberSetting(1, 4096, &Config::configure_workers)},
       {{"configure.task_timeout", "seconds", "600",
         "How long one task may run on a node unless the task sets its own timeout."},
-       [](const std::string& v, const std::string&, Config& c) {
-         uint64_t n = 0;
-         Status s = ParseUint(v, 1, 86400, n);
-         c.task_timeout_s = static_cast<int>(n);
-         return s;
-       }},
+       NumberSetting(1, 86400, &Config::task_timeout_s)},
       {{"tools_dir", "path", PROVISION_TOOLSDIR,
         "Where provision-facts and provision-mount are: static programs that image builds copy "
         "into every image and initrd."},
