@@ -66,8 +66,9 @@ expect_eq() {
 }
 
 # start_provisiond NAME [extra config lines]: starts provisiond on port 0 with
-# the shipped profiles (or $PROFILES_DIR and $PLAYBOOKS_DIR); sets URL, TOKEN and DATA; exports PROVISIOND_URL and
-# PROVISIOND_TOKEN for provisionctl.
+# the shipped profiles (or $PROFILES_DIR and $PLAYBOOKS_DIR); sets URL, TOKEN (an admin token),
+# AUTH (curl's arguments that send it) and DATA; exports PROVISIOND_URL and PROVISIOND_TOKEN for
+# provisionctl.
 start_provisiond() {
   local name="$1"
   shift
@@ -92,6 +93,7 @@ start_provisiond() {
   [ -s "$DATA/data/provisiond.url" ] || { echo "provisiond did not start in 10 s"; exit 1; }
   URL="$(cat "$DATA/data/provisiond.url")"
   TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$DATA/data/tokens")"
+  AUTH=(-H "Authorization: Bearer $TOKEN")
   export PROVISIOND_URL="$URL" PROVISIOND_TOKEN="$TOKEN"
   PROVISIOND_PID=$pid
 }
@@ -110,6 +112,18 @@ wait_for() {
     fi
     sleep 0.05
   done
+}
+
+# add_read_token: a token with the role `read` in the running provisiond's
+# tokens file (start_provisiond's), loaded by SIGHUP as an operator would; sets
+# READ_TOKEN. AUTH and READ_AUTH are curl's header arguments for either token.
+add_read_token() {
+  READ_TOKEN="$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
+  echo "$READ_TOKEN reader read" >>"$DATA/data/tokens"
+  kill -HUP "$PROVISIOND_PID"
+  READ_AUTH=(-H "Authorization: Bearer $READ_TOKEN")
+  wait_for 10 "provisiond loaded the read token" \
+    curl -sf -o /dev/null "${READ_AUTH[@]}" "$URL/api/v1/status"
 }
 
 # fake_boot_files DIR KERNEL_BYTES INITRD_BYTES: DIR/vmlinuz and DIR/initrd.img, random bytes

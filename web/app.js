@@ -1,9 +1,10 @@
 // provisiond web page: the node inventory, one node's facts, boot timeline,
 // runs and health checks, and the profiles with their plans. Talks only to
 // the provisiond that served it (same origin, /api/v1); nothing is fetched
-// from anywhere else, so it works offline. Reads need no token; the actions
-// (power cycle, profile apply) send the token the operator entered, kept in
-// sessionStorage for this tab only. No framework: the node table is built as
+// from anywhere else, so it works offline. Every API read needs a token: the
+// page asks for one before it shows anything, keeps it in sessionStorage for
+// this tab only and sends it with every request; the actions (power cycle,
+// profile apply) are enabled only for an admin token. No framework: the node table is built as
 // one HTML string per page of rows, so 10,000 nodes stay responsive.
 'use strict';
 
@@ -18,6 +19,7 @@ const esc = (s) => String(s ?? '').replace(/[&<>"']/g,
 
 const TOKEN_KEY = 'provisiond-token';
 const token = () => sessionStorage.getItem(TOKEN_KEY) || '';
+const caller = { name: '', role: '' };  // whom the token names, from /status
 
 class ApiError extends Error {
   constructor(status, message) { super(message); this.status = status; }
@@ -25,14 +27,18 @@ class ApiError extends Error {
 
 async function api(path, opts = {}) {
   const headers = { Accept: 'application/json' };
-  if (opts.write && token()) headers.Authorization = 'Bearer ' + token();
+  if (token()) headers.Authorization = 'Bearer ' + token();
   if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
   const r = await fetch('/api/v1' + path, {
     method: opts.method || 'GET', headers, cache: 'no-store',
     body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
   });
   const body = await r.json().catch(() => ({}));
-  if (!r.ok) throw new ApiError(r.status, body.error || `${path}: HTTP ${r.status}`);
+  const error = new ApiError(r.status, body.error || `${path}: HTTP ${r.status}`);
+  // The token was refused (wrong, or removed from the tokens file): back to
+  // the sign-in form, whatever asked.
+  if (r.status === 401) signOut(error.message);
+  if (!r.ok) throw error;
   return body;
 }
 
@@ -207,17 +213,19 @@ async function applyEvents(events) {
 async function pollEvents() {
   if (live.running) return;
   live.running = true;
-  for (;;) {
+  while (token()) {
     try {
       const body = await api(`/events?after=${live.cursor}&wait=25&limit=1000`);
       setLive(true, 'live');
       if (body.events.length) await applyEvents(body.events);
       live.cursor = Math.max(live.cursor, body.next || 0);
     } catch (e) {
+      if (!token()) break;
       setLive(false, 'disconnected, retrying');
       await new Promise((r) => setTimeout(r, 3000));
     }
   }
+  live.running = false;
 }
 
 // ---- pages ----------------------------------------------------------------------------
@@ -230,7 +238,7 @@ function currentRoute() {
 }
 
 function show(view) {
-  for (const v of ['overview', 'node', 'profiles']) $('view-' + v).hidden = v !== view;
+  for (const v of ['signin', 'overview', 'node', 'profiles']) $('view-' + v).hidden = v !== view;
   for (const a of document.querySelectorAll('nav a'))
     a.classList.toggle('active', a.dataset.nav === (view === 'node' ? 'overview' : view));
 }
@@ -416,16 +424,33 @@ function actionButton(id, label, data = '') {
 }
 
 function updateAuthUi() {
-  const has = !!token();
-  document.body.classList.toggle('can-write', has);
-  $('token-state').textContent = has ? 'token set: actions enabled' : 'read-only';
-  $('token').hidden = has;
-  $('token-use').hidden = has;
-  $('token-forget').hidden = !has;
+  const admin = caller.role === 'admin';
+  document.body.classList.toggle('can-write', admin);
+  $('token-state').textContent = token() && caller.name ? `${caller.name} (${caller.role})` : 'signed out';
+  $('sign-out').hidden = !token();
   for (const b of document.querySelectorAll('button.action')) {
-    b.disabled = !has;
-    b.title = has ? '' : 'enter an API token to enable actions';
+    b.disabled = !admin;
+    b.title = admin ? '' : 'needs an admin token';
   }
+}
+
+// Forgets the token and shows the sign-in form (with `why` when there is one);
+// the inventory already shown is dropped with the views.
+function signOut(why) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  caller.name = caller.role = '';
+  model.nodes.clear();
+  model.loaded = false;
+  $('view-node').innerHTML = '';
+  $('view-profiles').innerHTML = '';
+  $('nodes').querySelector('tbody').innerHTML = '';
+  $('counts').innerHTML = '';
+  $('error').hidden = true;
+  $('signin-error').hidden = !why;
+  $('signin-error').textContent = why || '';
+  setLive(false, 'signed out');
+  updateAuthUi();
+  show('signin');
 }
 
 // Shows an action's answer: a line saying what happened, and the whole JSON
@@ -568,6 +593,7 @@ async function renderPlan(version) {
 }
 
 async function route() {
+  if (!token()) return show('signin');
   const r = currentRoute();
   show(r.view);
   if (r.view === 'node') return renderNode(r.node);
@@ -622,25 +648,37 @@ function init() {
   $('action-result').addEventListener('click', (e) => {
     if (e.target.closest('.close')) $('action-result').hidden = true;
   });
-  $('token-form').addEventListener('submit', (e) => {
+  $('signin-form').addEventListener('submit', (e) => {
     e.preventDefault();
-    const t = $('token').value.trim();
-    $('token').value = '';
-    if (t) sessionStorage.setItem(TOKEN_KEY, t);
-    updateAuthUi();
+    const t = $('signin-token').value.trim();
+    $('signin-token').value = '';
+    if (!t) return;
+    sessionStorage.setItem(TOKEN_KEY, t);
+    start();
   });
-  $('token-forget').addEventListener('click', () => {
-    sessionStorage.removeItem(TOKEN_KEY);
-    updateAuthUi();
-  });
-  updateAuthUi();
+  $('sign-out').addEventListener('click', () => signOut(''));
   window.addEventListener('hashchange', route);
-  // The cursor comes from /status, read before the node list, so no event
-  // between the two reads is lost (it only causes one redundant refresh).
-  loadStatus().then(() => {
-    live.cursor = model.status.last_event || 0;
-    pollEvents();
-  }, showError).finally(route);
+  if (token()) start(); else signOut('');
+}
+
+// With a token: /status says whom it names (a 401 signs out again), then the
+// live updates and the page the address asks for. The cursor comes from
+// /status, read before the node list, so no event between the two reads is
+// lost (it only causes one redundant refresh).
+async function start() {
+  try {
+    await loadStatus();
+  } catch (e) {
+    if (token()) showError(e);
+    return;
+  }
+  caller.name = model.status.caller.name;
+  caller.role = model.status.caller.role;
+  $('signin-error').hidden = true;
+  updateAuthUi();
+  live.cursor = model.status.last_event || 0;
+  pollEvents();
+  route();
 }
 
 init();

@@ -19,11 +19,12 @@ constexpr const char* kAbout =
 
 constexpr const char* kEnvironment =
     R"(provisionctl talks to provisiond over its REST API (HTTP) and never opens the
-database. Reads are open; commands that change something send a bearer token.
+database. Every command sends a bearer token: a `read` token shows, an `admin`
+token also changes.
 
 Environment:
   PROVISIOND_URL    provisiond's base URL (default http://127.0.0.1:8080); --url wins
-  PROVISIOND_TOKEN  API token for changes; --token-file wins
+  PROVISIOND_TOKEN  API token; --token-file wins
 
 Exit status: 0 done, 1 failed (provisiond said no, or cannot be reached), 2 usage error,
 130 stopped following with Ctrl-C (image build; the build goes on).)";
@@ -91,7 +92,7 @@ std::map<const CLI::App*, const Verb*> BuildCli(CLI::App& app, GlobalArgs& globa
       ->envname("PROVISIOND_URL")
       ->capture_default_str();
   app.add_option("--token-file", global.token_file,
-                 "File with the API token (its first non-comment word), for changes")
+                 "File with the API token (its first non-comment word)")
       ->type_name("FILE");
   app.fallthrough();  // global options may follow the verb
 

@@ -135,10 +135,8 @@ Result<nlohmann::json> Client::Call(std::string_view method, const std::string& 
   Headers headers;
   AddHeader(headers, "Accept: application/json");
   if (body) AddHeader(headers, "Content-Type: application/json");
-  // Reads are open; only writes carry the token, so it is sent no more often
-  // than needed.
-  if (method != "GET" && !options_.token.empty())
-    AddHeader(headers, "Authorization: Bearer " + options_.token);
+  // Every API route but the node-facing ones needs a token, reads included.
+  if (!options_.token.empty()) AddHeader(headers, "Authorization: Bearer " + options_.token);
 
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);

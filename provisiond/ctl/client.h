@@ -42,7 +42,7 @@ class CurlGlobal {
 
 struct ClientOptions {
   std::string url = kDefaultUrl;  // base URL, without /api/v1
-  std::string token;              // sent as a bearer token on writes; may be empty
+  std::string token;              // sent as a bearer token; may be empty
   long connect_timeout_s = 5;
   long timeout_s = 60;  // per request, unless a call asks for more
 };

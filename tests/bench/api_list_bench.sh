@@ -112,10 +112,11 @@ for ((i = 0; i < 200; i++)); do  # up to 10 s
 done
 [[ -s $tmp/data/provisiond.url ]] || die "provisiond wrote no $tmp/data/provisiond.url in 10 s"
 provisiond_url="$(<"$tmp/data/provisiond.url")/api/v1/nodes"
+token=$(awk '!/^#/ && NF {print $1; exit}' "$tmp/data/tokens")
 
 # The exact bytes provisiond answers; nginx serves this file at the same path.
 mkdir -p "$tmp/www/api/v1"
-code=$(curl -sS --noproxy '*' -o "$tmp/www/api/v1/nodes" -w '%{http_code}' "$provisiond_url")
+code=$(curl -sS --noproxy '*' -H "Authorization: Bearer $token" -o "$tmp/www/api/v1/nodes" -w '%{http_code}' "$provisiond_url")
 [[ $code == 200 ]] || die "GET $provisiond_url answered $code"
 count=$(tail -c 40 "$tmp/www/api/v1/nodes" | sed -n 's/.*"count":\([0-9]*\)}$/\1/p')
 [[ $count == "$nodes" ]] || die "GET $provisiond_url listed '${count}' nodes, expected $nodes"
@@ -178,7 +179,9 @@ cmp -s "$tmp/nginx-body" "$tmp/www/api/v1/nodes" || die "nginx does not serve th
 # two servers alternate, and which goes first alternates per iteration.
 fetch() {  # $1: url; sets ms; fails on a wrong status or size
   local out code size secs
-  out=$(curl -sS --noproxy '*' -o /dev/null -w '%{http_code} %{size_download} %{time_total}' "$1")
+  # Both get the token (nginx ignores it): the same request bytes.
+  out=$(curl -sS --noproxy '*' -H "Authorization: Bearer $token" -o /dev/null \
+    -w '%{http_code} %{size_download} %{time_total}' "$1")
   read -r code size secs <<<"$out"
   [[ $code == 200 && $size == "$body_bytes" ]] ||
     die "GET $1 answered $code with $size bytes (expected 200, $body_bytes)"

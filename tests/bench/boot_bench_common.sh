@@ -134,7 +134,7 @@ enroll_nodes() {
   done < <(curl --noproxy '*' "${args[@]}")
   local without
   local list count
-  list=$(curl -sS --noproxy '*' "$provisiond_url/api/v1/nodes")
+  list=$(curl -sS --noproxy '*' -H "Authorization: Bearer $token" "$provisiond_url/api/v1/nodes")
   count=$(sed -n 's/.*"count":\([0-9]*\)}$/\1/p' <<<"$list")
   without=$({ grep -o '"image":""' <<<"$list" || true; } | wc -l)
   [[ $count == "$n" && $without == 0 ]] ||
@@ -144,7 +144,7 @@ enroll_nodes() {
 # Events recorded so far (GET /api/v1/status -> last_event).
 last_event() {
   local n
-  n=$(curl -sS --noproxy '*' "$provisiond_url/api/v1/status" |
+  n=$(curl -sS --noproxy '*' -H "Authorization: Bearer $token" "$provisiond_url/api/v1/status" |
     sed -n 's/.*"last_event":\([0-9]*\).*/\1/p')
   [[ -n $n ]] || die "GET /api/v1/status has no last_event"
   echo "$n"

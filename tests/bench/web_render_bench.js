@@ -25,6 +25,7 @@ const SERVERS = JSON.parse(process.env.SERVERS);
 const LOADS = Number(process.env.LOADS || 5);
 const COUNT = Number(process.env.COUNT || 10000);
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const TOKEN = process.env.TOKEN || '';
 
 const OBSERVE = () => {
   const mo = new MutationObserver(() => {
@@ -41,6 +42,8 @@ async function load(browser, server) {
   await context.route('**/*', (route) =>
     (route.request().url().startsWith(server.url) ? route.continue() : route.abort()));
   await context.addInitScript(OBSERVE);
+  // Signed in already, as an operator's tab is (the token in sessionStorage).
+  await context.addInitScript((t) => sessionStorage.setItem('provisiond-token', t), TOKEN);
   const page = await context.newPage();
   try {
     await page.goto(server.url + '/', { waitUntil: 'commit' });

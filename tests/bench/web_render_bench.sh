@@ -124,13 +124,14 @@ for ((i = 0; i < 200; i++)); do  # up to 10 s
 done
 [[ -s $tmp/data/provisiond.url ]] || die "provisiond wrote no $tmp/data/provisiond.url in 10 s"
 provisiond_url=$(<"$tmp/data/provisiond.url")
+token=$(awk '!/^#/ && NF {print $1; exit}' "$tmp/data/tokens")
 
 # --- the same page and snapshots for nginx ----------------------------------
 mkdir -p "$tmp/www/web" "$tmp/www/api/v1"
 cp "$repo/web/index.html" "$tmp/www/index.html"
 cp "$repo/web/"*.js "$repo/web/"*.css "$tmp/www/web/"
 for p in status nodes; do
-  code=$(curl -sS --noproxy '*' -o "$tmp/www/api/v1/$p" -w '%{http_code}' "$provisiond_url/api/v1/$p")
+  code=$(curl -sS --noproxy '*' -o "$tmp/www/api/v1/$p" -w '%{http_code}' -H "Authorization: Bearer $token" "$provisiond_url/api/v1/$p")
   [[ $code == 200 ]] || die "GET $provisiond_url/api/v1/$p answered $code"
 done
 count=$(tail -c 40 "$tmp/www/api/v1/nodes" | sed -n 's/.*"count":\([0-9]*\)}$/\1/p')
@@ -188,7 +189,7 @@ cmp -s "$tmp/nginx-body" "$tmp/www/api/v1/nodes" || die "nginx does not serve th
 
 # --- measurement -------------------------------------------------------------
 servers="[{\"name\":\"provisiond\",\"url\":\"$provisiond_url\"},{\"name\":\"nginx\",\"url\":\"$nginx_url\"}]"
-SERVERS=$servers LOADS=$loads COUNT=$nodes CHROMIUM=$chromium \
+TOKEN=$token SERVERS=$servers LOADS=$loads COUNT=$nodes CHROMIUM=$chromium \
   node "$repo/tests/bench/web_render_bench.js" >"$tmp/result.json"
 
 nginx_version=$("$nginx_bin" -v 2>&1 | sed 's/^nginx version: //')

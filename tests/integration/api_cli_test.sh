@@ -35,14 +35,14 @@ expect_output "plan lists node0" "node0"
 check "apply v0.1" ctl profile apply v0.1 --yes
 expect_output "apply shows per-node progress" "node1"
 expect_output "configure waits for the hello of nodes that are down" "configure: when it phones home"
-expect_eq "node0 has v0.1" "$(curl -sf "$URL/api/v1/nodes/node0" | grep -o '"profile":"[^"]*"')" '"profile":"v0.1"'
+expect_eq "node0 has v0.1" "$(curl -sf "${AUTH[@]}" "$URL/api/v1/nodes/node0" | grep -o '"profile":"[^"]*"')" '"profile":"v0.1"'
 check "apply v0.1 again" ctl profile apply v0.1 --yes
 expect_output "nothing changes" "nothing changes"
 check "apply v0.2" ctl profile apply v0.2 --yes
 expect_eq "all four on v0.2" "$(ctl node list --profile v0.2 --json | grep -o '"hostname":"node[0-9]"' | wc -l)" 4
 check "apply v0.1 (rollback)" ctl profile apply v0.1 --yes
 expect_eq "two back on v0.1" "$(ctl node list --profile v0.1 --json | grep -o '"hostname":"node[0-9]"' | wc -l)" 2
-expect_eq "node3 released" "$(curl -sf "$URL/api/v1/nodes/node3" | grep -o '"profile":"[^"]*"')" '"profile":""'
+expect_eq "node3 released" "$(curl -sf "${AUTH[@]}" "$URL/api/v1/nodes/node3" | grep -o '"profile":"[^"]*"')" '"profile":""'
 check "events" ctl events --json
 expect_eq "three profile applications recorded" "$(grep -c '"kind":"profile-applied"' "$WORK/out")" 3
 check "status after apply" ctl status --json
@@ -52,20 +52,45 @@ echo "== states"
 check "node set maintenance" ctl node set node1 --state maintenance --reason "fan swap"
 expect_exit 1 "ready cannot be set by hand" ctl node set node1 --state ready
 check "node rm retires" ctl node rm node2
-expect_eq "node2 retired" "$(curl -sf "$URL/api/v1/nodes/node2" | grep -o '"state":"[^"]*"')" '"state":"retired"'
+expect_eq "node2 retired" "$(curl -sf "${AUTH[@]}" "$URL/api/v1/nodes/node2" | grep -o '"state":"[^"]*"')" '"state":"retired"'
 
-echo "== tokens"
+echo "== tokens and roles"
 PROVISIOND_TOKEN="" expect_exit 1 "a write without a token is refused" ctl node add x0 --mac 52:54:00:bb:00:01
 expect_output "it says a token is needed" "token"
+PROVISIOND_TOKEN="" expect_exit 1 "a read without a token is refused" ctl node list
+expect_output "it says a token is needed" "needs a bearer token"
+# Every API read, with no token (401), a wrong one (401) and a read token (2xx).
+add_read_token
+for path in /api/v1/status /api/v1/nodes /api/v1/nodes/node0 /api/v1/nodes/node0/why \
+  /api/v1/profiles /api/v1/profiles/v0.1 /api/v1/profiles/v0.1/plan /api/v1/images \
+  /api/v1/events /api/v1/runs /api/v1/export/hostfile /api/v1/export/ansible-inventory /metrics; do
+  c0="$(curl -s -o /dev/null -w '%{http_code}' "$URL$path")"
+  c1="$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrongwrongwrongwrong' "$URL$path")"
+  c2="$(curl -s -o /dev/null -w '%{http_code}' "${READ_AUTH[@]}" "$URL$path")"
+  expect_eq "GET $path: no token, a wrong token, a read token" "$c0 $c1 $c2" "401 401 200"
+done
+expect_eq "the web page's own files load without a token" \
+  "$(for f in / /web/app.js /web/style.css; do curl -s -o /dev/null -w '%{http_code} ' "$URL$f"; done)" "200 200 200 "
+PROVISIOND_TOKEN="$READ_TOKEN" check "a read token lists the nodes" ctl node list
+expect_output "node0 is listed" "node0"
+PROVISIOND_TOKEN="$READ_TOKEN" expect_exit 1 "a read token cannot enroll" ctl node add x0 --mac 52:54:00:bb:00:01
+expect_output "the refusal names the role needed" "has the role 'read'; this request needs 'admin'"
+for w in "POST /api/v1/nodes" "PATCH /api/v1/nodes/node0" "DELETE /api/v1/nodes/node0" \
+  "POST /api/v1/nodes/node0/power" "POST /api/v1/profiles/v0.1/apply" "POST /api/v1/cmd" \
+  "POST /api/v1/playbook-runs" "POST /api/v1/images/lab/import" "DELETE /api/v1/images/lab"; do
+  expect_eq "a read token: $w -> 403" \
+    "$(curl -s -o /dev/null -w '%{http_code}' "${READ_AUTH[@]}" -X "${w%% *}" "$URL${w#* }" -d '{}')" 403
+done
+expect_eq "node0 is unchanged" "$(curl -sf "${AUTH[@]}" "$URL/api/v1/nodes/node0" | grep -o '"state":"[^"]*"')" '"state":"enrolled"'
 PROVISIOND_TOKEN="not-the-right-token-at-all" expect_exit 1 "a wrong token is refused" ctl node add x0 --mac 52:54:00:bb:00:01
 expect_eq "no write without a token (HTTP 401)" \
   "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/api/v1/nodes" -d '{"hostname":"x","mac":"52:54:00:bb:00:02"}')" 401
 expect_eq "no write with a wrong token (HTTP 401)" \
   "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrongwrongwrongwrong' -X POST "$URL/api/v1/nodes" -d '{}')" 401
-expect_eq "nothing was written" "$(curl -sf "$URL/api/v1/nodes?hostlist=x,x0" | grep -o '"count":[0-9]*')" '"count":0'
+expect_eq "nothing was written" "$(curl -sf "${AUTH[@]}" "$URL/api/v1/nodes?hostlist=x,x0" | grep -o '"count":[0-9]*')" '"count":0'
 
 echo "== malformed requests"
-auth=(-H "Authorization: Bearer $TOKEN")
+auth=("${AUTH[@]}")
 code() { curl -s -o "$WORK/body" -w '%{http_code}' "$@"; }
 expect_eq "malformed JSON -> 400" "$(code "${auth[@]}" -X POST "$URL/api/v1/nodes" -d '{"hostname":')" 400
 expect_eq "unknown field -> 400" "$(code "${auth[@]}" -X POST "$URL/api/v1/nodes" -d '{"hostname":"a","mac":"52:54:00:bb:00:03","color":"red"}')" 400
@@ -74,12 +99,12 @@ head -c 2000000 /dev/zero | tr '\0' 'a' >"$WORK/big"
 expect_eq "oversize body -> 413" "$(code "${auth[@]}" -X POST "$URL/api/v1/nodes" --data-binary @"$WORK/big")" 413
 expect_eq "wrong method -> 405" "$(code -X PUT "$URL/api/v1/status")" 405
 expect_eq "unknown path -> 404" "$(code "$URL/api/v1/../../etc/passwd")" 404
-expect_eq "metrics answer" "$(code "$URL/metrics")" 200
+expect_eq "metrics answer" "$(code "${auth[@]}" "$URL/metrics")" 200
 grep -q 'provisiond_nodes{state="enrolled"}' "$WORK/body" && pass "metrics count nodes by state" || fail "metrics: $(head -5 "$WORK/body")"
 kill -0 "$PROVISIOND_PID" && pass "provisiond is still running" || fail "provisiond died"
 
 echo "== 8 concurrent clients enroll 500 nodes each"
-before=$(curl -sf "$URL/api/v1/nodes" | grep -o '"count":[0-9]*' | cut -d: -f2)
+before=$(curl -sf "${AUTH[@]}" "$URL/api/v1/nodes" | grep -o '"count":[0-9]*' | cut -d: -f2)
 for c in $(seq 0 7); do
   cfg="$WORK/client$c.curl"
   : >"$cfg"
@@ -98,10 +123,10 @@ created=$(cat "$WORK"/client*.codes | grep -c '^201$' || true)
 others=$(cat "$WORK"/client*.codes | grep -vc '^201$' || true)
 expect_eq "4000 enrolls answered 201" "$created" 4000
 expect_eq "no errors" "$others" 0
-after=$(curl -sf "$URL/api/v1/nodes" | grep -o '"count":[0-9]*' | cut -d: -f2)
+after=$(curl -sf "${AUTH[@]}" "$URL/api/v1/nodes" | grep -o '"count":[0-9]*' | cut -d: -f2)
 expect_eq "no row lost" "$after" $((before + 4000))
 expect_eq "every enroll has its event" \
-  "$(curl -sf "$URL/api/v1/events?limit=100000" | grep -o '"kind":"enrolled"' | wc -l)" $((4 + 4000))
+  "$(curl -sf "${AUTH[@]}" "$URL/api/v1/events?limit=100000" | grep -o '"kind":"enrolled"' | wc -l)" $((4 + 4000))
 
 echo "== provisiond --check"
 check "--check accepts the shipped profiles" "$PROVISIOND" --check --config "$DATA/provisiond.yaml"

@@ -26,7 +26,7 @@ expect_eq "database 0600" "$(stat -c %a "$DB")" 600
 expect_eq "API tokens 0600" "$(stat -c %a "$DATA/data/tokens")" 600
 expect_eq "control key 0600 in a 0700 directory" \
   "$(stat -c %a "$DATA/data/ssh/id_ed25519") $(stat -c %a "$DATA/data/ssh")" "600 700"
-auth=(-H "Authorization: Bearer $TOKEN")
+auth=("${AUTH[@]}")
 # code ARGS...: the HTTP status of a curl request; the body is in $WORK/body.
 code() { curl -s --path-as-is -o "$WORK/body" -w '%{http_code}' "$@" || true; }
 body_has() {
@@ -57,9 +57,9 @@ expect_eq "2 MB chunked body (no Content-Length) -> 413" \
   "$(code "${auth[@]}" -H 'Transfer-Encoding: chunked' -X POST "$URL/api/v1/nodes" --data-binary @"$WORK/big")" 413
 expect_eq "2 MB body on a node's hello -> 413" \
   "$(code -X POST "$URL/api/v1/nodes/52:54:00:ee:00:01/hello" --data-binary @"$WORK/big")" 413
-c="$(code -H "X-Big: $(head -c 100000 /dev/zero | tr '\0' 'b')" "$URL/api/v1/status")"
+c="$(code "${auth[@]}" -H "X-Big: $(head -c 100000 /dev/zero | tr '\0' 'b')" "$URL/api/v1/status")"
 [[ "$c" =~ ^4 ]] && pass "100 kB header -> $c" || fail "100 kB header -> $c"
-c="$(code "$URL/api/v1/nodes?hostlist=$(head -c 60000 /dev/zero | tr '\0' 'x')")"
+c="$(code "${auth[@]}" "$URL/api/v1/nodes?hostlist=$(head -c 60000 /dev/zero | tr '\0' 'x')")"
 [[ "$c" =~ ^4 ]] && pass "60 kB query string -> $c" || fail "60 kB query -> $c"
 
 echo "== wrong methods -> 405 with Allow"
@@ -89,8 +89,8 @@ expect_eq "400,000 nested arrays (deep recursion)" \
   "$(code "${auth[@]}" -X POST "$URL/api/v1/nodes" --data-binary @"$WORK/deep")" 400
 expect_eq "a hostname of 100 kB" "$(post "{\"hostname\":\"$(head -c 100000 /dev/zero | tr '\0' a)\",\"mac\":\"52:54:00:ee:00:09\"}")" 400
 expect_eq "a shell metacharacter hostname" "$(post '{"hostname":"a;rm -rf /","mac":"52:54:00:ee:00:09"}')" 400
-expect_eq "query: a negative limit" "$(code "$URL/api/v1/events?limit=-1")" 400
-expect_eq "query: a huge number" "$(code "$URL/api/v1/events?after=99999999999999999999999")" 400
+expect_eq "query: a negative limit" "$(code "${auth[@]}" "$URL/api/v1/events?limit=-1")" 400
+expect_eq "query: a huge number" "$(code "${auth[@]}" "$URL/api/v1/events?after=99999999999999999999999")" 400
 kill -0 "$PROVISIOND_PID" && pass "provisiond is still running" || fail "provisiond died"
 expect_eq "nothing was written by the bad requests" "$(sqlite3 "$DB" 'select count(*) from nodes')" 2
 
@@ -104,7 +104,7 @@ for i in $(seq 200); do
   SLOW+=("$fd")
 done
 t0=$EPOCHREALTIME
-c="$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$URL/api/v1/status")"
+c="$(curl -s -m 5 -o /dev/null -w '%{http_code}' "${auth[@]}" "$URL/api/v1/status")"
 ms="$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 }')"
 expect_eq "a request is answered while 200 slow clients hold connections" "$c" 200
 [ "$ms" -lt 2000 ] && pass "in $ms ms" || fail "it took $ms ms"
@@ -208,15 +208,15 @@ code -H "Authorization: Bearer $TOKEN-wrong" -X POST "$URL/api/v1/nodes" -d '{}'
 code "$URL/api/v1/nodes?token=$n1_token" >/dev/null
 key_b64="$(sed -n 2p "$DATA/data/ssh/id_ed25519")"
 mkdir -p "$WORK/seen"
-curl -s "$URL/api/v1/events?limit=100000" >"$WORK/seen/events.json"
-curl -s "$URL/api/v1/nodes" >"$WORK/seen/nodes.json"
+curl -s "${auth[@]}" "$URL/api/v1/events?limit=100000" >"$WORK/seen/events.json"
+curl -s "${auth[@]}" "$URL/api/v1/nodes" >"$WORK/seen/nodes.json"
 for n in n1 n2 n7; do
-  curl -s "$URL/api/v1/nodes/$n" >"$WORK/seen/node-$n.json"
-  curl -s "$URL/api/v1/nodes/$n/why" >"$WORK/seen/why-$n.json"
+  curl -s "${auth[@]}" "$URL/api/v1/nodes/$n" >"$WORK/seen/node-$n.json"
+  curl -s "${auth[@]}" "$URL/api/v1/nodes/$n/why" >"$WORK/seen/why-$n.json"
 done
-curl -s "$URL/api/v1/status" >"$WORK/seen/status.json"
-curl -s "$URL/api/v1/runs" >"$WORK/seen/runs.json"
-curl -s "$URL/metrics" >"$WORK/seen/metrics.txt"
+curl -s "${auth[@]}" "$URL/api/v1/status" >"$WORK/seen/status.json"
+curl -s "${auth[@]}" "$URL/api/v1/runs" >"$WORK/seen/runs.json"
+curl -s "${auth[@]}" "$URL/metrics" >"$WORK/seen/metrics.txt"
 curl -s "$URL/" >"$WORK/seen/index.html"
 for f in app.js style.css; do curl -s "$URL/web/$f" >"$WORK/seen/$f"; done
 cp "$WORK/provisiond-main.log" "$WORK/seen/provisiond.log"
@@ -365,8 +365,8 @@ in_ns rm -f "$FD/mnt/filler"
 expect_eq "with room again enrolls work" \
   "$(code "${fauth[@]}" -X POST "$FURL/api/v1/nodes" -d '{"hostname":"fz","mac":"52:54:00:f0:01:00"}')" 201
 expect_eq "every node answered 201 is there" \
-  "$(curl -s "$FURL/api/v1/nodes" | grep -o '"hostname":"f[0-9z]*"' | wc -l)" $((3 + n + 1))
-expect_eq "no image version was left by the failed import" "$(curl -s "$FURL/api/v1/images" | grep -c '"ref"' || true)" 0
+  "$(curl -s -H "Authorization: Bearer $FTOK" "$FURL/api/v1/nodes" | grep -o '"hostname":"f[0-9z]*"' | wc -l)" $((3 + n + 1))
+expect_eq "no image version was left by the failed import" "$(curl -s -H "Authorization: Bearer $FTOK" "$FURL/api/v1/images" | grep -c '"ref"' || true)" 0
 
 echo "== an image build that fills the disk (mmdebstrap into the 8 MiB store, from the mirror apt uses)"
 rc=0
@@ -378,7 +378,7 @@ else
     pass "image build on a full disk fails and says why: $(grep -iE -m1 'no space left|disk full' "$WORK/build-full.out" | head -c 300)" ||
     fail "image build on a full disk (exit $rc): $(tail -5 "$WORK/build-full.out")"
   expect_eq "the failed build left no work directory" "$(in_ns find "$FD/mnt/data/images" -maxdepth 2 -name '.build-*' | wc -l)" 0
-  expect_eq "the failed build left no image version" "$(curl -s "$FURL/api/v1/images" | grep -c '"ref"' || true)" 0
+  expect_eq "the failed build left no image version" "$(curl -s -H "Authorization: Bearer $FTOK" "$FURL/api/v1/images" | grep -c '"ref"' || true)" 0
   expect_eq "after the failed build enrolls work" \
     "$(code "${fauth[@]}" -X POST "$FURL/api/v1/nodes" -d '{"hostname":"fy","mac":"52:54:00:f0:01:01"}')" 201
   kill -0 "$FPID" && pass "provisiond keeps running after the failed build" || fail "provisiond died in the build"

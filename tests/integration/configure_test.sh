@@ -35,7 +35,7 @@ playbooks:
     vars:
       base: $NODES
       test_user: $USER_NAME
-      status_url: URL/api/v1/status
+      status_url: URL/web/style.css
 health_checks:
   - name: marker-present
     command: test -d $NODES
@@ -114,7 +114,7 @@ cat >"$WORK/playbooks/itest.yml" <<'EOF'
     - name: download from provisiond
       get_url:
         url: "{{ status_url }}"
-        dest: "{{ dir }}/status.json"
+        dest: "{{ dir }}/page.css"
     - name: a package that is installed already
       apt:
         name: openssh-server
@@ -125,7 +125,7 @@ cat >"$WORK/playbooks/itest.yml" <<'EOF'
 EOF
 
 PROFILES_DIR="$WORK/profiles" PLAYBOOKS_DIR="$WORK/playbooks" start_provisiond it "ssh.port: $PORT" "configure.task_timeout: 60"
-sed -i "s#URL/api#$URL/api#" "$WORK/profiles/itest/profile.yaml"
+sed -i "s#URL/web#$URL/web#" "$WORK/profiles/itest/profile.yaml"
 DB="$DATA/data/provisiond.db"
 
 # hello NODE KEY: the node boots and phones home (tests/lib.sh) with the host
@@ -160,7 +160,7 @@ expect_eq "its mode" "$(stat -c %a "$NODES/it1/motd")" 640
 expect_eq "the template saw the inventory" "$(grep -c '^it' "$NODES/it1/node.conf")" 5
 expect_eq "the handler ran once" "$(cat "$NODES/it1/handler.log")" changed
 check "the user exists in its group" bash -c "id -nG $USER_NAME | grep -qw ${USER_NAME}g"
-expect_eq "the download is the API's status" "$(python3 -c "import json,sys; print('version' in json.load(open('$NODES/it2/status.json')))")" True
+expect_eq "the download is the web page's style sheet" "$(cmp -s "$NODES/it2/page.css" "$REPO/web/style.css" && echo same)" same
 
 check "run list" ctl run list --node it1
 expect_output "the configure run is listed as ok" "configure"
@@ -217,7 +217,7 @@ cp "$WORK/node.conf.j2.first" "$WORK/playbooks/templates/node.conf.j2"
 
 echo "== a second run of the playbook changes nothing"
 check "playbook run on it1" ctl playbook run "$WORK/playbooks/itest.yml" it1 \
-  -e base="$NODES" -e test_user="$USER_NAME" -e status_url="$URL/api/v1/status"
+  -e base="$NODES" -e test_user="$USER_NAME" -e status_url="$URL/web/style.css"
 expect_output "recap: nothing changed" "changed=0"
 RUN2="$(sqlite3 "$DB" "select id from runs where node='it1' and kind='playbook' order by id desc limit 1")"
 # get_url does not fetch again once dest exists (force: false), as in Ansible.

@@ -184,7 +184,7 @@ expect_eq "their new runs are ok" \
 for i in 1 2 3; do check "cr$i ran the last task" test -s "$NODES/finished-cr$i"; done
 
 echo "== a clean stop is prompt while a client long-polls the events"
-curl -s "$URL/api/v1/events?after=999999999&wait=60" >/dev/null &
+curl -s "${AUTH[@]}" "$URL/api/v1/events?after=999999999&wait=60" >/dev/null &
 POLL=$!
 PIDS+=("$POLL")
 wait_for 10 "the long-poll is open" bash -c "ss -Htn state established '( dport = :${URL##*:} )' | grep -q ."

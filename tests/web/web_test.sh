@@ -47,7 +47,8 @@ echo "== nodes in every state"
 mkdir -p "$WORK/states/data"
 "$SEED_STATES" "$WORK/states/data/provisiond.db"
 start_provisiond states "web_dir: $REPO/web" "power:" "  command: $WORK/power.sh"
-if MODE=states URL="$URL" TOKEN="$TOKEN" PROVISIONCTL="$PROVISIONCTL" POWER_LOG="$WORK/power.log" \
+add_read_token
+if MODE=states URL="$URL" TOKEN="$TOKEN" READ_TOKEN="$READ_TOKEN" PROVISIONCTL="$PROVISIONCTL" POWER_LOG="$WORK/power.log" \
   CHROMIUM="$CHROMIUM" OUT="$OUT/states" node "$HERE/web_test.js"; then
   pass "web page with nodes in every state"
 else fail "web page with nodes in every state"; fi

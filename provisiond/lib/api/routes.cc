@@ -1,6 +1,7 @@
 // Every route provisiond serves, top to bottom. Access: kOpen (nodes as they
-// boot; no API token, a node's own token where it matters), kRead (anyone; a
-// token names who asked), kAdmin (a valid API token, else 401). A path that
+// boot, which prove who they are by their own credential, and the web page's
+// files, which hold no data), kRead (a token of either role, else 401),
+// kAdmin (an `admin` token: 401 without a token, 403 with a `read` one). A path that
 // matches with another method is a 405 whose Allow lists the methods in the
 // order below; a route's pattern is its name in /metrics.
 #include "api/routes.h"
@@ -64,8 +65,8 @@ constexpr ApiRoute kRoutes[] = {
   {"POST",   "/api/v1/nodes/{node}/hello",         kOpen,  NodeHello},         // boot
   {"POST",   "/api/v1/nodes/{node}/report",        kOpen,  NodeReport},        // boot
   // The web page.
-  {"GET",    "/",                                  kRead,  WebIndex},          // web
-  {"GET",    "/web/{file}",                        kRead,  WebFile},           // web
+  {"GET",    "/",                                  kOpen,  WebIndex},          // web
+  {"GET",    "/web/{file}",                        kOpen,  WebFile},           // web
 };
 // clang-format on
 

@@ -10,54 +10,75 @@ namespace prov {
 namespace {
 
 using json = nlohmann::json;
+using api_test::kReadToken;
 using api_test::kToken;
+
+// A path that `pattern` matches: every {name} segment becomes "x".
+std::string PathFor(const char* pattern) {
+  std::string path;
+  for (const char* p = pattern; *p; ++p) {
+    if (*p != '{') {
+      path += *p;
+      continue;
+    }
+    path += 'x';
+    while (*p && *p != '}') ++p;
+  }
+  return path;
+}
 
 }  // namespace
 
-TEST_CASE("routes: each method and pattern once; every admin route needs a token") {
+TEST_CASE(
+    "routes: each method and pattern once; only node-facing routes and the page's files are open") {
   api_test::Fixture f;
   std::set<std::string> seen;
   for (const ApiRoute& route : ApiRoutes()) {
     std::string key = std::string(route.method) + " " + route.pattern;
     INFO(key);
     CHECK(seen.insert(key).second);
-    if (route.access != Router::Access::kAdmin) continue;
-    // A path the pattern matches; the router refuses it before the handler.
-    std::string path;
-    for (const char* p = route.pattern; *p; ++p) {
-      if (*p != '{') {
-        path += *p;
-        continue;
-      }
-      path += 'x';
-      while (*p && *p != '}') ++p;
-    }
-    HttpResponse r = f.Call(route.method, path, "", false);
+    std::string pattern = route.pattern;
+    bool node_facing = pattern.rfind("/boot/", 0) == 0 || pattern.ends_with("/hello") ||
+                       pattern.ends_with("/report");
+    bool page_file = pattern == "/" || pattern.rfind("/web/", 0) == 0;
+    CHECK((route.access == Router::Access::kOpen) == (node_facing || page_file));
+    if (route.access == Router::Access::kOpen) continue;
+    // The router refuses it before the handler: no token, then a read token
+    // on a route that changes state.
+    HttpResponse r = f.Call(route.method, PathFor(route.pattern), "", false);
     CHECK(r.status == 401);
+    if (route.access == Router::Access::kAdmin) {
+      r = f.Call(route.method, PathFor(route.pattern), "", true, kReadToken);
+      CHECK(r.status == 403);
+      CHECK(r.body.find("needs 'admin'") != std::string::npos);
+    }
   }
   CHECK(seen.size() == f.router.routes().size());
 }
 
-TEST_CASE("routes: open routes leave the API token alone, reads name who asked") {
-  Router router(
-      std::make_shared<const TokenSet>(*TokenSet::Parse(std::string(kToken) + " alice\n", "t")));
-  auto who = [](const HttpRequest& r) { return HttpResponse::Text(200, r.who); };
+TEST_CASE("routes: open routes leave the API token alone, others need its role") {
+  Router router(std::make_shared<const TokenSet>(
+      *TokenSet::Parse(std::string(kToken) + " alice\n" + kReadToken + " rita read\n", "t")));
+  auto who = [](const HttpRequest& r) { return HttpResponse::Text(200, r.who + "/" + r.role); };
   router.Add("GET", "/open", Router::Access::kOpen, who);
   router.Add("GET", "/read", Router::Access::kRead, who);
   router.Add("GET", "/admin", Router::Access::kAdmin, who);
-  auto get = [&](const std::string& path, bool auth) {
+  auto get = [&](const std::string& path, const char* token) {
     HttpRequest r;
     r.method = "GET";
     r.path = path;
-    if (auth) r.headers["authorization"] = std::string("Bearer ") + kToken;
+    if (token) r.headers["authorization"] = std::string("Bearer ") + token;
     return router.Handle(r);
   };
-  CHECK(get("/open", true).body == "");
-  CHECK(get("/read", true).body == "alice");
-  CHECK(get("/admin", true).body == "alice");
-  CHECK(get("/open", false).status == 200);
-  CHECK(get("/read", false).status == 200);
-  CHECK(get("/admin", false).status == 401);
+  CHECK(get("/open", kToken).body == "/");
+  CHECK(get("/read", kToken).body == "alice/admin");
+  CHECK(get("/admin", kToken).body == "alice/admin");
+  CHECK(get("/read", kReadToken).body == "rita/read");
+  CHECK(get("/admin", kReadToken).status == 403);
+  CHECK(get("/open", nullptr).status == 200);
+  CHECK(get("/read", nullptr).status == 401);
+  CHECK(get("/admin", nullptr).status == 401);
+  CHECK(get("/read", "0123456789abcdef-not-a-token").status == 401);
 }
 
 TEST_CASE("api: writes need a valid bearer token") {
@@ -72,8 +93,12 @@ TEST_CASE("api: writes need a valid bearer token") {
   bad.path = "/api/v1/nodes/n0";
   bad.headers["authorization"] = "Bearer wrongwrongwrongwrong";
   CHECK(f.router.Handle(bad).status == 401);
-  // Reads are open.
-  CHECK(f.Call("GET", "/api/v1/nodes", "", false).status == 200);
+  CHECK(f.Call("POST", "/api/v1/nodes", R"({"hostname":"n0","mac":"52:54:00:00:00:01"})", true,
+               kReadToken)
+            .status == 403);
+  // Reads need a token too, of either role.
+  CHECK(f.Call("GET", "/api/v1/nodes", "", false).status == 401);
+  CHECK(f.Call("GET", "/api/v1/nodes", "", true, kReadToken).status == 200);
   CHECK(f.store->ListNodes().empty());
 }
 
@@ -154,17 +179,23 @@ TEST_CASE("api: JSON nested too deep is refused before it is parsed") {
   CHECK(r.body.find("nested deeper than 64 levels") != std::string::npos);
 }
 
-TEST_CASE("tokens file: names, comments and bad lines") {
-  auto t = TokenSet::Parse("# comment\n0123456789abcdef0123 bob # trailing\n\nfedcba9876543210\n",
-                           "tokens");
+TEST_CASE("tokens file: names, roles, comments and bad lines") {
+  auto t = TokenSet::Parse(
+      "# comment\n0123456789abcdef0123 bob # trailing\n\nfedcba9876543210\n"
+      "0123456789abcdefread carol read\n",
+      "tokens");
   REQUIRE(t.ok());
-  CHECK(t->size() == 2);
-  CHECK(t->Lookup("0123456789abcdef0123") == "bob");
-  CHECK(t->Lookup("fedcba9876543210") == "token-4");
-  CHECK(t->Lookup("fedcba987654321").empty());
+  CHECK(t->size() == 3);
+  CHECK(t->Lookup("0123456789abcdef0123").name == "bob");
+  CHECK(t->Lookup("0123456789abcdef0123").role == "admin");
+  CHECK(t->Lookup("fedcba9876543210").name == "token-4");
+  CHECK(t->Lookup("0123456789abcdefread").role == "read");
+  CHECK(t->Lookup("fedcba987654321").name.empty());
   CHECK(TokenSet::Parse("short\n", "tokens").status().message() ==
         "tokens:1: token is shorter than 16 characters");
-  CHECK_FALSE(TokenSet::Parse("0123456789abcdef a b\n", "tokens").ok());
+  CHECK(TokenSet::Parse("\n0123456789abcdef a root\n", "tokens").status().message() ==
+        "tokens:2: unknown role 'root' (expected read or admin)");
+  CHECK_FALSE(TokenSet::Parse("0123456789abcdef a read b\n", "tokens").ok());
 }
 
 }  // namespace prov

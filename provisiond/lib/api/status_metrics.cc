@@ -7,7 +7,7 @@ namespace prov {
 
 using json = nlohmann::json;
 
-HttpResponse GetStatus(const ApiContext& ctx, const HttpRequest&) {
+HttpResponse GetStatus(const ApiContext& ctx, const HttpRequest& request) {
   Inventory& inv = *ctx.inventory;
   json counts = json::object();
   int64_t total = 0;
@@ -32,7 +32,8 @@ HttpResponse GetStatus(const ApiContext& ctx, const HttpRequest&) {
                                   {"applied_profile", applied},
                                   {"profiles", versions},
                                   {"profile_errors", errors},
-                                  {"last_event", inv.store().LastEventId()}});
+                                  {"last_event", inv.store().LastEventId()},
+                                  {"caller", {{"name", request.who}, {"role", request.role}}}});
 }
 
 HttpResponse GetPreflight(const ApiContext& ctx, const HttpRequest&) {

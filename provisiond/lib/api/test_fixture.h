@@ -16,7 +16,8 @@
 
 namespace prov::api_test {
 
-inline const char* kToken = "0123456789abcdef0123456789abcdef";
+inline const char* kToken = "0123456789abcdef0123456789abcdef";      // alice, admin
+inline const char* kReadToken = "fedcba9876543210fedcba9876543210";  // rita, read
 
 struct Fixture {
   std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
@@ -24,7 +25,7 @@ struct Fixture {
   Inventory inventory{*store, PROVISION_SOURCE_DIR "/profiles", PROVISION_SOURCE_DIR "/playbooks",
                       snapshots.path()};
   Router router{std::make_shared<const TokenSet>(
-      *TokenSet::Parse(std::string(kToken) + " alice\n", "tokens"))};
+      *TokenSet::Parse(std::string(kToken) + " alice\n" + kReadToken + " rita read\n", "tokens"))};
   ApiContext context;
 
   Fixture() {
@@ -34,12 +35,12 @@ struct Fixture {
   }
 
   HttpResponse Call(const std::string& method, const std::string& target,
-                    const std::string& body = "", bool auth = true) {
+                    const std::string& body = "", bool auth = true, const char* token = kToken) {
     HttpRequest r;
     r.method = method;
     SplitTarget(target, r.path, r.query);
     r.body = body;
-    if (auth) r.headers["authorization"] = std::string("Bearer ") + kToken;
+    if (auth) r.headers["authorization"] = std::string("Bearer ") + token;
     return router.Handle(r);
   }
   nlohmann::json CallJson(const std::string& method, const std::string& target,

@@ -203,17 +203,18 @@ Result<TokenSet> TokenSet::Parse(const std::string& text, const std::string& fil
     size_t hash = line.find('#');
     if (hash != std::string::npos) line.resize(hash);
     std::istringstream words(line);
-    std::string token, name, extra;
+    std::string token, name, role, extra;
     if (!(words >> token)) continue;
-    words >> name;
+    words >> name >> role;
+    const std::string where = file + ":" + std::to_string(n) + ": ";
     if (words >> extra)
-      return Status::Invalid(file + ":" + std::to_string(n) +
-                             ": expected '<token> [name]', found more words");
-    if (token.size() < 16)
-      return Status::Invalid(file + ":" + std::to_string(n) +
-                             ": token is shorter than 16 characters");
+      return Status::Invalid(where + "expected '<token> [name [read|admin]]', found more words");
+    if (token.size() < 16) return Status::Invalid(where + "token is shorter than 16 characters");
+    if (role.empty()) role = "admin";
+    if (role != "read" && role != "admin")
+      return Status::Invalid(where + "unknown role '" + role + "' (expected read or admin)");
     if (name.empty()) name = "token-" + std::to_string(n);
-    set.tokens_.emplace_back(token, name);
+    set.tokens_.push_back({token, {name, role}});
   }
   return set;
 }
@@ -224,12 +225,13 @@ Result<TokenSet> TokenSet::Load(const std::string& path) {
   return Parse(*text, path);
 }
 
-std::string TokenSet::Lookup(const std::string& token) const {
-  std::string found;
-  for (const auto& [t, name] : tokens_) {
+TokenSet::Caller TokenSet::Lookup(const std::string& token) const {
+  Caller found;
+  for (const Entry& e : tokens_) {
     // Constant time per candidate of the same length.
-    if (t.size() == token.size() && CRYPTO_memcmp(t.data(), token.data(), t.size()) == 0)
-      found = name;
+    if (e.token.size() == token.size() &&
+        CRYPTO_memcmp(e.token.data(), token.data(), token.size()) == 0)
+      found = e.caller;
   }
   return found;
 }
@@ -346,14 +348,21 @@ HttpResponse Router::Handle(HttpRequest& request) const {
         std::lock_guard lock(tokens_mu_);
         tokens = tokens_;
       }
-      request.who = tokens ? tokens->Lookup(token) : "";
+      if (tokens) {
+        TokenSet::Caller caller = tokens->Lookup(token);
+        request.who = std::move(caller.name);
+        if (!request.who.empty()) request.role = std::move(caller.role);
+      }
     }
-    if (match->access == Access::kAdmin && request.who.empty()) {
+    if (match->access != Access::kOpen && request.who.empty()) {
       response = HttpResponse::Error(
-          401, token.empty() ? "this request changes state and needs a bearer token "
-                               "(Authorization: Bearer <token>)"
+          401, token.empty() ? "this request needs a bearer token (Authorization: Bearer <token>; "
+                               "provisionctl reads it from PROVISIOND_TOKEN or --token-file)"
                              : "the bearer token is not valid");
       response.headers.emplace_back("WWW-Authenticate", "Bearer");
+    } else if (match->access == Access::kAdmin && request.role != "admin") {
+      response = HttpResponse::Error(403, "token '" + request.who + "' has the role '" +
+                                              request.role + "'; this request needs 'admin'");
     } else {
       try {
         response = match->handler(request);

@@ -29,10 +29,11 @@ struct HttpRequest {
   // on the peer could bind it. Node-facing routes that hand out or use a
   // node's credential require it, so a node's unprivileged users cannot.
   bool FromPrivilegedPort() const { return remote_port > 0 && remote_port < 1024; }
-  // Filled by the router: {name} segments of the matched pattern, and who the
-  // bearer token belongs to ("" when there was none).
+  // Filled by the router: {name} segments of the matched pattern, who the
+  // bearer token belongs to ("" when there was none) and its role.
   std::map<std::string, std::string> params;
   std::string who;
+  std::string role;  // "read" or "admin"; "" without a valid token
 
   std::string Header(const std::string& lowercase_name) const;
   std::string Query(const std::string& name, const std::string& fallback = "") const;
@@ -77,19 +78,29 @@ Status CheckJsonDepth(const std::string& body, int max_depth = 64);
 Result<nlohmann::json> ParseJsonObject(const std::string& body,
                                        const std::vector<std::string>& allowed);
 
-// Bearer tokens from a file: one per line, optionally followed by a name
-// ("<token> alice"); '#' starts a comment. Tokens are compared in constant
-// time and never logged.
+// Bearer tokens from a file: one per line, optionally followed by a name and
+// a role ("<token> alice read"); '#' starts a comment. The role is `read`
+// (every GET of the API, the inventory, events, runs) or `admin` (every
+// route), `admin` when left out. Tokens are compared in constant time and
+// never logged.
 class TokenSet {
  public:
+  struct Caller {
+    std::string name;  // "" when the token is unknown
+    std::string role;  // "read" or "admin"
+  };
   static Result<TokenSet> Load(const std::string& path);
   static Result<TokenSet> Parse(const std::string& text, const std::string& file);
-  // The token's name, or "" when the token is unknown.
-  std::string Lookup(const std::string& token) const;
+  // Who holds the token; an empty name when the token is unknown.
+  Caller Lookup(const std::string& token) const;
   size_t size() const { return tokens_.size(); }
 
  private:
-  std::vector<std::pair<std::string, std::string>> tokens_;
+  struct Entry {
+    std::string token;
+    Caller caller;
+  };
+  std::vector<Entry> tokens_;
 };
 
 // Request counts and latency per route, for /metrics.
@@ -114,10 +125,11 @@ class Router {
   using Handler = std::function<HttpResponse(const HttpRequest&)>;
   // Who may call a route:
   //   kOpen   anyone; the Authorization header is not read as an API token
-  //           (what nodes fetch and send while they boot: a node sends its
-  //           own token, which its handler checks)
-  //   kRead   anyone; a valid API token names who asked
-  //   kAdmin  a valid API token only (401 without one)
+  //           (what nodes fetch and send while they boot, whose handlers
+  //           check the node's own credential, and the web page's files)
+  //   kRead   a valid API token of either role (401 without one)
+  //   kAdmin  a valid `admin` token (401 without a valid token, 403 with a
+  //           `read` one)
   enum class Access { kOpen, kRead, kAdmin };
 
   explicit Router(std::shared_ptr<const TokenSet> tokens) : tokens_(std::move(tokens)) {}
