@@ -64,12 +64,13 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 [ -s "$LAB_DIR/data/provisiond.url" ] || { cat "$LAB_DIR/provisiond.log"; exit 1; }
-export PROVISIOND_URL="http://$LAB_ADDR:8080"
+# provisionctl runs in the lab's namespace: the API over plain HTTP answers loopback only.
+export PROVISIOND_URL="http://127.0.0.1:8080"
 export PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$LAB_DIR/data/tokens")"
 ctl() { echo "\$ provisionctl $*"; lab_exec "$BIN/provisionctl" "$@"; }
 # provisiond's API on this machine's loopback, forwarded into the namespace.
 socat "TCP-LISTEN:$PORT,bind=127.0.0.1,fork,reuseaddr" \
-  "EXEC:ip netns exec $LAB_NS socat STDIO TCP\\:$LAB_ADDR\\:8080" 2>/dev/null &
+  "EXEC:ip netns exec $LAB_NS socat STDIO TCP\\:127.0.0.1\\:8080" 2>/dev/null &
 forward=$!
 
 ctl preflight

@@ -11,7 +11,8 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   libmicrohttpd-dev libyaml-cpp-dev libsqlite3-dev libssh-dev libnfs-dev
   libspdlog-dev doctest-dev nlohmann-json3-dev libcurl4-openssl-dev libcli11-dev libssl-dev
-  sqlite3 curl clang-format cpio
+  libpcre2-dev   # playbook and template regular expressions, bounded (playbook/jinja/regex.h)
+  sqlite3 curl clang-format cpio openssl
   clang libclang-rt-14-dev   # the libFuzzer build of the fuzz targets (docs/fuzzing.md)
 )
 # The netboot lab (QEMU, iPXE, OVMF, dnsmasq, busybox) and the browser test

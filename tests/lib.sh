@@ -79,6 +79,7 @@ start_provisiond() {
     echo "data_dir: $DATA/data"
     echo "profiles_dir: ${PROFILES_DIR:-$REPO/profiles}"
     echo "playbooks_dir: ${PLAYBOOKS_DIR:-$REPO/playbooks}"
+    echo "import_dir: $WORK"  # image imports read only here: the test's own files
     for line in "$@"; do echo "$line"; done
   } >"$DATA/provisiond.yaml"
   "$PROVISIOND" --config "$DATA/provisiond.yaml" >"$WORK/provisiond-$name.log" 2>&1 &

@@ -23,8 +23,12 @@ database. Every command sends a bearer token: a `read` token shows, an `admin`
 token also changes.
 
 Environment:
-  PROVISIOND_URL    provisiond's base URL (default http://127.0.0.1:8080); --url wins
+  PROVISIOND_URL    provisiond's base URL (default http://127.0.0.1:8080); --url wins.
+                    Off the control node use its HTTPS listener, https://<host>:8443:
+                    its certificate is pinned on first use (as ssh pins host keys) in
+                    ~/.config/provisionctl/known_servers (PROVISIONCTL_KNOWN_SERVERS)
   PROVISIOND_TOKEN  API token; --token-file wins
+  PROVISIOND_CA_FILE, PROVISIOND_FINGERPRINT  as --ca-file, --fingerprint
 
 Exit status: 0 done, 1 failed (provisiond said no, or cannot be reached), 2 usage error,
 130 stopped following with Ctrl-C (image build; the build goes on).)";
@@ -94,6 +98,14 @@ std::map<const CLI::App*, const Verb*> BuildCli(CLI::App& app, GlobalArgs& globa
   app.add_option("--token-file", global.token_file,
                  "File with the API token (its first non-comment word)")
       ->type_name("FILE");
+  app.add_option("--ca-file", global.ca_file,
+                 "https: verify provisiond's certificate against this CA (PEM) instead of pinning")
+      ->type_name("FILE")
+      ->envname("PROVISIOND_CA_FILE");
+  app.add_option("--fingerprint", global.fingerprint,
+                 "https: require this SHA-256 certificate fingerprint (AB:CD:...)")
+      ->type_name("SHA256")
+      ->envname("PROVISIOND_FINGERPRINT");
   app.fallthrough();  // global options may follow the verb
 
   std::map<std::string, std::vector<std::string>> nouns;  // noun -> its verbs
@@ -202,6 +214,9 @@ int RunCli(int argc, const char* const* argv, const Io& io) {
     ClientOptions options;
     options.url = global.url;
     options.token = *token;
+    options.ca_file = global.ca_file;
+    options.fingerprint = global.fingerprint;
+    options.notices = &io.err;
     Client client(options);
     Context ctx{client, io.in, io.out, io.err, io.interactive, token_source, app};
     return verb->run(ctx, args);

@@ -1,9 +1,16 @@
 #include "client.h"
 
 #include <curl/curl.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <ostream>
 #include <sstream>
 #include <stdexcept>
+
+#include "base/file_util.h"
 
 namespace prov::ctl {
 namespace {
@@ -60,7 +67,59 @@ std::string FirstLine(const std::string& text, size_t max) {
   return line;
 }
 
+// The leaf certificate's SHA-256, "AB:CD:...", as provisiond logs it.
+std::string Fingerprint(X509* cert) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (!cert || X509_digest(cert, EVP_sha256(), md, &len) != 1) return "";
+  return ColonHex(std::string_view(reinterpret_cast<const char*>(md), len));
+}
+
+// What the handshake checks: the leaf's fingerprint against `expected` (any,
+// when empty: a first-use probe); `seen` records it either way.
+struct PinCheck {
+  const std::string* expected;
+  std::string* seen;
+};
+
+int VerifyPin(X509_STORE_CTX* store, void* arg) {
+  const auto* check = static_cast<const PinCheck*>(arg);
+  *check->seen = Fingerprint(X509_STORE_CTX_get0_cert(store));
+  return !check->seen->empty() && (check->expected->empty() || *check->seen == *check->expected);
+}
+
+CURLcode InstallPinCheck(CURL*, void* ssl_ctx, void* arg) {
+  SSL_CTX_set_cert_verify_callback(static_cast<SSL_CTX*>(ssl_ctx), &VerifyPin, arg);
+  return CURLE_OK;
+}
+
+// The fingerprint pinned for `url` in `file`, or "".
+std::string PinnedFor(const std::string& file, const std::string& url) {
+  auto text = ReadFile(file);
+  if (!text.ok()) return "";
+  std::istringstream in(*text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string u, fp;
+    if (words >> u >> fp && u == url) return fp;
+  }
+  return "";
+}
+
+std::string NormalizeFingerprint(std::string fp) {
+  if (fp.rfind("sha256:", 0) == 0 || fp.rfind("SHA256:", 0) == 0) fp = fp.substr(7);
+  for (char& c : fp) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+  return fp;
+}
+
 }  // namespace
+
+std::string DefaultKnownServersFile() {
+  if (const char* f = getenv("PROVISIONCTL_KNOWN_SERVERS"); f && *f) return f;
+  const char* home = getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.config/provisionctl/known_servers";
+}
 
 std::string UrlEncode(std::string_view text) {
   static const char kHex[] = "0123456789ABCDEF";
@@ -120,12 +179,80 @@ Client::Client(ClientOptions options) : options_(std::move(options)), curl_(curl
 
 Client::~Client() = default;
 
+Status Client::PrepareTls() {
+  if (tls_ready_) return Status::Ok();
+  if (!options_.ca_file.empty()) {
+    tls_ready_ = true;
+    return Status::Ok();
+  }
+  if (!options_.fingerprint.empty()) {
+    pinned_ = NormalizeFingerprint(options_.fingerprint);
+    tls_ready_ = true;
+    return Status::Ok();
+  }
+  const std::string file =
+      options_.known_servers.empty() ? DefaultKnownServersFile() : options_.known_servers;
+  pinned_ = PinnedFor(file, options_.url);
+  if (pinned_.empty()) {
+    // First use: a handshake alone (no request, no token) learns the
+    // certificate, which is then pinned for this URL.
+    CURL* curl = curl_.get();
+    curl_easy_reset(curl);
+    PinCheck probe{&pinned_, &seen_};
+    char error[CURL_ERROR_SIZE] = {0};
+    curl_easy_setopt(curl, CURLOPT_URL, options_.url.c_str());
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+    curl_easy_setopt(curl, CURLOPT_CONNECT_ONLY, 1L);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, options_.connect_timeout_s);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+    curl_easy_setopt(curl, CURLOPT_SSL_CTX_FUNCTION, &InstallPinCheck);
+    curl_easy_setopt(curl, CURLOPT_SSL_CTX_DATA, &probe);
+    CURLcode rc = curl_easy_perform(curl);
+    curl_easy_reset(curl);
+    // The probe's connection is not reused: the real request shakes hands anew.
+    curl_.reset(curl_easy_init());
+    if (!curl_) throw std::runtime_error("curl_easy_init failed");
+    if (rc != CURLE_OK || seen_.empty())
+      return Status::Error(Code::kUnavailable, "cannot reach provisiond at " + options_.url + ": " +
+                                                   (error[0] ? error : curl_easy_strerror(rc)));
+    pinned_ = seen_;
+    std::string text;
+    if (auto old = ReadFile(file); old.ok()) text = *old;
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    text += options_.url + " " + pinned_ + "\n";
+    Status s = MakeDirs(std::filesystem::path(file).parent_path().string(), 0700);
+    if (s.ok()) s = WriteFileAtomic(file, text, 0600);
+    if (!s.ok()) return s;
+    if (options_.notices)
+      *options_.notices << "provisionctl: first connection to " << options_.url
+                        << ": certificate SHA-256 " << pinned_ << " pinned in " << file
+                        << " (compare it with provisiond's log or `provisionctl status`)\n";
+  }
+  tls_ready_ = true;
+  return Status::Ok();
+}
+
 Result<nlohmann::json> Client::Call(std::string_view method, const std::string& path,
                                     const nlohmann::json* body, long timeout_s) {
-  CURL* curl = curl_.get();
   last_http_status_ = 0;
+  const bool https = options_.url.rfind("https://", 0) == 0;
+  if (https) {
+    Status s = PrepareTls();
+    if (!s.ok()) return s;
+  }
+  CURL* curl = curl_.get();
   // Reset options but keep the connection: node set over 100 nodes reuses it.
   curl_easy_reset(curl);
+  PinCheck pin{&pinned_, &seen_};
+  if (https && options_.ca_file.empty()) {
+    // The pin is the server's identity: no CA, no host name to match.
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+    curl_easy_setopt(curl, CURLOPT_SSL_CTX_FUNCTION, &InstallPinCheck);
+    curl_easy_setopt(curl, CURLOPT_SSL_CTX_DATA, &pin);
+  } else if (https) {
+    curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_file.c_str());
+  }
   const std::string url = options_.url + path;
   const std::string method_str(method);
   std::string request_body = body ? body->dump() : "";
@@ -167,6 +294,18 @@ Result<nlohmann::json> Client::Call(std::string_view method, const std::string& 
   CURLcode rc = curl_easy_perform(curl);
   if (rc != CURLE_OK) {
     if (rc == CURLE_ABORTED_BY_CALLBACK) return Status::Error(Code::kUnavailable, "interrupted");
+    if (https && options_.ca_file.empty() && !seen_.empty() && seen_ != pinned_)
+      return Status::Error(
+          Code::kForbidden,
+          "the certificate of " + options_.url + " is not the one pinned: pinned " + pinned_ +
+              ", offered " + seen_ +
+              (options_.fingerprint.empty()
+                   ? " (if provisiond's certificate was replaced, remove its line from " +
+                         (options_.known_servers.empty() ? DefaultKnownServersFile()
+                                                         : options_.known_servers) +
+                         ")"
+                   : " (--fingerprint / PROVISIOND_FINGERPRINT)") +
+              "; nothing was sent");
     std::string why = error[0] ? error : curl_easy_strerror(rc);
     return Status::Error(Code::kUnavailable, "cannot reach provisiond at " + options_.url + ": " +
                                                  why + " (is it running? set PROVISIOND_URL)");

@@ -30,6 +30,10 @@ std::string QueryString(std::initializer_list<std::pair<const char*, std::string
 // `file` names the file in the error.
 Result<std::string> ParseTokenFile(const std::string& text, const std::string& file);
 
+// The default known servers file: $PROVISIONCTL_KNOWN_SERVERS, else
+// $HOME/.config/provisionctl/known_servers.
+std::string DefaultKnownServersFile();
+
 // libcurl's process-wide state; one instance lives in main() while requests
 // are made.
 class CurlGlobal {
@@ -40,9 +44,17 @@ class CurlGlobal {
   CurlGlobal& operator=(const CurlGlobal&) = delete;
 };
 
+// https:// URLs without a CA file are trusted as ssh trusts hosts: the
+// certificate's SHA-256 fingerprint is pinned on first use, per URL, in the
+// known servers file, and a different certificate is refused before the
+// request (and its token) is sent.
 struct ClientOptions {
-  std::string url = kDefaultUrl;  // base URL, without /api/v1
-  std::string token;              // sent as a bearer token; may be empty
+  std::string url = kDefaultUrl;    // base URL, without /api/v1
+  std::string token;                // sent as a bearer token; may be empty
+  std::string ca_file;              // https: verify against this CA instead of pinning
+  std::string fingerprint;          // https: the certificate's SHA-256 ("AB:CD:..."), pinned
+  std::string known_servers;        // https: where first-use pins are kept
+  std::ostream* notices = nullptr;  // where a first-use pin is announced
   long connect_timeout_s = 5;
   long timeout_s = 60;  // per request, unless a call asks for more
 };
@@ -97,8 +109,14 @@ class Client {
   struct CurlDeleter {
     void operator()(void* curl) const;
   };
+  // For an https URL: the fingerprint to require (pinned now if first use).
+  Status PrepareTls();
+
   ClientOptions options_;
   std::unique_ptr<void, CurlDeleter> curl_;  // CURL*
+  bool tls_ready_ = false;
+  std::string pinned_;  // the fingerprint the server must show; "" with a CA file
+  std::string seen_;    // the fingerprint the last handshake showed
   const std::atomic<bool>* cancel_ = nullptr;
   long last_http_status_ = 0;
 };

@@ -28,6 +28,8 @@ inline constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as a shell report
 struct GlobalArgs {
   std::string url = kDefaultUrl;  // --url, or PROVISIOND_URL
   std::string token_file;         // --token-file
+  std::string ca_file;            // --ca-file, or PROVISIOND_CA_FILE
+  std::string fingerprint;        // --fingerprint, or PROVISIOND_FINGERPRINT
 };
 
 // Everything a verb may be given; each verb binds the fields it uses in its
@@ -57,6 +59,7 @@ struct Args {
   std::string format;                   // export FORMAT
   std::string run_id;                   // run show/logs ID
   bool no_wait = false;                 // profile apply --no-wait
+  std::string from_file;                // secret set --from-file
 };
 
 // What a verb runs with. `cli` is the whole command line (for `doc`).

@@ -43,42 +43,45 @@ bool Excluded(const Router::Route& r) {
          p == "/api/v1/cmd" || p == "/api/v1/playbook-runs";
 }
 
+[[noreturn]] void HarnessFailed(const std::string& what, const Status& status) {
+  std::fprintf(stderr, "fuzz: %s: %s\n", what.c_str(), status.message().c_str());
+  std::abort();
+}
+
 }  // namespace
 
+ApiHarness& ApiHarness::Fresh() {
+  static ApiHarness harness;
+  harness.Reset();
+  return harness;
+}
+
 ApiHarness::ApiHarness() {
-  static bool quiet = [] {
-    spdlog::set_level(spdlog::level::off);
-    return true;
-  }();
-  (void)quiet;
+  spdlog::set_level(spdlog::level::off);
   ImageCatalog& images = Images();
   store_ = std::move(*Store::Open(":memory:"));
   inventory_ = std::make_unique<Inventory>(*store_, PROVISION_DATADIR "/profiles",
                                            PROVISION_DATADIR "/playbooks", snapshots_.path());
   auto n0 = inventory_->Enroll({"n0", kNodeMac, "10.99.0.10", "lab"}, "fuzz");
-  if (!n0.ok()) {
-    std::fprintf(stderr, "fuzz: enroll: %s\n", n0.status().message().c_str());
-    std::abort();
-  }
+  if (!n0.ok()) HarnessFailed("enroll", n0.status());
   node_token_ = n0->token;
+  auto pristine = Store::Open(":memory:");
+  if (!pristine.ok()) HarnessFailed("store", pristine.status());
+  pristine_ = std::move(*pristine);
+  Status s = pristine_->CopyFrom(*store_);
+  if (!s.ok()) HarnessFailed("store copy", s);
+
   phonehome_ = std::make_unique<PhoneHome>(*inventory_, "ssh-ed25519 AAAAcontrol provisiond@fuzz",
                                            [] { return std::string("http://10.99.0.1:8080"); });
-  BootSettings boot;
-  boot.boot_url = "http://10.99.0.1:8080";
-  boot.pxe_dir = PROVISION_DATADIR "/pxe";
-  boot.profile_kernel_args = [](const std::string& v) {
+  boot_settings_.boot_url = "http://10.99.0.1:8080";
+  boot_settings_.pxe_dir = PROVISION_DATADIR "/pxe";
+  boot_settings_.profile_kernel_args = [](const std::string& v) {
     return v == "lab" ? std::vector<std::string>{"console=ttyS0"} : std::vector<std::string>{};
   };
   PhoneHome* home = phonehome_.get();
-  boot.render_overlay = [home](const std::string& mac, const HttpRequest& request) {
+  boot_settings_.render_overlay = [home](const std::string& mac, const HttpRequest& request) {
     return home->Overlay(mac, NodeCaller::From(request));
   };
-  auto b = BootService::Create(boot, *store_, images);
-  if (!b.ok()) {
-    std::fprintf(stderr, "fuzz: boot service: %s\n", b.status().message().c_str());
-    std::abort();
-  }
-  boot_ = std::move(*b);
   image_service_ = std::make_unique<ImageService>(*inventory_, images, PROVISION_DATADIR "/images",
                                                   ImageBuildOptions{});
 
@@ -87,14 +90,13 @@ ApiHarness::ApiHarness() {
   context_.inventory = inventory_.get();
   context_.images = &images;
   context_.image_service = image_service_.get();
-  context_.boot = boot_.get();
   context_.phonehome = phonehome_.get();
   context_.route_metrics = &router_->metrics();
   context_.config.web_dir = PROVISION_DATADIR "/web";
   context_.own_address = "10.99.0.1";
   context_.max_event_wait_ms = 0;  // GET /events?wait= answers at once
   // The daemon's table on a staging router, then the routes that stay in the
-  // process (their handlers hold only the context).
+  // process. Their handlers hold the context, whose pointers Reset() renews.
   Router all(nullptr);
   AddRoutes(all, context_);
   for (const auto& r : all.routes())
@@ -102,6 +104,22 @@ ApiHarness::ApiHarness() {
 }
 
 ApiHarness::~ApiHarness() = default;
+
+void ApiHarness::Reset() {
+  // Reads leave everything as it was; only a write needs the restore (and
+  // the restore makes SQLite re-read the schema and re-prepare statements).
+  if (store_->ChangeCount() == clean_changes_) return;
+  Status s = store_->CopyFrom(*pristine_);
+  if (!s.ok()) HarnessFailed("store restore", s);
+  inventory_->ForgetSnapshotVersions();
+  context_.boot = nullptr;
+  boot_.reset();
+  auto b = BootService::Create(boot_settings_, *store_, Images());
+  if (!b.ok()) HarnessFailed("boot service", b.status());
+  boot_ = std::move(*b);
+  context_.boot = boot_.get();
+  clean_changes_ = store_->ChangeCount();
+}
 
 HttpResponse ApiHarness::Handle(HttpRequest& request) {
   return router_->Handle(request);

@@ -31,29 +31,43 @@ namespace prov::fuzz {
 inline constexpr const char* kAdminToken = "0123456789abcdef0123456789abcdef";
 inline constexpr const char* kNodeMac = "52:54:00:00:00:01";
 
-// provisiond's routes over an in-memory store, built fresh for each input:
-// the daemon's route table (api/routes.cc, through the same AddRoutes) except
-// the routes that leave the process (power, image build/import/verify/delete,
-// preflight, and configure, cmd and playbook runs over SSH). Node n0
-// (kNodeMac, profile lab) is enrolled; its token is node_token. Nothing here
-// starts a thread.
+// provisiond's routes over an in-memory store: the daemon's route table
+// (api/routes.cc, through the same AddRoutes) except the routes that leave
+// the process (power, image build/import/verify/delete, preflight, and
+// configure, cmd and playbook runs over SSH). Node n0 (kNodeMac, profile lab)
+// is enrolled; its token is node_token. Nothing here starts a thread.
+//
+// Built once per process (parsing the lab profile for n0's enrollment is most
+// of the cost) and put back before every input that follows one that wrote
+// to the store: the store's content is restored from a copy taken after the
+// enrollment, the inventory forgets the profile versions it had looked up,
+// and the boot service (its recent-stage memory, which changes only with a
+// write) is made anew. Inputs are thus independent: a crash reproduces from
+// its input alone.
 class ApiHarness {
  public:
-  ApiHarness();
+  // The harness, in the state every input starts from.
+  static ApiHarness& Fresh();
   ~ApiHarness();
   HttpResponse Handle(HttpRequest& request);
   const std::string& node_token() const { return node_token_; }
   Inventory& inventory() { return *inventory_; }
 
  private:
+  ApiHarness();
+  void Reset();
+
   TempDir snapshots_{"fuzz-snapshots"};
   std::unique_ptr<Store> store_;
+  std::unique_ptr<Store> pristine_;  // store_'s content after the enrollment
   std::unique_ptr<Inventory> inventory_;
   std::unique_ptr<BootService> boot_;
   std::unique_ptr<PhoneHome> phonehome_;
   std::unique_ptr<ImageService> image_service_;
   ApiContext context_;
   std::unique_ptr<Router> router_;
+  BootSettings boot_settings_;
+  int64_t clean_changes_ = -1;  // store_->ChangeCount() right after a restore
   std::string node_token_;
 };
 

@@ -19,12 +19,13 @@ void Replace(std::string& s, const std::string& from, const std::string& to) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 64 * 1024) return 0;
-  prov::fuzz::ApiHarness api;
+  prov::fuzz::ApiHarness& api = prov::fuzz::ApiHarness::Fresh();
   std::string text(reinterpret_cast<const char*>(data), size);
   Replace(text, "NODETOKEN", api.node_token());
 
   prov::HttpRequest r;
   r.remote = "10.99.0.10";
+  r.tls = true;  // as over the HTTPS listener: API routes answer off loopback there
   size_t pos = 0;
   auto line = [&]() {
     size_t nl = text.find('\n', pos);

@@ -52,11 +52,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto parsed = prov::ParseJsonObject(body, {"hostname", "mac", "ip", "profile", "power"});
   if (parsed.ok()) FUZZ_CHECK(parsed->is_object(), body);
 
-  prov::fuzz::ApiHarness api;
+  prov::fuzz::ApiHarness& api = prov::fuzz::ApiHarness::Fresh();
   prov::HttpRequest r;
   r.method = req.method;
   r.path = req.path;
   r.remote = "10.99.0.10";
+  r.tls = true;  // as over the HTTPS listener: API routes answer off loopback there
   r.headers["authorization"] =
       std::string("Bearer ") + (req.node_token ? api.node_token() : prov::fuzz::kAdminToken);
   r.body = body;

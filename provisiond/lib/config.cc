@@ -38,6 +38,30 @@ std::string ResolvePath(const std::string& value, const std::string& base) {
   return (std::filesystem::path(base) / value).lexically_normal().string();
 }
 
+// "address:port" (an IPv6 address in brackets), port 0 allowed: the real
+// port is written to a file under <data_dir>.
+Status ParseListen(const std::string& v, std::string& host, uint16_t& port) {
+  size_t colon = v.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return Status::Invalid("expected address:port, found '" + v + "'");
+  uint64_t n = 0;
+  Status s = ParseUint(v.substr(colon + 1), 0, 65535, n);
+  if (!s.ok()) return Status::Invalid("port of '" + v + "': " + s.message());
+  host = v.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  port = static_cast<uint16_t>(n);
+  return Status::Ok();
+}
+
+// A path that may be empty (empty: a default under data_dir).
+Apply OptionalPathSetting(std::string Config::*member) {
+  return [member](const std::string& v, const std::string& base, Config& c) {
+    c.*member = ResolvePath(v, base);
+    return Status::Ok();
+  };
+}
+
 Apply PathSetting(std::string Config::*member) {
   return [member](const std::string& v, const std::string& base, Config& c) {
     if (v.empty()) return Status::Invalid("expected a path, found an empty string");
@@ -63,20 +87,33 @@ const std::vector<Setting>& Table() {
         "Where the HTTP server (boot scripts, API, web page, metrics) listens. Use the cluster "
         "interface's address, or 0.0.0.0 for all."},
        [](const std::string& v, const std::string&, Config& c) {
-         size_t colon = v.rfind(':');
-         if (colon == std::string::npos || colon == 0)
-           return Status::Invalid("expected address:port, found '" + v + "'");
-         uint64_t port = 0;
-         // Port 0 picks a free port; the real URL is written to <data_dir>/provisiond.url.
-         Status s = ParseUint(v.substr(colon + 1), 0, 65535, port);
-         if (!s.ok()) return Status::Invalid("port of '" + v + "': " + s.message());
-         std::string host = v.substr(0, colon);
-         if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-           host = host.substr(1, host.size() - 2);
-         c.listen_host = host;
-         c.listen_port = static_cast<uint16_t>(port);
-         return Status::Ok();
+         return ParseListen(v, c.listen_host, c.listen_port);
        }},
+      {{"api_listen", "address:port|off", "",
+        "Where the API and the web page are served over HTTPS (TLS). Empty: the listen address "
+        "on port 8443 (port 0, any free one, when listen's port is 0; the URL is written to "
+        "<data_dir>/provisiond.api-url). The plain listen address keeps the boot routes, which "
+        "carry nothing that outlives one boot, and answers API routes only to clients on "
+        "loopback. off: no HTTPS listener."},
+       [](const std::string& v, const std::string&, Config& c) {
+         if (v == "off" || v.empty()) {
+           c.api_listen = v;
+           return Status::Ok();
+         }
+         std::string host;
+         uint16_t port = 0;
+         Status s = ParseListen(v, host, port);
+         if (s.ok()) c.api_listen = v;
+         return s;
+       }},
+      {{"tls_cert", "path", "",
+        "The HTTPS listener's certificate (PEM). Empty: <data_dir>/tls/cert.pem, made "
+        "self-signed on first start with its key; provisiond logs its SHA-256 fingerprint and "
+        "GET /api/v1/status shows it."},
+       OptionalPathSetting(&Config::tls_cert)},
+      {{"tls_key", "path", "",
+        "The certificate's private key (PEM, mode 0600). Empty: <data_dir>/tls/key.pem."},
+       OptionalPathSetting(&Config::tls_key)},
       {{"data_dir", "path", "/var/lib/provisiond",
         "Where provisiond keeps its state: the SQLite inventory, generated dnsmasq config, "
         "rendered overlays. Created if missing."},
@@ -84,10 +121,7 @@ const std::vector<Setting>& Table() {
       {{"tokens_file", "path", "",
         "API tokens, one per line, '#' starts a comment. Empty: <data_dir>/tokens, created with "
         "one random token (mode 0600) on first start."},
-       [](const std::string& v, const std::string& base, Config& c) {
-         c.tokens_file = ResolvePath(v, base);
-         return Status::Ok();
-       }},
+       OptionalPathSetting(&Config::tokens_file)},
       {{"profiles_dir", "path", PROVISION_DATADIR "/profiles",
         "Versioned hardware profiles: <profiles_dir>/<version>/profile.yaml."},
        PathSetting(&Config::profiles_dir)},
@@ -178,10 +212,11 @@ const std::vector<Setting>& Table() {
        PathSetting(&Config::pxe_dir)},
       {{"image_store", "path", "",
         "Built images (kernel, initrd, root) by name and version. Empty: <data_dir>/images."},
-       [](const std::string& v, const std::string& base, Config& c) {
-         c.image_store = ResolvePath(v, base);
-         return Status::Ok();
-       }},
+       OptionalPathSetting(&Config::image_store)},
+      {{"import_dir", "path", "",
+        "Where `image import` reads kernels and initrds from (nothing outside it). Empty: "
+        "<data_dir>/import, created 0700."},
+       OptionalPathSetting(&Config::import_dir)},
       {{"ipmi_credentials_file", "path", "/etc/provisiond/ipmi",
         "IPMI credentials, one '<bmc address> <user> <password>' per line. Must be readable by "
         "its owner only; passwords are never logged."},
@@ -262,6 +297,16 @@ void Flatten(const YAML::Node& map, const std::string& prefix,
 }
 
 }  // namespace
+
+bool ApiListenAddress(const Config& config, std::string& host, uint16_t& port) {
+  if (config.api_listen == "off") return false;
+  if (config.api_listen.empty()) {
+    host = config.listen_host;
+    port = config.listen_port == 0 ? 0 : 8443;
+    return true;
+  }
+  return ParseListen(config.api_listen, host, port).ok();
+}
 
 const std::vector<SettingInfo>& ConfigSettings() {
   static const std::vector<SettingInfo> infos = [] {

@@ -25,6 +25,9 @@ inline constexpr const char* kDefaultConfigPath = "/etc/provisiond/provisiond.ya
 struct Config {
   std::string listen_host;
   uint16_t listen_port = 0;
+  std::string api_listen;  // "address:port", "off", or empty: listen_host:8443
+  std::string tls_cert;    // empty: <data_dir>/tls/cert.pem, made self-signed
+  std::string tls_key;     // empty: <data_dir>/tls/key.pem
   std::string data_dir;
   std::string tokens_file;  // empty: <data_dir>/tokens, created on first start
   std::string profiles_dir;
@@ -44,6 +47,7 @@ struct Config {
   std::string ipxe_dir;
   std::string pxe_dir;      // templates
   std::string image_store;  // empty: <data_dir>/images
+  std::string import_dir;   // empty: <data_dir>/import; image imports read only here
   std::string ipmi_credentials_file;
   std::string power_command;  // program for the "command" power driver
   std::string ssh_user = "root";
@@ -59,13 +63,25 @@ struct Config {
   std::string ganesha_path;
 
   std::string database_path() const { return data_dir + "/provisiond.db"; }
+  std::string effective_tls_cert() const {
+    return tls_cert.empty() ? data_dir + "/tls/cert.pem" : tls_cert;
+  }
+  std::string effective_tls_key() const {
+    return tls_key.empty() ? data_dir + "/tls/key.pem" : tls_key;
+  }
   std::string effective_tokens_file() const {
     return tokens_file.empty() ? data_dir + "/tokens" : tokens_file;
+  }
+  std::string effective_import_dir() const {
+    return import_dir.empty() ? data_dir + "/import" : import_dir;
   }
   std::string effective_image_store() const {
     return image_store.empty() ? data_dir + "/images" : image_store;
   }
 };
+
+// Where the HTTPS listener (api_listen) goes; false when it is off.
+bool ApiListenAddress(const Config& config, std::string& host, uint16_t& port);
 
 // One configuration key.
 struct SettingInfo {

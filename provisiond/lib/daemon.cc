@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -15,11 +17,13 @@
 #include "base/process.h"
 #include "boot/boot.h"
 #include "configure/configurator.h"
+#include "configure/secrets.h"
 #include "configure/ssh_keys.h"
 #include "dhcp/dnsmasq.h"
 #include "dhcp/preflight.h"
 #include "hello/phonehome.h"
 #include "http/http_server.h"
+#include "http/tls.h"
 #include "images/image_catalog.h"
 #include "images/image_service.h"
 #include "images/nfs.h"
@@ -52,8 +56,10 @@ struct Daemon::Impl {
   std::unique_ptr<ApiContext> api;  // what the routes' handlers use
   std::unique_ptr<Router> router;
   std::unique_ptr<HttpServer> server;
+  std::unique_ptr<HttpServer> api_server;  // HTTPS; null when api_listen is off
   std::unique_ptr<DnsmasqService> dnsmasq;
   std::unique_ptr<NfsService> nfs;
+  std::unique_ptr<SecretStore> secrets;
   std::unique_ptr<Configurator> configurator;
   std::optional<InterfaceAddress> iface;
   std::string url;
@@ -66,6 +72,7 @@ Daemon::~Daemon() {
   // every request it is handling before it stops.
   impl_->store->WakeWaiters();
   impl_->dnsmasq.reset();
+  impl_->api_server.reset();
   impl_->server.reset();
   impl_->configurator.reset();  // interrupts runs, records them as interrupted
   impl_->nfs.reset();
@@ -101,6 +108,40 @@ Status Daemon::ReloadTokens() {
   return Status::Ok();
 }
 
+// The HTTPS listener for the API and the web page (api_listen), with the
+// operator's certificate or one made self-signed at first start; its URL goes
+// to <data_dir>/provisiond.api-url, its fingerprint to the log and /status.
+Status Daemon::StartApiListener(const Config& config, Impl& d) {
+  HttpServerOptions https;
+  if (!ApiListenAddress(config, https.host, https.port)) return Status::Ok();
+  std::vector<std::string> names = {"localhost"};
+  char hostname[256] = "";
+  if (gethostname(hostname, sizeof hostname - 1) == 0 && hostname[0]) names.push_back(hostname);
+  for (const std::string& a : {https.host, config.listen_host, d.iface ? d.iface->address : ""})
+    if (!a.empty() && a != "0.0.0.0" && a != "::" &&
+        std::find(names.begin(), names.end(), a) == names.end())
+      names.push_back(a);
+  // Only the default paths are made; an operator's missing certificate is an error.
+  auto tls = EnsureTlsMaterial(config.effective_tls_cert(), config.effective_tls_key(),
+                               config.tls_cert.empty() && config.tls_key.empty(), names);
+  if (!tls.ok()) return tls.status();
+  https.tls_cert_pem = tls->cert_pem;
+  https.tls_key_pem = tls->key_pem;
+  https.max_body_bytes = config.max_body_bytes;
+  auto server = HttpServer::Start(https, *d.router);
+  if (!server.ok()) return server.status();
+  d.api_server = std::move(*server);
+  std::string host =
+      https.host.find(':') != std::string::npos ? "[" + https.host + "]" : https.host;
+  d.api->tls_url = "https://" + host + ":" + std::to_string(d.api_server->port());
+  d.api->tls_fingerprint = tls->fingerprint;
+  Status s = WriteFileAtomic(config.data_dir + "/provisiond.api-url", d.api->tls_url + "\n");
+  if (!s.ok()) return s;
+  spdlog::info("API and web page on {} (certificate {}, SHA-256 fingerprint {})", d.api->tls_url,
+               config.effective_tls_cert(), tls->fingerprint);
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   auto impl = std::make_unique<Impl>();
   impl->config = config;
@@ -117,6 +158,10 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   }
   s = EnsureTokensFile(config);
   if (!s.ok()) return s;
+  if (config.import_dir.empty()) {
+    s = MakeDirs(config.effective_import_dir(), 0700);
+    if (!s.ok()) return s;
+  }
 
   std::vector<std::string> errors;
   auto profiles = LoadAllProfiles(config.profiles_dir, config.playbooks_dir, errors);
@@ -167,7 +212,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     auto p = inventory->Snapshot(v);
     return p.ok() ? (*p)->kernel_args : std::vector<std::string>{};
   };
+  auto secrets = SecretStore::Open(config.data_dir + "/secrets");
+  if (!secrets.ok()) return secrets.status();
+  impl->secrets = std::move(*secrets);
   ConfigureSettings configure;
+  configure.secrets = impl->secrets.get();
+  impl->api->secrets = impl->secrets.get();
   configure.key_path = control_key->private_key_path;
   configure.public_key = control_key->public_key;
   configure.ssh_user = config.ssh_user;
@@ -273,6 +323,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   if (!s.ok()) return s;
   spdlog::info("provisiond {} listening on {} (data in {})", PROVISION_VERSION, daemon->impl_->url,
                config.data_dir);
+  s = StartApiListener(config, *daemon->impl_);
+  if (!s.ok()) return s;
 
   Impl& d = *daemon->impl_;
   std::string boot_url = config.boot_url;

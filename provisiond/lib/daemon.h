@@ -29,6 +29,8 @@ class Daemon {
  private:
   struct Impl;
   explicit Daemon(std::unique_ptr<Impl> impl);
+  // The HTTPS listener (api_listen); nothing when it is off.
+  static Status StartApiListener(const Config& config, Impl& impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -71,6 +71,7 @@ start_provisiond() {
   cat >"$tmp/provisiond.yaml" <<EOF
 listen: 127.0.0.1:0
 data_dir: $tmp/data
+import_dir: $tmp/src
 profiles_dir: $repo/profiles
 playbooks_dir: $repo/playbooks
 pxe_dir: $repo/pxe

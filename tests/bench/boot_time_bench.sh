@@ -111,7 +111,8 @@ for ((i = 0; i < 300; i++)); do
   sleep 0.1
 done
 [ -s "$DATA/provisiond.url" ] || die "provisiond wrote no URL file in 30 s"
-export PROVISIOND_URL="http://$LAB_ADDR:8080"
+# provisionctl runs in the lab's namespace: the API over plain HTTP answers loopback only.
+export PROVISIOND_URL="http://127.0.0.1:8080"
 PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$DATA/tokens")"
 export PROVISIOND_TOKEN
 lab_wait_port udp 67 20 || die "no dnsmasq"

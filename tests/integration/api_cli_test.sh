@@ -89,6 +89,33 @@ expect_eq "no write with a wrong token (HTTP 401)" \
   "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrongwrongwrongwrong' -X POST "$URL/api/v1/nodes" -d '{}')" 401
 expect_eq "nothing was written" "$(curl -sf "${AUTH[@]}" "$URL/api/v1/nodes?hostlist=x,x0" | grep -o '"count":[0-9]*')" '"count":0'
 
+echo "== HTTPS: the API's own listener, its certificate pinned on first use"
+API_URL="$(cat "$DATA/data/provisiond.api-url")"
+CERT="$DATA/data/tls/cert.pem"
+FP="$(openssl x509 -in "$CERT" -noout -fingerprint -sha256 | cut -d= -f2)"
+expect_eq "a self-signed certificate made at first start, its key 0600" \
+  "$(stat -c %a "$DATA/data/tls/key.pem") $(openssl x509 -in "$CERT" -noout -subject | grep -c provisiond)" "600 1"
+export PROVISIONCTL_KNOWN_SERVERS="$WORK/known_servers"
+PROVISIOND_URL="$API_URL" check "provisionctl over https, first use" ctl node list
+expect_output "it says what it pinned, and where" "certificate SHA-256 $FP pinned in $WORK/known_servers"
+expect_eq "the pin is the certificate's fingerprint" "$(cat "$WORK/known_servers")" "$API_URL $FP"
+PROVISIOND_URL="$API_URL" check "again, with the pin" ctl status --json
+expect_output "status shows the HTTPS listener's fingerprint" "\"sha256\":\"$FP\""
+if grep -q "pinned in" "$WORK/out"; then fail "a second use pins again"; else pass "a second use does not pin again"; fi
+WRONG="$(sed 's/[0-9A-F]/0/g' <<<"$FP")"
+echo "$API_URL $WRONG" >"$WORK/known_servers"
+PROVISIOND_URL="$API_URL" expect_exit 1 "a certificate other than the pinned one is refused" ctl node list
+expect_output "saying both and that nothing was sent" "is not the one pinned: pinned $WRONG, offered $FP"
+PROVISIOND_URL="$API_URL" PROVISIOND_FINGERPRINT="$WRONG" expect_exit 1 "a wrong --fingerprint is refused" ctl status
+PROVISIOND_URL="$API_URL" check "the right --fingerprint works" ctl --fingerprint "$FP" status
+PROVISIOND_URL="$API_URL" check "or the certificate as a CA file" ctl --ca-file "$CERT" status
+expect_eq "curl with the certificate as CA reads the API over https" \
+  "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$CERT" "${AUTH[@]}" "$API_URL/api/v1/nodes")" 200
+expect_eq "and the web page" "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$CERT" "$API_URL/")" 200
+expect_eq "reads still need a token over https" \
+  "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$CERT" "$API_URL/api/v1/nodes")" 401
+unset PROVISIONCTL_KNOWN_SERVERS
+
 echo "== malformed requests"
 auth=("${AUTH[@]}")
 code() { curl -s -o "$WORK/body" -w '%{http_code}' "$@"; }

@@ -177,7 +177,17 @@ expect_eq "enroll with a junk IP -> 400" \
 expect_eq "n1's row is as it was (IP, key, updated)" "$(n1_row)" "$n1_before"
 expect_eq "no node j1" "$(sqlite3 "$DB" "select count(*) from nodes where hostname = 'j1'")" 0
 # Routes that take a path of the control node read only what they are for.
-for f in /etc/shadow "$DATA/data/tokens" "$DB" "$DATA/data/ssh/id_ed25519"; do
+expect_eq "import /etc/shadow (outside import_dir) -> 403" \
+  "$(code -X POST "${auth[@]}" "$URL/api/v1/images/stolen/import" -d '{"kernel":"/etc/shadow","initrd":"/etc/shadow"}')" 403
+body_has "it says imports read only import_dir" "is not under import_dir $WORK"
+expect_eq "nor through .. out of it -> 403" \
+  "$(code -X POST "${auth[@]}" "$URL/api/v1/images/stolen/import" -d '{"kernel":"../../../etc/shadow","initrd":"x"}')" 403
+ln -sf /etc/shadow "$WORK/shadow-link"
+expect_eq "nor through a link in it -> 403" \
+  "$(code -X POST "${auth[@]}" "$URL/api/v1/images/stolen/import" -d '{"kernel":"shadow-link","initrd":"shadow-link"}')" 403
+# Files inside import_dir (here the test's work dir, which holds provisiond's data) are taken
+# only when they are a kernel and an initramfs.
+for f in "$DATA/data/tokens" "$DB" "$DATA/data/ssh/id_ed25519"; do
   expect_eq "import $f as a kernel -> 400" \
     "$(code -X POST "${auth[@]}" "$URL/api/v1/images/stolen/import" -d "{\"kernel\":\"$f\",\"initrd\":\"$f\"}")" 400
   grep -qF -- "$(head -c 24 "$f" | tr -d '\0\n')" "$WORK/body" && fail "the refusal repeats $f"
@@ -328,8 +338,8 @@ check "the events name vn1" bash -c "'$PROVISIONCTL' events --node vn1 | grep -q
 echo "== a full disk: errors say so, nothing committed is lost, it works again once there is room"
 FD="$WORK/full"
 mkdir -p "$FD/mnt"
-printf 'listen: 127.0.0.1:0\ndata_dir: %s\nprofiles_dir: %s\nplaybooks_dir: %s\nimages_dir: %s\ntools_dir: %s\n' \
-  "$FD/mnt/data" "$REPO/profiles" "$REPO/playbooks" "$REPO/images" "$(dirname "$PROVISIOND")" >"$FD/config.yaml"
+printf 'listen: 127.0.0.1:0\ndata_dir: %s\nprofiles_dir: %s\nplaybooks_dir: %s\nimages_dir: %s\ntools_dir: %s\nimport_dir: %s\n' \
+  "$FD/mnt/data" "$REPO/profiles" "$REPO/playbooks" "$REPO/images" "$(dirname "$PROVISIOND")" "$WORK" >"$FD/config.yaml"
 # provisiond in a private mount namespace whose data directory is an 8 MiB
 # tmpfs (nothing is mounted on the host); files are read through nsenter.
 unshare -m --propagation private sh -c "mount -t tmpfs -o size=8m tmpfs '$FD/mnt' && exec '$PROVISIOND' --config '$FD/config.yaml'" \

@@ -30,12 +30,15 @@ version: itest
 description: integration test profile
 image:
   name: lab
+secrets:
+  - {name: itest_key, generate: random, bytes: 48}
 playbooks:
   - playbook: itest.yml
     vars:
       base: $NODES
       test_user: $USER_NAME
       status_url: URL/web/style.css
+      itest_secret: {secret: itest_key}
 health_checks:
   - name: marker-present
     command: test -d $NODES
@@ -63,6 +66,14 @@ cat >"$WORK/playbooks/itest.yml" <<'EOF'
         path: "{{ dir }}"
         state: directory
         mode: "0755"
+    - name: a secret from the store (no_log is implied)
+      copy:
+        dest: "{{ dir }}/secret"
+        content: "{{ itest_secret }}"
+        mode: "0600"
+    - name: a command that prints it without naming it
+      command: cat {{ dir }}/secret
+      changed_when: false
     - name: a file from content
       copy:
         dest: "{{ dir }}/motd"
@@ -79,15 +90,19 @@ cat >"$WORK/playbooks/itest.yml" <<'EOF'
         line: "max_jobs=4"
         regexp: "^max_jobs="
         create: true
+    # it1 and it2 are this one machine: only it1 makes the user (two useradd
+    # at once on one machine race).
     - name: a group
       group:
         name: "{{ test_user }}g"
+      when: inventory_hostname == 'it1'
     - name: a user in it
       user:
         name: "{{ test_user }}"
         groups: "{{ test_user }}g"
         shell: /bin/sh
         create_home: false
+      when: inventory_hostname == 'it1'
     - name: a command that only runs once
       command: touch {{ dir }}/once
       args:
@@ -168,10 +183,38 @@ RUN="$(sqlite3 "$DB" "select id from runs where node='it1' and kind='configure' 
 check "run show" ctl run show "$RUN"
 expect_output "run show lists the tasks with file:line" "itest.yml:"
 expect_output "and the health check" "marker-present"
-expect_eq "every task recorded" "$(sqlite3 "$DB" "select count(*) from run_tasks where run_id=$RUN")" 15
-# it1 and it2 share this machine: the group and the user are made by the
-# first of the two only, so count over both (7 changed each, 2 once).
-expect_eq "changed counted" "$(sqlite3 "$DB" "select sum(changed) from runs where kind='configure' and node in ('it1', 'it2')")" 16
+expect_eq "every task recorded" "$(sqlite3 "$DB" "select count(*) from run_tasks where run_id=$RUN")" 17
+# it1 and it2 share this machine: the group and the user are made by it1
+# only, so count over both (8 changed each, 2 on it1).
+expect_eq "changed counted" "$(sqlite3 "$DB" "select sum(changed) from runs where kind='configure' and node in ('it1', 'it2')")" 18
+
+echo "== secrets: made once on first use, on the nodes, nowhere else"
+SECRET_FILE="$WORK/it/data/secrets/itest_key"
+expect_eq "the secret was made 0600 in a 0700 directory" \
+  "$(stat -c %a "$SECRET_FILE") $(stat -c %a "$(dirname "$SECRET_FILE")")" "600 700"
+SECRET="$(cat "$SECRET_FILE")"
+expect_eq "it is 48 random bytes, base64" "$(printf %s "$SECRET" | base64 -d | wc -c)" 48
+expect_eq "both nodes got the same value" "$(cat "$NODES/it1/secret")|$(cat "$NODES/it2/secret")" "$SECRET|$SECRET"
+expect_eq "the task that uses it records no output (no_log)" \
+  "$(sqlite3 "$DB" "select msg from run_tasks where run_id=$RUN and task like 'a secret from the store%'")" \
+  "(output hidden: no_log)"
+expect_eq "the task that printed it recorded it redacted" \
+  "$(sqlite3 "$DB" "select stdout from run_tasks where run_id=$RUN and task like 'a command that prints it%'")" "********"
+check "secret list" ctl secret list
+expect_output "lists itest_key as stored, declared by itest" "itest_key"
+for path in /api/v1/secrets /api/v1/runs "/api/v1/runs/$RUN" "/api/v1/events?limit=100000" \
+  /api/v1/profiles/itest /api/v1/nodes/it1 /api/v1/nodes /api/v1/export/ansible-inventory; do
+  curl -sf "${AUTH[@]}" "$URL$path" >"$WORK/answer"
+  if grep -qF "$SECRET" "$WORK/answer"; then fail "GET $path carries the secret"; else pass "GET $path: no secret"; fi
+done
+ctl run logs "$RUN" >"$WORK/logs" 2>&1
+for f in "$WORK/logs" "$WORK/provisiond-it.log"; do
+  if grep -qF "$SECRET" "$f"; then fail "$(basename "$f") carries the secret"; else pass "$(basename "$f"): no secret"; fi
+done
+if sqlite3 "$DB" .dump | grep -qF "$SECRET"; then fail "the database holds the secret"; else pass "the database does not hold it"; fi
+printf 'the-operators-own-value' | ctl secret set itest_key >/dev/null
+expect_eq "secret set replaces the value" "$(cat "$SECRET_FILE")" "the-operators-own-value"
+printf '%s\n' "$SECRET" | ctl secret set itest_key >/dev/null
 check "run logs" ctl run logs "$RUN"
 expect_output "logs have the tasks' output" "stdout| 1"
 
@@ -217,14 +260,14 @@ cp "$WORK/node.conf.j2.first" "$WORK/playbooks/templates/node.conf.j2"
 
 echo "== a second run of the playbook changes nothing"
 check "playbook run on it1" ctl playbook run "$WORK/playbooks/itest.yml" it1 \
-  -e base="$NODES" -e test_user="$USER_NAME" -e status_url="$URL/web/style.css"
+  -e base="$NODES" -e test_user="$USER_NAME" -e status_url="$URL/web/style.css" -e itest_secret="$SECRET"
 expect_output "recap: nothing changed" "changed=0"
 RUN2="$(sqlite3 "$DB" "select id from runs where node='it1' and kind='playbook' order by id desc limit 1")"
 # get_url does not fetch again once dest exists (force: false), as in Ansible.
 expect_eq "no task changed" \
   "$(sqlite3 "$DB" "select count(*) from run_tasks where run_id=$RUN2 and status='changed'")" 0
 expect_eq "every task ran" \
-  "$(sqlite3 "$DB" "select count(*) from run_tasks where run_id=$RUN2 and status='ok'")" 13
+  "$(sqlite3 "$DB" "select count(*) from run_tasks where run_id=$RUN2 and status='ok'")" 15
 expect_eq "the handler did not run again" "$(cat "$NODES/it1/handler.log")" changed
 
 echo "== a changed host key is refused, and says so"

@@ -91,7 +91,9 @@ power:
 CONF
 lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/provisiond.yaml"
 wait_for "provisiond's URL file" 30 test -s "$DATA/provisiond.url"
-export PROVISIOND_URL="http://$LAB_ADDR:8080"
+# provisionctl runs in the lab's namespace: the API over plain HTTP answers loopback only.
+export PROVISIOND_URL="http://127.0.0.1:8080"
+BOOT_URL="http://$LAB_ADDR:8080"  # what nodes use
 export PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$DATA/tokens")"
 wait_for "dnsmasq" 20 lab_wait_port udp 67 1
 wait_for "the NFS server" 20 lab_wait_port tcp 2049 1
@@ -157,7 +159,7 @@ token0="$(sqlite3 "$DATA/provisiond.db" "select token from nodes where hostname 
 [ -n "$token0" ] || fail "lab0 has no token"
 facts_before="$(sqlite3 "$DATA/provisiond.db" "select facts from nodes where hostname = 'lab0'")"
 cat >"$LAB_DIR/attack.sh" <<ATTACK
-url=$PROVISIOND_URL mac=$M0 hy=${M0//:/-}
+url=$BOOT_URL mac=$M0 hy=${M0//:/-}
 grep -rsF -l -e "$token0" /proc/cmdline /etc /run/provision/rw /run/user /tmp /var/tmp /home /var/log && echo "LEAK: the token is readable"
 grep -q -e token= -e ticket= /proc/cmdline && echo "LEAK: the command line names a credential"
 echo "ticket.img \$(curl -s -o /dev/null -w '%{http_code}' "\$url/boot/\$hy/ticket.img")"
@@ -223,12 +225,12 @@ cp "$STORE/lab/$ver/vmlinuz" "$STORE/lab/$ver/initrd.img" "$bad/"
 echo '{"name":"broken","version":"0000000000000001","created":0}' >"$bad/image.json"
 echo 0000000000000001 >"$STORE/broken/current"
 ctl node add bad0 --mac 52:54:00:97:00:13 --profile broken >/dev/null
-lab_exec curl -sf "$PROVISIOND_URL/boot/52-54-00-97-00-13.ipxe" >"$LAB_DIR/lab3.ipxe"
+lab_exec curl -sf "$BOOT_URL/boot/52-54-00-97-00-13.ipxe" >"$LAB_DIR/lab3.ipxe"
 grep -q "cannot be read over NFS" "$LAB_DIR/lab3.ipxe" || fail "bad0's script does not say the export cannot be read"
 ctl node why bad0 >"$LAB_DIR/why3.out"
 grep -q "cannot be read over NFS" "$LAB_DIR/why3.out" || { cat "$LAB_DIR/why3.out"; fail "node why does not name the unreadable export"; }
 code="$(lab_exec curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Authorization: Bearer not-its-token' \
-  "$PROVISIOND_URL/api/v1/nodes/lab0/hello" -d '{}')"
+  "$BOOT_URL/api/v1/nodes/lab0/hello" -d '{}')"
 [ "$code" = 403 ] || fail "a hello with a wrong token got $code, not 403"
 ctl node why lab0 >"$LAB_DIR/why0.out"
 grep -q "wrong token" "$LAB_DIR/why0.out" || { cat "$LAB_DIR/why0.out"; fail "node why does not name the wrong token"; }

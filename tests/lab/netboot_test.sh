@@ -68,6 +68,7 @@ DATA="$LAB_DIR/data"
 cat >"$LAB_DIR/provisiond.yaml" <<CONF
 listen: 0.0.0.0:8080
 data_dir: $DATA
+import_dir: $CACHE
 profiles_dir: $REPO/profiles
 playbooks_dir: $REPO/playbooks
 pxe_dir: $REPO/pxe
@@ -81,7 +82,9 @@ CONF
 lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/provisiond.yaml"
 echo "$LAB_LAST_PID" >"$LAB_DIR/provisiond.pid"
 wait_for "provisiond's URL file" 20 test -s "$DATA/provisiond.url"
-export PROVISIOND_URL="http://$LAB_ADDR:8080"
+# provisionctl runs in the lab's namespace: the API over plain HTTP answers loopback only.
+export PROVISIOND_URL="http://127.0.0.1:8080"
+BOOT_URL="http://$LAB_ADDR:8080"  # what nodes use
 export PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$DATA/tokens")"
 wait_for "dnsmasq to listen on DHCP" 20 lab_wait_port udp 67 1
 ctl preflight >"$LAB_DIR/preflight.out" || { cat "$LAB_DIR/preflight.out"; fail "preflight failed"; }
@@ -159,15 +162,15 @@ lab_wait_serial lab4 "$MARKER.*provision.node=lab4 " "$TIMEOUT" || fail "lab4 di
 say "dnsmasq killed ($old), restarted ($new) with an event; lab4 booted after it"
 # Kernels and initrds: Range and ETag over real HTTP, only for catalog files.
 hdr="$LAB_DIR/headers"
-lab_exec curl -s -D "$hdr" -o "$LAB_DIR/part" -r 100-199 "$PROVISIOND_URL/boot/${M4//:/-}/vmlinuz"
+lab_exec curl -s -D "$hdr" -o "$LAB_DIR/part" -r 100-199 "$BOOT_URL/boot/${M4//:/-}/vmlinuz"
 grep -q "^HTTP/1.1 206" "$hdr" || fail "a Range request did not get 206: $(head -1 "$hdr")"
 [ "$(stat -c %s "$LAB_DIR/part")" -eq 100 ] || fail "the range has $(stat -c %s "$LAB_DIR/part") bytes, not 100"
 cmp -s "$LAB_DIR/part" <(tail -c +101 "$CACHE/vmlinuz" | head -c 100) || fail "the range has other bytes than the kernel"
 etag="$(sed -n 's/^ETag: *//Ip' "$hdr" | tr -d '\r')"
 [ -n "$etag" ] || fail "no ETag"
-code="$(lab_exec curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $etag" "$PROVISIOND_URL/boot/${M4//:/-}/vmlinuz")"
+code="$(lab_exec curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $etag" "$BOOT_URL/boot/${M4//:/-}/vmlinuz")"
 [ "$code" = 304 ] || fail "If-None-Match got $code, not 304"
-code="$(lab_exec curl -s -o /dev/null -w '%{http_code}' --path-as-is "$PROVISIOND_URL/boot/${M4//:/-}/../../../etc/passwd")"
+code="$(lab_exec curl -s -o /dev/null -w '%{http_code}' --path-as-is "$BOOT_URL/boot/${M4//:/-}/../../../etc/passwd")"
 [ "$code" = 404 ] || fail "a path outside the catalog got $code"
 say "kernel served with Range (206), ETag (304); no path from the URL reaches the filesystem"
 
@@ -182,6 +185,9 @@ kill -0 "$old" 2>/dev/null && orphan=1
 sed -i "s/^listen: 0.0.0.0:8080/listen: $LAB_ADDR:8080/" "$LAB_DIR/provisiond.yaml"
 lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/provisiond.yaml"
 echo "$LAB_LAST_PID" >"$LAB_DIR/provisiond.pid"
+# Nothing on loopback now: provisionctl uses the HTTPS listener (api_listen: the listen address
+# on 8443), pinning its self-signed certificate on first use as an operator's laptop would.
+export PROVISIOND_URL="https://$LAB_ADDR:8443" PROVISIONCTL_KNOWN_SERVERS="$LAB_DIR/known_servers"
 one_new_dns() { local p; p="$(dns_pid)"; [ -n "$p" ] && [ "$p" != "$old" ] && [ "$(wc -w <<<"$p")" -eq 1 ]; }
 wait_for "the restarted provisiond's own dnsmasq (and no other)" 30 one_new_dns
 ! kill -0 "$old" 2>/dev/null || fail "the dnsmasq ($old) of the killed provisiond still runs"
@@ -190,10 +196,15 @@ if [ "$orphan" -eq 1 ]; then
   grep -q "stopped pid $old, left running by a provisiond that did not stop" "$LAB_DIR/events.out" ||
     fail "no event for the dnsmasq ($old) left running"
 fi
-ctl node list >/dev/null || fail "the restarted provisiond does not answer on $LAB_ADDR:8080"
+ctl node list >/dev/null || fail "the restarted provisiond does not answer on $PROVISIOND_URL"
+pinned="$(awk '{print $2}' "$LAB_DIR/known_servers")"
+[ "$pinned" = "$(openssl x509 -in "$DATA/tls/cert.pem" -noout -fingerprint -sha256 | cut -d= -f2)" ] ||
+  fail "provisionctl pinned '$pinned', not provisiond's certificate"
+lab_exec curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $PROVISIOND_TOKEN" "http://$LAB_ADDR:8080/api/v1/nodes" >"$LAB_DIR/plain.code" || true
+[ "$(cat "$LAB_DIR/plain.code")" = 403 ] || fail "the API answered plain HTTP off loopback: $(cat "$LAB_DIR/plain.code")"
 lab_exec ss -H -lntup >"$LAB_DIR/listen.out"
 bridge_addrs=" $(lab_exec ip -o addr show dev "$LAB_BRIDGE" | awk '{sub("/.*", "", $4); print $4}' | paste -sd' ') "
-# provisiond: TCP 8080 on the lab address only. dnsmasq: DHCP bound to the lab
+# provisiond: TCP 8080 (boot) and 8443 (API, HTTPS) on the lab address only. dnsmasq: DHCP bound to the lab
 # bridge, TFTP on the bridge's addresses, no DNS (port=0). nfs-ganesha 4.3
 # listens on every address whatever it is told (images/nfs/README.md: its
 # export admits the boot subnet only). Nothing else listens.
@@ -203,7 +214,7 @@ while read -r proto _ _ _ local _ users; do
   addr="${addr#[}"
   addr="${addr%]}"
   case "$users" in
-    *'"provisiond"'*) [ "$proto" = tcp ] && [ "$local" = "$LAB_ADDR:8080" ] ||
+    *'"provisiond"'*) [ "$proto" = tcp ] && { [ "$local" = "$LAB_ADDR:8080" ] || [ "$local" = "$LAB_ADDR:8443" ]; } ||
       fail "provisiond listens where it was not told to: $proto $local" ;;
     *'"dnsmasq"'*) [ "$proto $local" = "udp 0.0.0.0%$LAB_BRIDGE:67" ] ||
       { [ "$proto" = udp ] && [ "${local##*:}" = 69 ] && [[ "$bridge_addrs" == *" $addr "* ]]; } ||
@@ -213,7 +224,7 @@ while read -r proto _ _ _ local _ users; do
   esac
 done <"$LAB_DIR/listen.out"
 grep -q '"dnsmasq"' "$LAB_DIR/listen.out" || fail "dnsmasq does not listen: $(cat "$LAB_DIR/listen.out")"
-say "SIGKILLed provisiond: its dnsmasq (orphaned: $orphan) stopped by the next one; listening only on $LAB_ADDR:8080, DHCP and TFTP on $LAB_BRIDGE"
+say "SIGKILLed provisiond: its dnsmasq (orphaned: $orphan) stopped by the next one; listening only on $LAB_ADDR:8080 and :8443 (HTTPS, certificate pinned by provisionctl, plain API refused off loopback), DHCP and TFTP on $LAB_BRIDGE"
 
 # Stopping provisiond stops its dnsmasq.
 kill -TERM "$(cat "$LAB_DIR/provisiond.pid")"

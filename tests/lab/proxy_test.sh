@@ -71,6 +71,7 @@ config() {
   cat <<CONF
 listen: 0.0.0.0:8080
 data_dir: $LAB_DIR/data
+import_dir: $CACHE
 profiles_dir: $REPO/profiles
 playbooks_dir: $REPO/playbooks
 pxe_dir: $REPO/pxe
@@ -94,7 +95,8 @@ say "full mode refused: another DHCP server answers; proxy mode suggested"
 config proxy >"$LAB_DIR/proxy.yaml"
 lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/proxy.yaml"
 wait_for "provisiond's URL file" 20 test -s "$LAB_DIR/data/provisiond.url"
-export PROVISIOND_URL="http://$LAB_ADDR:8080"
+# provisionctl runs in the lab's namespace: the API over plain HTTP answers loopback only.
+export PROVISIOND_URL="http://127.0.0.1:8080"
 export PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$LAB_DIR/data/tokens")"
 wait_for "provisiond's dnsmasq (proxy) on port 4011 or 67" 20 lab_wait_port udp 67 1
 ctl preflight >"$LAB_DIR/preflight.out" || { cat "$LAB_DIR/preflight.out"; fail "preflight failed in proxy mode"; }

@@ -306,19 +306,22 @@ Examples:
        R"(Copies a kernel and an initrd into provisiond's image store as a version of the
 image NAME (letters, digits, '.', '_', '-'), named by the hash of both files,
 and makes it the version NAME stands for. Importing the same files again
-changes nothing. provisiond reads the files itself, so the paths are paths on
-the control node; relative ones are made absolute against the current
-directory before they are sent.
+changes nothing. provisiond reads the files itself, and only from its
+import_dir (default <data_dir>/import): copy them there first. The paths are
+paths on the control node; relative ones are made absolute against the
+current directory before they are sent. Only a Linux kernel and an initramfs
+are taken (checked by their headers).
 
 Examples:
-  provisionctl image import lab --kernel /boot/vmlinuz-6.1.0-18-amd64 --initrd build/initrd.img
-  provisionctl image import debian-amd-npu --kernel out/vmlinuz --initrd out/initrd.img)",
+  cp /boot/vmlinuz-6.1.0-18-amd64 build/initrd.img /var/lib/provisiond/import/
+  provisionctl image import lab --kernel /var/lib/provisiond/import/vmlinuz-6.1.0-18-amd64 \
+      --initrd /var/lib/provisiond/import/initrd.img)",
        [](CLI::App& c, Args& a) {
          c.add_option("name", a.target, "The image's name")->type_name("NAME")->required();
-         c.add_option("--kernel", a.kernel, "The kernel (a path on the control node)")
+         c.add_option("--kernel", a.kernel, "The kernel (a path under provisiond's import_dir)")
              ->type_name("PATH")
              ->required();
-         c.add_option("--initrd", a.initrd, "The initrd (a path on the control node)")
+         c.add_option("--initrd", a.initrd, "The initrd (a path under provisiond's import_dir)")
              ->type_name("PATH")
              ->required();
          AddJsonFlag(c, a);

@@ -7,8 +7,8 @@ const std::vector<Verb>& Verbs() {
   static const std::vector<Verb> verbs = [] {
     std::vector<Verb> all;
     for (auto nouns :
-         {StatusVerbs, PreflightVerbs, NodeVerbs, ImageVerbs, ProfileVerbs, EventsVerbs, RunVerbs,
-          CmdVerbs, WaitVerbs, PlaybookVerbs, ExportVerbs, DocVerbs})
+         {StatusVerbs, PreflightVerbs, NodeVerbs, ImageVerbs, ProfileVerbs, SecretVerbs,
+          EventsVerbs, RunVerbs, CmdVerbs, WaitVerbs, PlaybookVerbs, ExportVerbs, DocVerbs})
       for (const Verb& verb : nouns()) all.push_back(verb);
     return all;
   }();

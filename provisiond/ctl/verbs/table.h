@@ -13,6 +13,7 @@ std::vector<Verb> PreflightVerbs();  // preflight
 std::vector<Verb> NodeVerbs();       // node list|show|why|add|set|power|rm
 std::vector<Verb> ImageVerbs();      // image list|show|build|import|verify|rm
 std::vector<Verb> ProfileVerbs();    // profile list|show|plan|apply
+std::vector<Verb> SecretVerbs();     // secret list|set|rm
 std::vector<Verb> EventsVerbs();     // events
 std::vector<Verb> RunVerbs();        // run list|show|logs
 std::vector<Verb> CmdVerbs();        // cmd

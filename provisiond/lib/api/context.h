@@ -23,6 +23,7 @@ class ImageService;
 class Inventory;
 class NfsService;
 class PhoneHome;
+class SecretStore;
 struct NodeRecord;
 struct Plan;
 
@@ -34,11 +35,14 @@ struct ApiContext {
   BootService* boot = nullptr;                  // boot scripts and files
   PhoneHome* phonehome = nullptr;               // hello and report
   NfsService* nfs = nullptr;                    // null without a boot network
+  SecretStore* secrets = nullptr;               // names and sizes; never values
   const RouteMetrics* route_metrics = nullptr;  // the router's, for /metrics
 
   Config config;  // preflight, the playbooks and web folders
   PowerSettings power;
-  std::string own_address;  // our address on the cluster interface
+  std::string own_address;      // our address on the cluster interface
+  std::string tls_url;          // the HTTPS listener; "" when off
+  std::string tls_fingerprint;  // its certificate's SHA-256 fingerprint
   std::string version = PROVISION_VERSION;
   int64_t max_event_wait_ms = 25000;  // long-poll cap for GET /events?wait=
   // Called after a profile was applied: starts configuring its nodes and

@@ -105,6 +105,22 @@ Status CheckBootFile(const std::string& path, bool kernel) {
                          "' is not an initramfs (neither a cpio archive nor compressed data)");
 }
 
+// `name` (relative to `dir`, or absolute) as a path inside `dir` once links
+// and ".." are resolved: an import reads only what the operator put there.
+Result<std::string> UnderImportDir(const std::string& dir, const std::string& name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path root = fs::weakly_canonical(dir, ec);
+  fs::path path =
+      fs::weakly_canonical(fs::path(name).is_absolute() ? fs::path(name) : root / name, ec);
+  std::string prefix = root.string() + "/";
+  if (ec || path.string().rfind(prefix, 0) != 0)
+    return Status::Error(Code::kForbidden, "'" + name + "' is not under import_dir " + dir +
+                                               ": image imports read only files there (copy the "
+                                               "kernel and initrd into it)");
+  return path.string();
+}
+
 }  // namespace
 
 HttpResponse ImportImage(const ApiContext& ctx, const HttpRequest& r) {
@@ -113,11 +129,16 @@ HttpResponse ImportImage(const ApiContext& ctx, const HttpRequest& r) {
   for (const char* f : {"kernel", "initrd"})
     if (!body->contains(f) || !(*body)[f].is_string())
       return HttpResponse::Error(
-          400, std::string("field '") + f + "' is required: a path on the control node");
-  for (const char* f : {"kernel", "initrd"})
-    if (Status s = CheckBootFile((*body)[f], std::string(f) == "kernel"); !s.ok())
-      return HttpResponse::FromStatus(s);
-  auto v = ctx.images->Import(r.Param("name"), (*body)["kernel"], (*body)["initrd"]);
+          400, std::string("field '") + f + "' is required: a file under import_dir");
+  std::string paths[2];
+  for (int i = 0; i < 2; ++i) {
+    const char* f = i == 0 ? "kernel" : "initrd";
+    auto path = UnderImportDir(ctx.config.effective_import_dir(), (*body)[f]);
+    if (!path.ok()) return HttpResponse::FromStatus(path.status());
+    if (Status s = CheckBootFile(*path, i == 0); !s.ok()) return HttpResponse::FromStatus(s);
+    paths[i] = *path;
+  }
+  auto v = ctx.images->Import(r.Param("name"), paths[0], paths[1]);
   if (!v.ok()) return HttpResponse::FromStatus(v.status());
   EventRecord e{0, 0, 0, "", "image", "imported " + v->ref(), r.who};
   ctx.inventory->store().AppendEvent(e);

@@ -1,5 +1,6 @@
 #include "api/profiles.h"
 
+#include "configure/secrets.h"
 #include "profiles/inventory.h"
 
 namespace prov {
@@ -51,6 +52,69 @@ HttpResponse ApplyProfile(const ApiContext& ctx, const HttpRequest& r) {
   json answer = ToJson(*p);
   if (ctx.after_apply) answer["configure"] = ctx.after_apply(*p, r.who);
   return HttpResponse::Json(200, answer);
+}
+
+namespace {
+
+HttpResponse NoStore() {
+  return HttpResponse::Error(503, "this provisiond has no secrets store");
+}
+
+void SecretEvent(const ApiContext& ctx, const std::string& what, const std::string& who) {
+  EventRecord e{0, 0, 0, "", "secret", what, who};
+  ctx.inventory->store().AppendEvent(e);
+}
+
+}  // namespace
+
+HttpResponse ListSecrets(const ApiContext& ctx, const HttpRequest&) {
+  if (!ctx.secrets) return NoStore();
+  // Declared by the loadable profiles, whether made yet or not.
+  std::map<std::string, json> out;
+  std::vector<std::string> errors;
+  for (const auto& [version, profile] : ctx.inventory->ListProfiles(errors))
+    for (const auto& d : profile.secrets) {
+      json& s = out[d.name];
+      s["name"] = d.name;
+      s["generate"] = d.generate;
+      s["declared_by"].push_back(version);
+    }
+  for (const auto& info : ctx.secrets->List()) {
+    json& s = out[info.name];
+    s["name"] = info.name;
+    s["bytes"] = info.bytes;
+    s["modified"] = info.modified_ms;
+    s["public_half"] = info.has_public;
+  }
+  json list = json::array();
+  for (auto& [name, s] : out) {
+    s["stored"] = s.contains("bytes");
+    if (!s.contains("declared_by")) s["declared_by"] = json::array();
+    list.push_back(std::move(s));
+  }
+  return HttpResponse::Json(200, {{"secrets", list}, {"count", list.size()}});
+}
+
+HttpResponse SetSecret(const ApiContext& ctx, const HttpRequest& r) {
+  if (!ctx.secrets) return NoStore();
+  auto body = ParseJsonObject(r.body, {"value"});
+  if (!body.ok()) return HttpResponse::FromStatus(body.status());
+  if (!body->contains("value") || !(*body)["value"].is_string())
+    return HttpResponse::Error(400, "field 'value' is required: the secret, as a string");
+  const std::string name = r.Param("name");
+  Status s = ctx.secrets->Set(name, (*body)["value"].get<std::string>());
+  if (!s.ok()) return HttpResponse::FromStatus(s);
+  SecretEvent(ctx, "set " + name, r.who);
+  return HttpResponse::Json(200, {{"name", name}, {"stored", true}});
+}
+
+HttpResponse RemoveSecret(const ApiContext& ctx, const HttpRequest& r) {
+  if (!ctx.secrets) return NoStore();
+  const std::string name = r.Param("name");
+  Status s = ctx.secrets->Remove(name);
+  if (!s.ok()) return HttpResponse::FromStatus(s);
+  SecretEvent(ctx, "removed " + name, r.who);
+  return HttpResponse::Json(200, {{"name", name}, {"removed", true}});
 }
 
 }  // namespace prov

@@ -67,6 +67,7 @@ TEST_CASE("routes: open routes leave the API token alone, others need its role")
     HttpRequest r;
     r.method = "GET";
     r.path = path;
+    r.remote = "127.0.0.1";
     if (token) r.headers["authorization"] = std::string("Bearer ") + token;
     return router.Handle(r);
   };
@@ -81,6 +82,35 @@ TEST_CASE("routes: open routes leave the API token alone, others need its role")
   CHECK(get("/read", "0123456789abcdef-not-a-token").status == 401);
 }
 
+TEST_CASE("routes: over plain HTTP the API answers loopback only; TLS from anywhere") {
+  Router router(
+      std::make_shared<const TokenSet>(*TokenSet::Parse(std::string(kToken) + " alice\n", "t")));
+  router.Add("GET", "/open", Router::Access::kOpen,
+             [](const HttpRequest&) { return HttpResponse::Text(200, "open"); });
+  router.Add("GET", "/read", Router::Access::kRead,
+             [](const HttpRequest&) { return HttpResponse::Text(200, "read"); });
+  auto get = [&](const std::string& path, const std::string& remote, bool tls) {
+    HttpRequest r;
+    r.method = "GET";
+    r.path = path;
+    r.remote = remote;
+    r.tls = tls;
+    r.headers["authorization"] = std::string("Bearer ") + kToken;
+    return router.Handle(r);
+  };
+  for (const char* local : {"127.0.0.1", "127.10.0.3", "::1", "::ffff:127.0.0.1"})
+    CHECK(get("/read", local, false).status == 200);
+  for (const char* remote :
+       {"10.0.0.5", "192.0.2.1", "fe80::1", "::ffff:10.0.0.5", "", "1127.0.0.1"}) {
+    INFO(remote);
+    HttpResponse r = get("/read", remote, false);
+    CHECK(r.status == 403);
+    CHECK(r.body.find("only on loopback") != std::string::npos);
+    CHECK(get("/read", remote, true).status == 200);
+    CHECK(get("/open", remote, false).status == 200);  // boot routes stay plain
+  }
+}
+
 TEST_CASE("api: writes need a valid bearer token") {
   api_test::Fixture f;
   HttpResponse r =
@@ -92,6 +122,7 @@ TEST_CASE("api: writes need a valid bearer token") {
   bad.method = "PATCH";
   bad.path = "/api/v1/nodes/n0";
   bad.headers["authorization"] = "Bearer wrongwrongwrongwrong";
+  bad.remote = "127.0.0.1";
   CHECK(f.router.Handle(bad).status == 401);
   CHECK(f.Call("POST", "/api/v1/nodes", R"({"hostname":"n0","mac":"52:54:00:00:00:01"})", true,
                kReadToken)
@@ -114,6 +145,8 @@ TEST_CASE("api: bad requests get 4xx with a message, never a crash") {
   const Case cases[] = {
       {"POST", "/api/v1/nodes", "{", 400, "malformed JSON"},
       {"POST", "/api/v1/nodes", "[1]", 400, "must be a JSON object"},
+      {"POST", "/api/v1/nodes", R"({"hostname":"n0","mac":"52:54:00:00:00:01","ip":1e400})", 400,
+       "cannot be read as JSON"},
       {"POST", "/api/v1/nodes", R"({"hostname":"n0","mac":"52:54:00:00:00:01","x":1})", 400,
        "unknown field 'x'"},
       {"POST", "/api/v1/nodes", R"({"hostname":"n0"})", 400, "field 'mac' is required"},

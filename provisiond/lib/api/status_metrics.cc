@@ -25,15 +25,17 @@ HttpResponse GetStatus(const ApiContext& ctx, const HttpRequest& request) {
   auto profiles = inv.ListProfiles(errors);
   json versions = json::array();
   for (const auto& [v, p] : profiles) versions.push_back(v);
-  return HttpResponse::Json(200, {{"service", "provisiond"},
-                                  {"version", ctx.version},
-                                  {"nodes", total},
-                                  {"states", counts},
-                                  {"applied_profile", applied},
-                                  {"profiles", versions},
-                                  {"profile_errors", errors},
-                                  {"last_event", inv.store().LastEventId()},
-                                  {"caller", {{"name", request.who}, {"role", request.role}}}});
+  return HttpResponse::Json(200,
+                            {{"service", "provisiond"},
+                             {"version", ctx.version},
+                             {"nodes", total},
+                             {"states", counts},
+                             {"applied_profile", applied},
+                             {"profiles", versions},
+                             {"profile_errors", errors},
+                             {"last_event", inv.store().LastEventId()},
+                             {"caller", {{"name", request.who}, {"role", request.role}}},
+                             {"https", {{"url", ctx.tls_url}, {"sha256", ctx.tls_fingerprint}}}});
 }
 
 HttpResponse GetPreflight(const ApiContext& ctx, const HttpRequest&) {

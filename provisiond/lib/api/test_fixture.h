@@ -40,6 +40,7 @@ struct Fixture {
     r.method = method;
     SplitTarget(target, r.path, r.query);
     r.body = body;
+    r.remote = "127.0.0.1";  // plain HTTP from loopback, as provisionctl on the control node
     if (auth) r.headers["authorization"] = std::string("Bearer ") + token;
     return router.Handle(r);
   }

@@ -126,7 +126,22 @@ Result<std::string> Sha256File(const std::string& path) {
   return hash.HexDigest();
 }
 
+std::string ColonHex(std::string_view bytes) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : bytes) {
+    if (!out.empty()) out += ':';
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
 std::string RandomHex(size_t bytes) {
+  return HexEncode(RandomBytes(bytes));
+}
+
+std::string RandomBytes(size_t bytes) {
   std::string raw(bytes, '\0');
   size_t got = 0;
   while (got < bytes) {
@@ -137,7 +152,7 @@ std::string RandomHex(size_t bytes) {
     }
     got += static_cast<size_t>(n);
   }
-  return HexEncode(raw);
+  return raw;
 }
 
 }  // namespace prov

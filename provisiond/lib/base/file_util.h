@@ -25,6 +25,9 @@ Status MakeDirs(const std::string& path, int mode = 0755);
 
 // Bytes as lowercase hex.
 std::string HexEncode(std::string_view bytes);
+// "AB:CD:..." (uppercase hex pairs joined by ':'), as certificate
+// fingerprints are shown.
+std::string ColonHex(std::string_view bytes);
 
 // SHA-256 of `data` as lowercase hex.
 std::string Sha256Hex(std::string_view data);
@@ -49,5 +52,7 @@ Result<std::string> Sha256File(const std::string& path);
 
 // `bytes` random bytes as lowercase hex, from getrandom(2).
 std::string RandomHex(size_t bytes);
+// `bytes` bytes from the kernel's CSPRNG (getrandom).
+std::string RandomBytes(size_t bytes);
 
 }  // namespace prov

@@ -42,7 +42,7 @@ bool IsNameChar(char c) {
 
 // Expands the numbers inside one pair of brackets: "0-3,7" or "01-04".
 Result<std::vector<std::string>> ExpandRanges(std::string_view text, size_t offset,
-                                              std::string_view body) {
+                                              std::string_view body, size_t max_names) {
   std::vector<std::string> out;
   size_t start = 0;
   for (size_t i = 0; i <= body.size(); ++i) {
@@ -64,7 +64,7 @@ Result<std::vector<std::string>> ExpandRanges(std::string_view text, size_t offs
     std::from_chars(lo_text.data(), lo_text.data() + lo_text.size(), lo);
     std::from_chars(hi_text.data(), hi_text.data() + hi_text.size(), hi);
     if (hi < lo) return HostlistError(text, at, "range '" + std::string(part) + "' is reversed");
-    if (hi - lo >= kMaxHostlistNames)
+    if (hi - lo >= max_names)
       return HostlistError(text, at, "range '" + std::string(part) + "' is too large");
     // Zero padding follows the lower bound as written: [01-10] gives 01..10.
     size_t width = lo_text.size() > 1 && lo_text[0] == '0' ? lo_text.size() : 0;
@@ -72,7 +72,7 @@ Result<std::vector<std::string>> ExpandRanges(std::string_view text, size_t offs
       std::string s = std::to_string(n);
       if (s.size() < width) s.insert(0, width - s.size(), '0');
       out.push_back(std::move(s));
-      if (out.size() > kMaxHostlistNames) return HostlistError(text, at, "too many names");
+      if (out.size() > max_names) return HostlistError(text, at, "too many names");
     }
   }
   return out;
@@ -80,7 +80,7 @@ Result<std::vector<std::string>> ExpandRanges(std::string_view text, size_t offs
 
 }  // namespace
 
-Result<std::vector<std::string>> ExpandHostlist(std::string_view text) {
+Result<std::vector<std::string>> ExpandHostlist(std::string_view text, size_t max_names) {
   if (text.empty()) return Status::Invalid("hostlist is empty");
   auto items = SplitTopLevel(text);
   if (!items.ok()) return items.status();
@@ -92,9 +92,10 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view text) {
     while (i < item.size()) {
       if (item[i] == '[') {
         size_t close = item.find(']', i);
-        auto numbers = ExpandRanges(text, offset + i + 1, item.substr(i + 1, close - i - 1));
+        auto numbers =
+            ExpandRanges(text, offset + i + 1, item.substr(i + 1, close - i - 1), max_names);
         if (!numbers.ok()) return numbers.status();
-        if (partial.size() * numbers->size() > kMaxHostlistNames)
+        if (partial.size() * numbers->size() > max_names)
           return HostlistError(text, offset + i, "too many names");
         std::vector<std::string> next;
         next.reserve(partial.size() * numbers->size());
@@ -112,7 +113,7 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view text) {
     }
     for (auto& name : partial) {
       if (seen.insert(name).second) names.push_back(std::move(name));
-      if (names.size() > kMaxHostlistNames) return HostlistError(text, offset, "too many names");
+      if (names.size() > max_names) return HostlistError(text, offset, "too many names");
     }
   }
   return names;

@@ -54,6 +54,17 @@ TEST_CASE("hostlist errors say what and where") {
   }
 }
 
+TEST_CASE("hostlist takes a smaller name limit (the fuzz target's)") {
+  auto five = ExpandHostlist("n[0-4]", 5);
+  REQUIRE(five.ok());
+  CHECK(five->size() == 5u);
+  CHECK_FALSE(ExpandHostlist("n[0-5]", 5).ok());         // one range
+  CHECK_FALSE(ExpandHostlist("a[0-2]b[0-1]", 5).ok());   // a product
+  CHECK_FALSE(ExpandHostlist("a[0-2],b[0-2]", 5).ok());  // several items
+  CHECK(ExpandHostlist("n[0-99999]").ok());              // the daemon's limit
+  CHECK_FALSE(ExpandHostlist("n[0-100000]").ok());
+}
+
 TEST_CASE("hostlist compresses back to ranges") {
   CHECK(CompressHostlist({"node0", "node1", "node2", "node3", "node7"}) == "node[0-3,7]");
   CHECK(CompressHostlist({"gpu01", "gpu02", "x"}) == "gpu[01-02],x");

@@ -240,6 +240,28 @@ void ChildProcess::Stop(int grace_ms) {
   pid_ = -1;
 }
 
+namespace {
+
+// A /proc file's text, "" when it cannot be read: with read(2), because a
+// process that exits while its file is read makes read fail (ESRCH), which
+// std::filebuf turns into an exception.
+std::string ReadProcText(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  std::string text;
+  if (!fd.valid()) return text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd.get(), buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return "";
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return text;
+}
+
+}  // namespace
+
 std::vector<pid_t> FindProcessesWithArg(const std::string& arg) {
   std::vector<pid_t> out;
   const pid_t self = getpid();
@@ -252,8 +274,7 @@ std::vector<pid_t> FindProcessesWithArg(const std::string& arg) {
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(name));
     if (pid == self) continue;
-    std::ifstream in("/proc/" + name + "/cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string cmdline = ReadProcText("/proc/" + name + "/cmdline");
     size_t start = 0;
     while (start < cmdline.size()) {
       size_t end = cmdline.find('\0', start);
@@ -277,8 +298,7 @@ std::vector<pid_t> StopProcessesWithArg(const std::string& arg, int grace_ms) {
     // fails, or a zombie until init reaps them.
     auto gone = [p] {
       if (kill(p, 0) != 0) return true;
-      std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
-      std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+      const std::string text = ReadProcText("/proc/" + std::to_string(p) + "/stat");
       size_t paren = text.rfind(')');
       return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z';
     };

@@ -10,6 +10,7 @@
 #include "configure/health.h"
 #include "configure/node_vars.h"
 #include "configure/play_runner.h"
+#include "configure/secrets.h"
 #include "configure/sessions.h"
 #include "configure/work_queue.h"
 #include "playbook/playbook.h"
@@ -154,8 +155,17 @@ struct Configurator::Impl {
         run.message = ref.file + ": not loaded with profile " + profile.version;
         return;
       }
-      // The profile's vars for this playbook win over the playbook's own.
-      options.extra_vars = ref.vars;
+      // The profile's vars for this playbook win over the playbook's own;
+      // those that name a secret are filled from the store.
+      auto resolved = ResolveSecretVars(profile, ref.vars, settings.secrets);
+      if (!resolved.ok()) {
+        run.status = "failed";
+        run.message = ref.file + ": " + resolved.status().message();
+        return;
+      }
+      options.extra_vars = std::move(resolved->vars);
+      options.secret_vars = std::move(resolved->secret_vars);
+      options.secret_values = std::move(resolved->secret_values);
       NodeRunOutcome out =
           RunPlaybook(*ref.parsed, node.name(), **session, vars, &recorder, options);
       if (out.status != "ok") {

@@ -26,6 +26,8 @@
 
 namespace prov {
 
+class SecretStore;
+
 struct ConfigureSettings {
   std::string key_path;    // the control key (private half)
   std::string public_key;  // its public half, for the playbooks
@@ -34,6 +36,9 @@ struct ConfigureSettings {
   int connect_timeout_ms = 10000;
   int workers = 64;          // nodes configured at once
   int task_timeout_s = 600;  // per task unless the task says otherwise
+  // Where vars that name a secret are filled from (owned by the daemon);
+  // null: such vars fail the run.
+  SecretStore* secrets = nullptr;
 };
 
 class Configurator {

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "configure/secrets.h"
 #include "playbook/jinja/jinja.h"
 #include "playbook/modules/modules.h"
 
@@ -107,7 +108,7 @@ class NodeRun {
     r.msg = msg;
     Report(r);
     outcome_.status = "failed";
-    outcome_.failed_task = "play " + play.name + " (" + r.where + "): " + msg;
+    outcome_.failed_task = "play " + play.name + " (" + r.where + "): " + r.msg;
     return false;
   }
 
@@ -116,7 +117,31 @@ class NodeRun {
     return false;
   }
 
-  void Report(const TaskResult& r) {
+  // Whether `task` names a var filled from the secrets store (in its args,
+  // conditions, loop or vars): Ansible's no_log, implied.
+  bool UsesSecret(const Task& task) const {
+    if (options_.secret_vars.empty()) return false;
+    std::string text = task.args.dump() + task.vars.dump() + task.changed_when + task.failed_when +
+                       task.until + (task.loop ? task.loop->dump() : "");
+    for (const auto& cond : task.when) text += cond;
+    for (const auto& name : options_.secret_vars)
+      if (text.find(name) != std::string::npos) return true;
+    return false;
+  }
+
+  // What is recorded of a result: with no_log, its status and exit code
+  // only; never a secret's value.
+  void Report(TaskResult& r) {
+    if (r.no_log) {
+      r.stdout_tail.clear();
+      r.stderr_tail.clear();
+      r.item.clear();
+      r.msg = "(output hidden: no_log)";
+    }
+    if (!options_.secret_values.empty()) {
+      for (std::string* field : {&r.task, &r.msg, &r.stdout_tail, &r.stderr_tail, &r.item})
+        *field = RedactSecrets(std::move(*field), options_.secret_values);
+    }
     if (r.status == "ok") ++outcome_.ok;
     if (r.status == "changed") ++outcome_.changed;
     if (r.status == "failed") ++outcome_.failed;
@@ -146,6 +171,7 @@ class NodeRun {
     base.task = TaskTitle(task);
     base.module = task.module;
     base.where = task.where();
+    base.no_log = task.no_log || play.no_log || UsesSecret(task);
     auto vars = TaskVars(task);
     if (!vars.ok()) return TaskFailed(base, task, vars.status().message(), json::object());
 
@@ -205,7 +231,7 @@ class NodeRun {
       return true;
     }
     outcome_.status = "failed";
-    outcome_.failed_task = r.task + " (" + r.where + "): " + msg;
+    outcome_.failed_task = r.task + " (" + r.where + "): " + r.msg;
     return false;
   }
 
@@ -262,7 +288,7 @@ class NodeRun {
         r.duration_ms = SinceMs(start);
         Report(r);
         outcome_.status = "unreachable";
-        outcome_.failed_task = r.task + " (" + r.where + "): " + outcome.msg;
+        outcome_.failed_task = r.task + " (" + r.where + "): " + r.msg;
         result = {{"unreachable", true}, {"msg", outcome.msg}};
         return Step::kStop;
       }

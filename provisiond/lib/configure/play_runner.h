@@ -37,6 +37,9 @@ struct TaskResult {
   std::string msg;
   int64_t duration_ms = 0;
   std::string item;  // the loop item, as JSON text, when in a loop
+  // no_log (the task's, its play's, or implied by a secret it uses): only
+  // status, changed, exit code and duration are recorded.
+  bool no_log = false;
 };
 
 class RunSink {
@@ -66,6 +69,11 @@ struct RunOptions {
   // Variables that win over the play's and the task's (`-e` on the command
   // line, a profile's vars for its playbooks), as Ansible's extra vars do.
   nlohmann::json extra_vars = nlohmann::json::object();
+  // Extra vars filled from the secrets store (ResolveSecretVars): a task that
+  // names one is no_log, and no value is ever recorded (every result, message
+  // and the outcome pass through RedactSecrets).
+  std::vector<std::string> secret_vars;
+  std::vector<std::string> secret_values;
 };
 
 // Runs every play of `playbook` that selects `hostname` on `remote`.

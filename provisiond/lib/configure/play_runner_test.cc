@@ -33,7 +33,9 @@ class Recorder : public RunSink {
 
 // Parses `text` (with DIR replaced by `dir`) and runs it on this machine.
 NodeRunOutcome Run(const std::string& dir, std::string text, Recorder& rec,
-                   json vars = json::object(), json extra_vars = json::object()) {
+                   json vars = json::object(), json extra_vars = json::object(),
+                   std::vector<std::string> secret_vars = {},
+                   std::vector<std::string> secret_values = {}) {
   for (size_t p; (p = text.find("DIR")) != std::string::npos;) text.replace(p, 3, dir);
   const std::string file = dir + "/play.yml";
   std::ofstream(file) << text;
@@ -44,6 +46,8 @@ NodeRunOutcome Run(const std::string& dir, std::string text, Recorder& rec,
   RunOptions options;
   options.sleep = [](int) { return true; };  // retries without waiting
   options.extra_vars = std::move(extra_vars);
+  options.secret_vars = std::move(secret_vars);
+  options.secret_values = std::move(secret_values);
   return RunPlaybook(*pb, "node1", local, vars, &rec, options);
 }
 
@@ -248,4 +252,61 @@ TEST_CASE("runner: an undefined variable fails the task with its name") {
 }
 
 }  // namespace
+}  // namespace prov
+
+namespace prov {
+
+TEST_CASE("runner: no_log and secrets: a task's output is hidden, no value is ever recorded") {
+  TempDir d;
+  const std::string secret = "c2VjcmV0LW11bmdlLWtleS12YWx1ZQ==";
+  const std::string play = R"(
+- hosts: all
+  tasks:
+    - name: no_log by hand
+      command: echo visible-only-without-no_log
+      no_log: true
+    - name: uses the secret var
+      copy:
+        dest: DIR/key
+        content: "{{ munge_key_b64 }}"
+        mode: "0600"
+    - name: prints the file without naming the var
+      command: cat DIR/key
+    - name: fails with the value in its message
+      command: "sh -c 'echo {{ munge_key_b64 }} >&2; exit 3'"
+      ignore_errors: true
+    - name: fails without naming it
+      shell: "cat DIR/key; exit 4"
+)";
+  Recorder rec;
+  NodeRunOutcome out = Run(d.path(), play, rec, json::object(), {{"munge_key_b64", secret}},
+                           {"munge_key_b64"}, {secret});
+  REQUIRE(rec.results.size() == 5);
+  CHECK(Read(d.path() + "/key") == secret);  // the task got the value
+  CHECK(rec.results[0].no_log);
+  CHECK(rec.results[0].stdout_tail.empty());
+  CHECK(rec.results[0].msg == "(output hidden: no_log)");
+  CHECK(rec.results[1].no_log);  // implied: it names the secret var
+  CHECK(rec.results[1].status == "changed");
+  CHECK_FALSE(rec.results[2].no_log);  // does not name it: recorded, the value redacted
+  CHECK(rec.results[2].stdout_tail == "********");
+  CHECK(rec.results[3].no_log);
+  CHECK(rec.results[3].exit_code == 3);
+  CHECK(out.status == "failed");
+  CHECK(rec.results[4].stdout_tail == "********");
+  CHECK(out.failed_task.find(secret) == std::string::npos);
+  for (const auto& r : rec.results)
+    for (const std::string* f : {&r.task, &r.msg, &r.stdout_tail, &r.stderr_tail, &r.item})
+      CHECK(f->find(secret) == std::string::npos);
+}
+
+TEST_CASE("runner: a play's no_log covers its tasks") {
+  TempDir d;
+  Recorder rec;
+  Run(d.path(), "- hosts: all\n  no_log: true\n  tasks:\n    - command: echo hi\n", rec);
+  REQUIRE(rec.results.size() == 1);
+  CHECK(rec.results[0].stdout_tail.empty());
+  CHECK(rec.results[0].status == "changed");
+}
+
 }  // namespace prov

@@ -12,17 +12,43 @@
 namespace prov {
 namespace {
 
-Result<std::string> PublicLine(ssh_key key) {
+Result<std::string> PublicLine(ssh_key key, const std::string& comment) {
   char* b64 = nullptr;
   if (ssh_pki_export_pubkey_base64(key, &b64) != SSH_OK)
     return Status::Internal("cannot export the public key");
   std::string line = std::string("ssh-ed25519 ") + b64;
   ssh_string_free_char(b64);
+  return line + " " + comment;
+}
+
+Result<std::string> PrivatePem(ssh_key key) {
+  char* pem = nullptr;
+  if (ssh_pki_export_privkey_base64(key, nullptr, nullptr, nullptr, &pem) != SSH_OK)
+    return Status::Internal("cannot export an ed25519 private key");
+  std::string text(pem);
+  ssh_string_free_char(pem);
+  if (text.empty() || text.back() != '\n') text += '\n';
+  return text;
+}
+
+std::string ControlComment() {
   char host[256] = "control";
   gethostname(host, sizeof host - 1);
-  return line + " provisiond@" + host;
+  return std::string("provisiond@") + host;
 }
 }  // namespace
+
+Result<KeyPair> NewEd25519KeyPair(const std::string& comment) {
+  ssh_key raw = nullptr;
+  if (ssh_pki_generate(SSH_KEYTYPE_ED25519, 0, &raw) != SSH_OK)
+    return Status::Internal("cannot generate an ed25519 key");
+  KeyPtr key(raw);
+  auto pem = PrivatePem(key.get());
+  if (!pem.ok()) return pem.status();
+  auto pub = PublicLine(key.get(), comment);
+  if (!pub.ok()) return pub.status();
+  return KeyPair{std::move(*pem), std::move(*pub)};
+}
 
 Result<ControlKey> EnsureControlKey(const std::string& dir) {
   ControlKey out;
@@ -38,22 +64,15 @@ Result<ControlKey> EnsureControlKey(const std::string& dir) {
     if (ssh_pki_generate(SSH_KEYTYPE_ED25519, 0, &raw) != SSH_OK)
       return Status::Internal("cannot generate an ed25519 key");
     // Written 0600 from its creation (never widened, never chmodded after).
-    char* pem = nullptr;
-    if (ssh_pki_export_privkey_base64(raw, nullptr, nullptr, nullptr, &pem) != SSH_OK) {
-      ssh_key_free(raw);
-      return Status::Internal("cannot export the new control key");
-    }
-    std::string text(pem);
-    ssh_string_free_char(pem);
-    if (text.empty() || text.back() != '\n') text += '\n';
-    s = WriteFileAtomic(out.private_key_path, text, 0600);
+    auto text = PrivatePem(raw);
+    s = text.ok() ? WriteFileAtomic(out.private_key_path, *text, 0600) : text.status();
     if (!s.ok()) {
       ssh_key_free(raw);
       return s;
     }
   }
   KeyPtr key(raw);
-  auto pub = PublicLine(key.get());
+  auto pub = PublicLine(key.get(), ControlComment());
   if (!pub.ok()) return pub.status();
   out.public_key = *pub;
   s = WriteFileAtomic(out.private_key_path + ".pub", out.public_key + "\n", 0644);

@@ -17,4 +17,11 @@ struct ControlKey {
 // missing.
 Result<ControlKey> EnsureControlKey(const std::string& dir);
 
+struct KeyPair {
+  std::string private_key;  // OpenSSH PEM, newline-terminated
+  std::string public_key;   // "ssh-ed25519 AAAA... <comment>"
+};
+// A new ed25519 key pair, in memory only.
+Result<KeyPair> NewEd25519KeyPair(const std::string& comment);
+
 }  // namespace prov

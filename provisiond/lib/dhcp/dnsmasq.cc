@@ -96,6 +96,7 @@ std::optional<DhcpObservation> ParseDnsmasqLogLine(std::string_view line) {
     o.ip = std::string(ip);
     size_t slash = file.rfind('/');
     o.file = std::string(slash == std::string_view::npos ? file : file.substr(slash + 1));
+    if (o.file.empty()) return std::nullopt;  // "sent dir/ to ...": no file (found by fuzzing)
     return o;
   }
   return std::nullopt;

@@ -181,6 +181,9 @@ Result<nlohmann::json> ParseJsonObject(const std::string& body,
   } catch (const nlohmann::json::parse_error& e) {
     return Status::Invalid("malformed JSON at byte " + std::to_string(e.byte) +
                            " of the request body");
+  } catch (const nlohmann::json::exception& e) {
+    // A number out of a double's range (1e400) and the like.
+    return Status::Invalid(std::string("the request body cannot be read as JSON: ") + e.what());
   }
   if (!j.is_object()) return Status::Invalid("the request body must be a JSON object");
   for (const auto& [key, value] : j.items()) {
@@ -191,6 +194,10 @@ Result<nlohmann::json> ParseJsonObject(const std::string& body,
     }
   }
   return j;
+}
+
+bool HttpRequest::FromLoopback() const {
+  return remote.rfind("127.", 0) == 0 || remote == "::1" || remote.rfind("::ffff:127.", 0) == 0;
 }
 
 Result<TokenSet> TokenSet::Parse(const std::string& text, const std::string& file) {
@@ -354,7 +361,12 @@ HttpResponse Router::Handle(HttpRequest& request) const {
         if (!request.who.empty()) request.role = std::move(caller.role);
       }
     }
-    if (match->access != Access::kOpen && request.who.empty()) {
+    if (match->access != Access::kOpen && !request.tls && !request.FromLoopback()) {
+      response = HttpResponse::Error(
+          403,
+          "the API answers over plain HTTP only on loopback; use the HTTPS listener "
+          "(api_listen: https://<control node>:8443 by default)");
+    } else if (match->access != Access::kOpen && request.who.empty()) {
       response = HttpResponse::Error(
           401, token.empty() ? "this request needs a bearer token (Authorization: Bearer <token>; "
                                "provisionctl reads it from PROVISIOND_TOKEN or --token-file)"

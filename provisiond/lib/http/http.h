@@ -29,6 +29,9 @@ struct HttpRequest {
   // on the peer could bind it. Node-facing routes that hand out or use a
   // node's credential require it, so a node's unprivileged users cannot.
   bool FromPrivilegedPort() const { return remote_port > 0 && remote_port < 1024; }
+  bool tls = false;  // came over the HTTPS listener
+  // Whether the peer is this machine (127.0.0.0/8, ::1, ::ffff:127.x).
+  bool FromLoopback() const;
   // Filled by the router: {name} segments of the matched pattern, who the
   // bearer token belongs to ("" when there was none) and its role.
   std::map<std::string, std::string> params;
@@ -130,6 +133,8 @@ class Router {
   //   kRead   a valid API token of either role (401 without one)
   //   kAdmin  a valid `admin` token (401 without a valid token, 403 with a
   //           `read` one)
+  // Routes other than kOpen answer over plain HTTP only to loopback clients
+  // (403 otherwise): tokens and answers cross the network only in TLS.
   enum class Access { kOpen, kRead, kAdmin };
 
   explicit Router(std::shared_ptr<const TokenSet> tokens) : tokens_(std::move(tokens)) {}

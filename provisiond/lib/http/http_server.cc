@@ -99,6 +99,7 @@ MHD_Result HttpServerCallbacks::OnRequest(void* cls, MHD_Connection* c, const ch
     MHD_get_connection_values(c, MHD_HEADER_KIND, &CollectHeader, &conn->request);
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, &CollectQuery, &conn->request);
     std::tie(conn->request.remote, conn->request.remote_port) = PeerAddress(c);
+    conn->request.tls = self->tls_;
     const std::string length = conn->request.Header("content-length");
     if (!length.empty() && length.size() < 20 &&
         length.find_first_not_of("0123456789") == std::string::npos &&
@@ -137,7 +138,8 @@ void HttpServerCallbacks::OnCompleted(void*, MHD_Connection*, void** con_cls,
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
                                                       const Router& router) {
-  std::unique_ptr<HttpServer> server(new HttpServer(router, options.max_body_bytes));
+  const bool tls = !options.tls_cert_pem.empty() && !options.tls_key_pem.empty();
+  std::unique_ptr<HttpServer> server(new HttpServer(router, options.max_body_bytes, tls));
   sockaddr_storage addr{};
   socklen_t addr_len = 0;
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
@@ -157,12 +159,26 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
     return Status::Invalid("listen address '" + options.host + "' is not an IPv4 or IPv6 address");
   }
   (void)addr_len;
-  server->daemon_ = MHD_start_daemon(
-      flags, options.port, nullptr, nullptr, &HttpServerCallbacks::OnRequest, server.get(),
-      MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr), MHD_OPTION_NOTIFY_COMPLETED,
-      &HttpServerCallbacks::OnCompleted, nullptr, MHD_OPTION_CONNECTION_TIMEOUT,
-      options.connection_timeout_s, MHD_OPTION_CONNECTION_LIMIT, options.connection_limit,
-      MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_END);
+  if (tls) {
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+      return Status::Internal("this libmicrohttpd has no TLS support");
+    flags |= MHD_USE_TLS;
+    server->daemon_ = MHD_start_daemon(
+        flags, options.port, nullptr, nullptr, &HttpServerCallbacks::OnRequest, server.get(),
+        MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr), MHD_OPTION_NOTIFY_COMPLETED,
+        &HttpServerCallbacks::OnCompleted, nullptr, MHD_OPTION_CONNECTION_TIMEOUT,
+        options.connection_timeout_s, MHD_OPTION_CONNECTION_LIMIT, options.connection_limit,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_HTTPS_MEM_KEY,
+        options.tls_key_pem.c_str(), MHD_OPTION_HTTPS_MEM_CERT, options.tls_cert_pem.c_str(),
+        MHD_OPTION_END);
+  } else {
+    server->daemon_ = MHD_start_daemon(
+        flags, options.port, nullptr, nullptr, &HttpServerCallbacks::OnRequest, server.get(),
+        MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr), MHD_OPTION_NOTIFY_COMPLETED,
+        &HttpServerCallbacks::OnCompleted, nullptr, MHD_OPTION_CONNECTION_TIMEOUT,
+        options.connection_timeout_s, MHD_OPTION_CONNECTION_LIMIT, options.connection_limit,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_END);
+  }
   if (!server->daemon_)
     return Status::Error(Code::kUnavailable, "cannot listen on " + options.host + ":" +
                                                  std::to_string(options.port) +

@@ -21,6 +21,9 @@ struct HttpServerOptions {
   uint64_t max_body_bytes = 1 << 20;
   unsigned connection_timeout_s = 30;
   unsigned connection_limit = 4096;
+  // Both set: HTTPS (libmicrohttpd over GnuTLS) with this certificate.
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
 };
 
 class HttpServer {
@@ -35,11 +38,13 @@ class HttpServer {
   uint16_t port() const { return port_; }
 
  private:
-  HttpServer(const Router& router, uint64_t max_body) : router_(router), max_body_(max_body) {}
+  HttpServer(const Router& router, uint64_t max_body, bool tls)
+      : router_(router), max_body_(max_body), tls_(tls) {}
   friend struct HttpServerCallbacks;
 
   const Router& router_;
   uint64_t max_body_;
+  bool tls_;
   MHD_Daemon* daemon_ = nullptr;
   uint16_t port_ = 0;
 };

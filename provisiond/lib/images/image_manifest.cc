@@ -7,6 +7,36 @@
 #include "images/image_catalog.h"
 
 namespace prov {
+namespace {
+
+// Names in a manifest, checked character by character: std::regex recursed
+// once per character of a name and overflowed the stack on a long one.
+constexpr std::string_view kSuiteChars = "abcdefghijklmnopqrstuvwxyz0123456789-";
+constexpr std::string_view kPackageChars = "abcdefghijklmnopqrstuvwxyz0123456789+.-";
+constexpr std::string_view kPpaChars = "abcdefghijklmnopqrstuvwxyz0123456789.+-";
+
+// One or more characters, all of `chars`.
+bool IsManifestWord(std::string_view s, std::string_view chars) {
+  return !s.empty() && s.find_first_not_of(chars) == std::string_view::npos;
+}
+
+// [a-z0-9][a-z0-9+.-]*(/[a-z0-9-]+)? (a package, or package/release).
+bool IsDebianPackageName(std::string_view p) {
+  const size_t slash = p.find('/');
+  std::string_view name = p.substr(0, slash);
+  if (!IsManifestWord(name, kPackageChars) || name[0] == '+' || name[0] == '.' || name[0] == '-')
+    return false;
+  return slash == std::string_view::npos || IsManifestWord(p.substr(slash + 1), kSuiteChars);
+}
+
+// [a-z0-9.+-]+/[a-z0-9.+-]+ (owner/name).
+bool IsPpaName(std::string_view p) {
+  const size_t slash = p.find('/');
+  return slash != std::string_view::npos && IsManifestWord(p.substr(0, slash), kPpaChars) &&
+         IsManifestWord(p.substr(slash + 1), kPpaChars);
+}
+
+}  // namespace
 
 std::string AptSource::Render(const std::string& suite) const {
   if (!line.empty()) return line;
@@ -35,8 +65,7 @@ Result<ImageManifest> ParseImageManifest(const std::string& text, const std::str
       m.distribution != "ubuntu")
     errors.Add(top.Raw("distribution"),
                "distribution must be debian or ubuntu, found '" + m.distribution + "'");
-  if (top.GetString("suite", m.suite, true) &&
-      !std::regex_match(m.suite, std::regex("^[a-z0-9-]+$")))
+  if (top.GetString("suite", m.suite, true) && !IsManifestWord(m.suite, kSuiteChars))
     errors.Add(top.Raw("suite"), "suite '" + m.suite + "' must be a release name like bookworm");
   if (top.GetString("mirror", m.mirror, true) && m.mirror.rfind("http://", 0) != 0 &&
       m.mirror.rfind("https://", 0) != 0 && m.mirror.rfind("file://", 0) != 0)
@@ -47,11 +76,10 @@ Result<ImageManifest> ParseImageManifest(const std::string& text, const std::str
     errors.Add(top.Raw("architecture"), "architecture must be amd64 or arm64");
   top.GetString("kernel_package", m.kernel_package, true);
   top.GetStringList("packages", m.packages);
-  const std::regex package("^[a-z0-9][a-z0-9+.-]*(/[a-z0-9-]+)?$");
   for (const auto& p : m.packages)
-    if (!std::regex_match(p, package))
+    if (!IsDebianPackageName(p))
       errors.Add(top.Raw("packages"), "'" + p + "' is not a Debian package name");
-  if (!m.kernel_package.empty() && !std::regex_match(m.kernel_package, package))
+  if (!m.kernel_package.empty() && !IsDebianPackageName(m.kernel_package))
     errors.Add(top.Raw("kernel_package"),
                "'" + m.kernel_package + "' is not a Debian package name");
   top.GetMapList("apt_sources", [&](MapReader& a) {
@@ -61,7 +89,7 @@ Result<ImageManifest> ParseImageManifest(const std::string& text, const std::str
       a.errors().Add(a.node(), "an apt source needs exactly one of 'ppa' or 'line'");
     if (has_ppa) {
       if (src.ppa.rfind("ppa:", 0) == 0) src.ppa = src.ppa.substr(4);
-      if (!std::regex_match(src.ppa, std::regex("^[a-z0-9.+-]+/[a-z0-9.+-]+$")))
+      if (!IsPpaName(src.ppa))
         a.errors().Add(a.Raw("ppa"), "ppa '" + src.ppa + "' must be owner/name");
       if (m.distribution == "debian")
         a.errors().Add(a.Raw("ppa"), "PPAs are for Ubuntu; this image is Debian");

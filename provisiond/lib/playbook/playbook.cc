@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <limits>
-#include <regex>
 #include <set>
 
 #include "base/file_util.h"
@@ -14,6 +13,7 @@
 #include "base/strings.h"
 #include "base/yaml_reader.h"
 #include "playbook/jinja/jinja.h"
+#include "playbook/jinja/regex.h"
 #include "playbook/modules/modules.h"
 
 namespace prov {
@@ -27,7 +27,7 @@ using json = nlohmann::json;
 const std::set<std::string> kTaskKeywords = {
     "name",          "when", "register",   "changed_when", "failed_when", "until",  "retries",
     "delay",         "loop", "with_items", "loop_control", "notify",      "become", "become_user",
-    "ignore_errors", "vars", "timeout",    "tags",         "args"};
+    "ignore_errors", "vars", "timeout",    "tags",         "args",        "no_log"};
 
 // Ansible keywords a playbook may reasonably use that this runner does not
 // implement: named as unsupported rather than as unknown.
@@ -42,7 +42,6 @@ const std::set<std::string> kUnsupportedTaskKeywords = {"block",
                                                         "async",
                                                         "poll",
                                                         "environment",
-                                                        "no_log",
                                                         "check_mode",
                                                         "diff",
                                                         "become_method",
@@ -84,58 +83,35 @@ const std::set<std::string> kUnsupportedTaskKeywords = {"block",
                                                         "vars_files",
                                                         "vars_prompt"};
 
-const std::set<std::string> kUnsupportedPlayKeywords = {"any_errors_fatal",
-                                                        "serial",
-                                                        "strategy",
-                                                        "roles",
-                                                        "pre_tasks",
-                                                        "post_tasks",
-                                                        "vars_files",
-                                                        "vars_prompt",
-                                                        "max_fail_percentage",
-                                                        "order",
-                                                        "remote_user",
-                                                        "connection",
-                                                        "environment",
-                                                        "become_method",
-                                                        "become_flags",
-                                                        "collections",
-                                                        "module_defaults",
-                                                        "run_once",
-                                                        "throttle",
-                                                        "force_handlers",
-                                                        "ignore_unreachable",
-                                                        "no_log",
-                                                        "check_mode",
-                                                        "diff",
-                                                        "fact_path",
-                                                        "gather_subset",
-                                                        "gather_timeout",
-                                                        "port",
-                                                        "debugger",
-                                                        "ignore_errors",
-                                                        "when",
-                                                        "tags",
-                                                        "import_playbook"};
+const std::set<std::string> kUnsupportedPlayKeywords = {
+    "any_errors_fatal",    "serial",         "strategy",     "roles",
+    "pre_tasks",           "post_tasks",     "vars_files",   "vars_prompt",
+    "max_fail_percentage", "order",          "remote_user",  "connection",
+    "environment",         "become_method",  "become_flags", "collections",
+    "module_defaults",     "run_once",       "throttle",     "force_handlers",
+    "ignore_unreachable",  "check_mode",     "diff",         "fact_path",
+    "gather_subset",       "gather_timeout", "port",         "debugger",
+    "ignore_errors",       "when",           "tags",         "import_playbook"};
 
-const std::regex kIdentifier("^[A-Za-z_][A-Za-z0-9_]*$");
+const jinja::Regex kIdentifier = jinja::FixedRegex("[A-Za-z_][A-Za-z0-9_]*");
 
-// YAML 1.1 scalars, as PyYAML (and so Ansible) resolves them.
-const std::regex kYamlBool(
-    "^(yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$");
-const std::regex kYamlNull("^(~|null|Null|NULL|)$");
-const std::regex kYamlDecimal("^[-+]?(0|[1-9][0-9_]*)$");
-const std::regex kYamlOctal("^[-+]?0[0-7_]+$");
-const std::regex kYamlHex("^[-+]?0x[0-9a-fA-F_]+$");
-const std::regex kYamlBinary("^[-+]?0b[01_]+$");
-const std::regex kYamlFloat(
-    "^[-+]?([0-9][0-9_]*)?\\.[0-9_]*([eE][-+][0-9]+)?$|^[-+]?\\.(inf|Inf|INF)$|^\\.(nan|NaN|NAN)$");
+// YAML 1.1 scalars, as PyYAML (and so Ansible) resolves them; matched whole
+// (jinja::Matches) on the bounded engine, since a scalar may be long.
+const jinja::Regex kYamlBool =
+    jinja::FixedRegex("yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF");
+const jinja::Regex kYamlNull = jinja::FixedRegex("~|null|Null|NULL|");
+const jinja::Regex kYamlDecimal = jinja::FixedRegex("[-+]?(0|[1-9][0-9_]*)");
+const jinja::Regex kYamlOctal = jinja::FixedRegex("[-+]?0[0-7_]+");
+const jinja::Regex kYamlHex = jinja::FixedRegex("[-+]?0x[0-9a-fA-F_]+");
+const jinja::Regex kYamlBinary = jinja::FixedRegex("[-+]?0b[01_]+");
+const jinja::Regex kYamlFloat = jinja::FixedRegex(
+    "[-+]?([0-9][0-9_]*)?\\.[0-9_]*([eE][-+][0-9]+)?|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
 
 json ScalarToJson(const YAML::Node& n) {
   const std::string& s = n.Scalar();
   if (n.Tag() != "?") return s;  // quoted or tagged: a string
-  if (std::regex_match(s, kYamlNull)) return nullptr;
-  if (std::regex_match(s, kYamlBool)) {
+  if (jinja::Matches(kYamlNull, s)) return nullptr;
+  if (jinja::Matches(kYamlBool, s)) {
     const char c = s[0];
     return c == 'y' || c == 'Y' || c == 't' || c == 'T' || s == "on" || s == "On" || s == "ON";
   }
@@ -158,11 +134,11 @@ json ScalarToJson(const YAML::Node& n) {
       return s;  // too large for an integer: keep the text
     }
   };
-  if (std::regex_match(s, kYamlDecimal)) return integer(10, 0);
-  if (std::regex_match(s, kYamlOctal)) return integer(8, 1);  // unquoted 0644 is 420
-  if (std::regex_match(s, kYamlHex)) return integer(16, 2);
-  if (std::regex_match(s, kYamlBinary)) return integer(2, 2);
-  if (std::regex_match(s, kYamlFloat) && s != "." && s != "-." && s != "+.") {
+  if (jinja::Matches(kYamlDecimal, s)) return integer(10, 0);
+  if (jinja::Matches(kYamlOctal, s)) return integer(8, 1);  // unquoted 0644 is 420
+  if (jinja::Matches(kYamlHex, s)) return integer(16, 2);
+  if (jinja::Matches(kYamlBinary, s)) return integer(2, 2);
+  if (jinja::Matches(kYamlFloat, s) && s != "." && s != "-." && s != "+.") {
     std::string t;
     for (char c : s)
       if (c != '_') t += c;
@@ -290,6 +266,7 @@ class PlaybookParser {
     }
     m.GetBool("become", play.become);
     m.GetString("become_user", play.become_user);
+    m.GetBool("no_log", play.no_log);
     bool gather = false;
     m.GetBool("gather_facts", gather);  // accepted; provisiond_facts replaces setup
     play.vars = Vars(m.Raw("vars"));
@@ -355,7 +332,7 @@ class PlaybookParser {
     }
     for (const auto& kv : n) {
       const std::string key = kv.first.Scalar();
-      if (!std::regex_match(key, kIdentifier))
+      if (!jinja::Matches(kIdentifier, key))
         errors_.Add(kv.first, "variable name '" + key +
                                   "' must be letters, digits and '_', not starting with a digit");
       CheckTemplates(kv.second, key);
@@ -491,8 +468,7 @@ class PlaybookParser {
     StringOrList(m.Raw("when"), "when", task.when, &when_nodes);
     for (size_t i = 0; i < task.when.size(); ++i)
       CheckCondition(when_nodes[i], task.when[i], "when");
-    if (m.GetString("register", task.register_as) &&
-        !std::regex_match(task.register_as, kIdentifier))
+    if (m.GetString("register", task.register_as) && !jinja::Matches(kIdentifier, task.register_as))
       errors_.Add(m.Raw("register"), "register: '" + task.register_as +
                                          "' is not a variable name (letters, digits and '_')");
     task.changed_when = Condition(m.Raw("changed_when"), "changed_when");
@@ -520,6 +496,7 @@ class PlaybookParser {
     if (m.GetBool("become", b)) task.become = b;
     m.GetString("become_user", task.become_user);
     m.GetBool("ignore_errors", task.ignore_errors);
+    m.GetBool("no_log", task.no_log);
     task.vars = Vars(m.Raw("vars"));
     YAML::Node tags = m.Raw("tags");  // accepted, ignored: every task runs
     if (tags.IsDefined() && !tags.IsNull() && !tags.IsScalar() && !tags.IsSequence())
@@ -577,7 +554,7 @@ class PlaybookParser {
     if (control.IsDefined() && !control.IsNull()) {
       MapReader c(control, errors_, "'loop_control'");
       if (c.valid()) {
-        if (c.GetString("loop_var", task.loop_var) && !std::regex_match(task.loop_var, kIdentifier))
+        if (c.GetString("loop_var", task.loop_var) && !jinja::Matches(kIdentifier, task.loop_var))
           errors_.Add(c.Raw("loop_var"),
                       "loop_var: '" + task.loop_var + "' is not a variable name");
         c.Finish();

@@ -40,7 +40,8 @@ struct Task {
   std::optional<bool> become;
   std::string become_user;
   bool ignore_errors = false;
-  int timeout_s = 0;  // 0: the runner's default
+  bool no_log = false;  // nothing of its result is recorded but its status
+  int timeout_s = 0;    // 0: the runner's default
   nlohmann::json vars = nlohmann::json::object();
   std::string file;
   int line = 0;
@@ -54,6 +55,7 @@ struct Play {
   std::string hosts = "all";  // all, a hostname, a glob, or a hostlist
   bool become = false;
   std::string become_user = "root";
+  bool no_log = false;  // every task's
   nlohmann::json vars = nlohmann::json::object();
   std::vector<Task> tasks;
   std::vector<Task> handlers;  // run at the end of the play when notified

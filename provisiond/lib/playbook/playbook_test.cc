@@ -410,6 +410,17 @@ TEST_CASE("playbook: YAML values are read as Ansible reads them") {
   CHECK(v["n"] == 0.5);
 }
 
+TEST_CASE("playbook: long YAML scalars load (std::regex overflowed the stack on them)") {
+  // Found by fuzzing: a 60 kB number sent std::regex's recursion past the
+  // stack. The scalar patterns now run on the bounded engine (jinja/regex.h).
+  const std::string digits(60000, '1');
+  auto pb = ParsePlaybook("- hosts: all\n  vars:\n    x: " + digits + "\n    y: 0x" +
+                              std::string(60000, 'f') + "\n  tasks: []\n",
+                          "pb.yml");
+  REQUIRE_MESSAGE(pb.ok(), pb.status().message());
+  CHECK(pb->plays[0].vars["x"] == digits);  // too large for an integer: the text
+}
+
 TEST_CASE("playbook: hosts patterns") {
   struct Case {
     const char* hosts;

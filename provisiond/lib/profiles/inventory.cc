@@ -107,6 +107,11 @@ Result<std::shared_ptr<const Profile>> Inventory::Snapshot(const std::string& ve
   return snapshot;
 }
 
+void Inventory::ForgetSnapshotVersions() {
+  std::lock_guard lock(snapshot_of_mu_);
+  snapshot_of_.clear();
+}
+
 Result<std::shared_ptr<const Profile>> Inventory::Resolve(const std::string& spec) {
   auto at = spec.find('@');
   if (at == std::string::npos) {

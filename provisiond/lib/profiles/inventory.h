@@ -112,6 +112,10 @@ class Inventory {
 
   Store& store() { return store_; }
 
+  // Forgets which snapshot stands for each version (Snapshot() asks the
+  // store again), for a store whose content was replaced (Store::CopyFrom).
+  void ForgetSnapshotVersions();
+
  private:
   Plan ComputePlan(const Profile& profile, StoreTx& tx);
   // The profile `spec` names: from disk, or a committed snapshot.

@@ -144,6 +144,29 @@ bool Profile::Covers(const std::string& hostname, const std::string& mac) const 
          fnmatch(nodes.pattern.c_str(), hostname.c_str(), 0) == 0;
 }
 
+Status ValidateSecretName(const std::string& name) {
+  static const std::regex kSecretName("^[a-z][a-z0-9_-]{0,63}$");
+  if (!std::regex_match(name, kSecretName))
+    return Status::Invalid("secret name '" + name.substr(0, 80) +
+                           "' must be 1-64 of a-z, 0-9, '_' or '-', starting with a letter");
+  return Status::Ok();
+}
+
+std::optional<std::string> SecretRefOf(const nlohmann::json& value) {
+  if (!value.is_object() || value.size() != 1 || !value.contains("secret") ||
+      !value["secret"].is_string())
+    return std::nullopt;
+  return value["secret"].get<std::string>();
+}
+
+const SecretDecl* FindSecret(const Profile& p, const std::string& ref) {
+  bool pub = ref.ends_with(".pub");
+  std::string name = pub ? ref.substr(0, ref.size() - 4) : ref;
+  for (const auto& d : p.secrets)
+    if (d.name == name && (!pub || d.generate == "ssh-ed25519")) return &d;
+  return nullptr;
+}
+
 Result<Profile> ParseProfile(const std::string& text, const std::string& file,
                              const std::string& expected_version,
                              const std::string& playbooks_dir) {
@@ -231,6 +254,39 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
     }
     p.playbooks.push_back(std::move(ref));
   });
+  top.GetMapList("secrets", [&](MapReader& m) {
+    SecretDecl d;
+    if (m.GetString("name", d.name, true)) {
+      d.line = m.Raw("name").Mark().line + 1;
+      Status valid = ValidateSecretName(d.name);
+      if (!valid.ok()) m.errors().Add(m.Raw("name"), valid.message());
+      for (const auto& other : p.secrets)
+        if (other.name == d.name)
+          m.errors().Add(m.Raw("name"), "secret '" + d.name + "' is declared twice");
+    }
+    if (m.GetString("generate", d.generate) && d.generate != "random" && d.generate != "password" &&
+        d.generate != "ssh-ed25519" && d.generate != "none")
+      m.errors().Add(m.Raw("generate"),
+                     "generate '" + d.generate + "' must be random, password, ssh-ed25519 or none");
+    m.GetInt("bytes", d.bytes, false, 16, 65536);
+    p.secrets.push_back(std::move(d));
+  });
+  // Every {secret: NAME} among the playbooks' vars names a declared secret.
+  if (YAML::Node pbs = top.Raw("playbooks"); pbs.IsSequence()) {
+    for (size_t i = 0; i < pbs.size() && i < p.playbooks.size(); ++i) {
+      YAML::Node vars = pbs[i]["vars"];
+      if (!vars.IsMap()) continue;
+      for (const auto& kv : vars) {
+        auto ref =
+            SecretRefOf(p.playbooks[i].vars.value(kv.first.as<std::string>(), nlohmann::json()));
+        if (!ref) continue;
+        if (!FindSecret(p, *ref))
+          errors.Add(kv.second, "var '" + kv.first.as<std::string>() + "' names secret '" + *ref +
+                                    "', which the profile's 'secrets' does not declare" +
+                                    (ref->ends_with(".pub") ? " as ssh-ed25519" : ""));
+      }
+    }
+  }
   top.GetMapList("health_checks", [&](MapReader& h) {
     HealthCheck c;
     h.GetString("name", c.name, true);
@@ -293,6 +349,9 @@ nlohmann::json ToJson(const Profile& p) {
   nlohmann::json playbooks = nlohmann::json::array();
   for (const auto& pb : p.playbooks)
     playbooks.push_back({{"playbook", pb.file}, {"vars", pb.vars}});
+  nlohmann::json secrets = nlohmann::json::array();
+  for (const auto& d : p.secrets)
+    secrets.push_back({{"name", d.name}, {"generate", d.generate}, {"bytes", d.bytes}});
   nlohmann::json files = nlohmann::json::array();
   for (const auto& f : p.files) files.push_back({{"path", f.path}, {"sha256", f.sha256}});
   nlohmann::json checks = nlohmann::json::array();
@@ -306,6 +365,7 @@ nlohmann::json ToJson(const Profile& p) {
           {"kernel_args", p.kernel_args},
           {"overlay", overlay},
           {"playbooks", playbooks},
+          {"secrets", secrets},
           {"health_checks", checks},
           {"files", files},
           {"nodes",

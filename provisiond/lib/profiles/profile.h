@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,10 +44,26 @@ struct OverlayFile {
 
 struct PlaybookRef {
   std::string file;  // relative to playbooks_dir
+  // Extra vars; a value {"secret": NAME} is filled from the secrets store
+  // when the playbook runs (see SecretDecl).
   nlohmann::json vars = nlohmann::json::object();
   int line = 0;  // where the profile names it, for messages
   // Parsed once with the profile; what nodes run.
   std::shared_ptr<const Playbook> parsed;
+};
+
+// A secret the profile's playbooks use (`secrets:`), kept by provisiond in
+// its secrets store and made there on first use. A playbook's vars refer to
+// it by a vars entry that names it: `munge_key_b64: {secret: munge_key}`
+// (`{secret: NAME.pub}`: the public half of an ssh-ed25519 secret).
+struct SecretDecl {
+  std::string name;
+  // random: `bytes` random bytes, base64; password: 24 letters and digits;
+  // ssh-ed25519: an OpenSSH private key (NAME.pub its public line); none:
+  // never made, set by the operator (`provisionctl secret set`).
+  std::string generate = "random";
+  long bytes = 32;
+  int line = 0;
 };
 
 struct HealthCheck {
@@ -72,6 +89,7 @@ struct Profile {
   std::vector<std::string> kernel_args;
   std::vector<OverlayFile> overlay;
   std::vector<PlaybookRef> playbooks;
+  std::vector<SecretDecl> secrets;
   std::vector<HealthCheck> health_checks;
   NodeSelector nodes;
   std::vector<ProfileFile> files;  // everything it is made of, by path
@@ -83,6 +101,15 @@ struct Profile {
 };
 
 nlohmann::json ToJson(const Profile& p);
+
+// A secret's name: 1-64 of [a-z0-9_-], starting with a letter (it is a file
+// name in the secrets store).
+Status ValidateSecretName(const std::string& name);
+// The NAME of a vars value {"secret": NAME}; nothing for any other value.
+std::optional<std::string> SecretRefOf(const nlohmann::json& value);
+// The declaration `ref` (NAME, or NAME.pub of an ssh-ed25519 secret) refers
+// to, or null.
+const SecretDecl* FindSecret(const Profile& p, const std::string& ref);
 
 // The content hash of a profile: SHA-256 over each file's path and hash, in
 // path order.

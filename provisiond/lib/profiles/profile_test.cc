@@ -145,6 +145,26 @@ TEST_CASE("profile: every broken file gets its own clear error with file:line:co
        "p.yaml:4:14: 'kernel_args' must be a list of strings"},
       {"duplicate key", "version: v9\nversion: v9\nimage: {name: x}\nnodes: {hostlist: n1}\n",
        "p.yaml:2:1: duplicate key 'version'"},
+      {"undeclared secret",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nplaybooks:\n"
+       "  - playbook: a.yml\n    vars:\n      k: {secret: munge_key}\n",
+       "p.yaml:7:10: var 'k' names secret 'munge_key', which the profile's 'secrets' does not "
+       "declare"},
+      {"public half of a random secret",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nsecrets:\n  - {name: s}\n"
+       "playbooks:\n  - playbook: a.yml\n    vars: {k: {secret: s.pub}}\n",
+       "names secret 's.pub', which the profile's 'secrets' does not declare as ssh-ed25519"},
+      {"bad secret kind",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nsecrets:\n"
+       "  - {name: s, generate: rot13}\n",
+       "p.yaml:5:25: generate 'rot13' must be random, password, ssh-ed25519 or none"},
+      {"bad secret name",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nsecrets:\n  - {name: ../x}\n",
+       "secret name '../x' must be 1-64 of a-z"},
+      {"secret twice",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nsecrets:\n  - {name: s}\n"
+       "  - {name: s}\n",
+       "secret 's' is declared twice"},
   };
   for (const auto& c : cases) {
     INFO(c.name);
@@ -152,6 +172,26 @@ TEST_CASE("profile: every broken file gets its own clear error with file:line:co
     REQUIRE_FALSE(p.ok());
     CHECK_MESSAGE(p.status().message().find(c.error) != std::string::npos, p.status().message());
   }
+}
+
+TEST_CASE("profile: secrets are declared by name and referred to from a playbook's vars") {
+  auto p = ParseProfile(
+      "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nsecrets:\n"
+      "  - {name: munge_key, generate: random, bytes: 1024}\n"
+      "  - {name: cluster_key, generate: ssh-ed25519}\n"
+      "playbooks:\n  - playbook: a.yml\n    vars:\n      munge_key_b64: {secret: munge_key}\n"
+      "      pub: {secret: cluster_key.pub}\n",
+      "p.yaml", "v9", PlaybooksDir());
+  REQUIRE_MESSAGE(p.ok(), p.status().message());
+  REQUIRE(p->secrets.size() == 2);
+  CHECK(p->secrets[0].bytes == 1024);
+  CHECK(p->secrets[1].generate == "ssh-ed25519");
+  CHECK(FindSecret(*p, "cluster_key.pub") == &p->secrets[1]);
+  CHECK(SecretRefOf(p->playbooks[0].vars["munge_key_b64"]) == "munge_key");
+  // What the API shows of it: names and how they are made, no value.
+  nlohmann::json j = ToJson(*p);
+  CHECK(j["secrets"][0] ==
+        nlohmann::json{{"name", "munge_key"}, {"generate", "random"}, {"bytes", 1024}});
 }
 
 TEST_CASE("profile: a playbook that does not load makes the profile fail, at the playbook's line") {

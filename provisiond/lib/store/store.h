@@ -230,6 +230,16 @@ class Store {
 
   int schema_version();
 
+  // Replaces this database's whole content by `from`'s (SQLite's backup
+  // API) and forgets what it had derived from the old content (the event
+  // cursor, the address book). The fuzz harness restores a pristine store
+  // this way between inputs. `from` must be another store; no transaction
+  // may be open on either.
+  Status CopyFrom(Store& from);
+  // Rows changed by writes since the store was opened (SQLite's total
+  // changes, rolled-back ones included): unchanged means no write happened.
+  int64_t ChangeCount();
+
  private:
   friend class StoreTx;
   class Stmt;

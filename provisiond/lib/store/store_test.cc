@@ -85,6 +85,40 @@ TEST_CASE("store: a failed transaction leaves no trace") {
   CHECK((*store)->LastEventId() == 0);
 }
 
+TEST_CASE("store: CopyFrom puts back another store's content, ChangeCount sees writes") {
+  auto pristine = Store::Open(":memory:");
+  auto store = Store::Open(":memory:");
+  REQUIRE((pristine.ok() && store.ok()));
+  auto add = [](Store& st, const char* host, const char* mac) {
+    return st.Transact([&](StoreTx& tx) {
+      auto r = tx.InsertNode(MakeNode(host, mac));
+      EventRecord e;
+      e.kind = "x";
+      tx.AppendEvent(e);
+      return r.status();
+    });
+  };
+  REQUIRE(add(**pristine, "node0", "52:54:00:00:00:01").ok());
+  REQUIRE((*store)->CopyFrom(**pristine).ok());
+  const int64_t clean = (*store)->ChangeCount();
+  (void)(*store)->ListNodes();
+  CHECK((*store)->ChangeCount() == clean);  // a read is no change
+  REQUIRE(add(**store, "node1", "52:54:00:00:00:02").ok());
+  CHECK((*store)->ChangeCount() != clean);
+  CHECK((*store)->ListNodes().size() == 2);
+  CHECK((*store)->LastEventId() == 2);
+
+  REQUIRE((*store)->CopyFrom(**pristine).ok());
+  CHECK((*store)->ListNodes().size() == 1);
+  CHECK((*store)->FindNode("node0").ok());
+  CHECK_FALSE((*store)->FindNode("node1").ok());
+  CHECK((*store)->LastEventId() == 1);
+  // The statements prepared before the copy still work, and so do writes.
+  REQUIRE(add(**store, "node1", "52:54:00:00:00:02").ok());
+  CHECK((*store)->ListNodes().size() == 2);
+  CHECK_FALSE((*store)->CopyFrom(**store).ok());
+}
+
 TEST_CASE("store: duplicate hostnames are refused with their name") {
   auto store = Store::Open(":memory:");
   REQUIRE(store.ok());

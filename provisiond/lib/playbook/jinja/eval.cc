@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "playbook/jinja/jinja.h"
 #include "playbook/jinja/parser.h"
@@ -89,10 +90,9 @@ Val Arith(const std::string& op, const json& a, const json& b, size_t pos) {
     const json* count = seq == &a ? &b : &a;
     if (seq && IsInt(*count)) {
       int64_t k = std::max<int64_t>(0, AsInt(*count));
-      if (k * static_cast<int64_t>(seq->is_string() ? seq->get_ref<const std::string&>().size()
-                                                    : seq->size()) >
-          10000000)
-        Fail(pos, "repetition too large");
+      const auto unit = static_cast<int64_t>(
+          seq->is_string() ? seq->get_ref<const std::string&>().size() : seq->size());
+      if (k > 10000000 || k * unit > 10000000) Fail(pos, "repetition too large");
       json out = seq->is_string() ? json("") : json::array();
       for (int64_t i = 0; i < k; ++i) {
         if (seq->is_string())
@@ -109,13 +109,35 @@ Val Arith(const std::string& op, const json& a, const json& b, size_t pos) {
                   TypeName(b) + "'");
   Num x = ToNum(a), y = ToNum(b);
   const bool fl = x.is_float || y.is_float;
-  if (op == "+") return fl ? Val::Own(x.d + y.d) : Val::Own(x.i + y.i);
-  if (op == "-") return fl ? Val::Own(x.d - y.d) : Val::Own(x.i - y.i);
-  if (op == "*") return fl ? Val::Own(x.d * y.d) : Val::Own(x.i * y.i);
+  // Python's integers have no bounds; ours are 64 bits, and a result past
+  // them is an error rather than a wrapped (undefined) value.
+  auto overflow = [&]() {
+    Fail(pos, "integer overflow: " + std::to_string(x.i) + " " + op + " " + std::to_string(y.i) +
+                  " does not fit in 64 bits");
+  };
+  int64_t r = 0;
+  if (op == "+") {
+    if (fl) return Val::Own(x.d + y.d);
+    if (__builtin_add_overflow(x.i, y.i, &r)) overflow();
+    return Val::Own(r);
+  }
+  if (op == "-") {
+    if (fl) return Val::Own(x.d - y.d);
+    if (__builtin_sub_overflow(x.i, y.i, &r)) overflow();
+    return Val::Own(r);
+  }
+  if (op == "*") {
+    if (fl) return Val::Own(x.d * y.d);
+    if (__builtin_mul_overflow(x.i, y.i, &r)) overflow();
+    return Val::Own(r);
+  }
   if (op == "**") {
     if (!fl && y.i >= 0) {
-      int64_t r = 1;
-      for (int64_t i = 0; i < y.i && i < 64; ++i) r *= x.i;
+      r = 1;
+      // |x| >= 2 overflows by the 64th factor; 0, 1 and -1 stay put.
+      for (int64_t i = 0; i < y.i && i < 64; ++i)
+        if (__builtin_mul_overflow(r, x.i, &r)) overflow();
+      if (y.i >= 64 && x.i == -1) r = y.i % 2 ? -1 : 1;
       return Val::Own(r);
     }
     return Val::Own(std::pow(x.d, y.d));
@@ -124,6 +146,7 @@ Val Arith(const std::string& op, const json& a, const json& b, size_t pos) {
   if (op == "/") return Val::Own(x.d / y.d);
   if (op == "//") {
     if (fl) return Val::Own(std::floor(x.d / y.d));
+    if (x.i == std::numeric_limits<int64_t>::min() && y.i == -1) overflow();
     int64_t q = x.i / y.i;
     if ((x.i % y.i != 0) && ((x.i < 0) != (y.i < 0))) --q;
     return Val::Own(q);
@@ -134,7 +157,8 @@ Val Arith(const std::string& op, const json& a, const json& b, size_t pos) {
       if (r != 0 && ((r < 0) != (y.d < 0))) r += y.d;
       return Val::Own(r);
     }
-    int64_t r = x.i % y.i;
+    if (y.i == -1) return Val::Own(int64_t{0});  // INT64_MIN % -1 traps
+    r = x.i % y.i;
     if (r != 0 && ((r < 0) != (y.i < 0))) r += y.i;
     return Val::Own(r);
   }
@@ -274,6 +298,9 @@ Val Eval(const Node& n, Scope& s) {
                         ": '" + TypeName(v) + "'");
       if (n.kind == Node::kPos) return Val::Own(v.is_boolean() ? json(AsInt(v)) : v);
       if (v.is_number_float()) return Val::Own(-v.get<double>());
+      if (AsInt(v) == std::numeric_limits<int64_t>::min())
+        Fail(n.pos,
+             "integer overflow: -(" + std::to_string(AsInt(v)) + ") does not fit in 64 bits");
       return Val::Own(-AsInt(v));
     }
     case Node::kNot:

@@ -174,7 +174,7 @@ const std::map<std::string, Callable>& Filters() {
                   if (IsNum(v)) return Val::Own(AsInt(v));
                   if (!v.is_string()) return Val::Own(dflt);
                   std::string s = Trim(v.get<std::string>());
-                  int base = static_cast<int>(AsInt(a.get(1, json(10))));
+                  int base = static_cast<int>(IntArg(a.get(1, json(10)), a.pos, "int base"));
                   if (base == 16 && (s.rfind("0x", 0) == 0 || s.rfind("0X", 0) == 0))
                     s = s.substr(2);
                   if (base == 8 && (s.rfind("0o", 0) == 0)) s = s.substr(2);
@@ -250,12 +250,14 @@ const std::map<std::string, Callable>& Filters() {
     f["replace"] = {
         {"old", "new", "count"}, 2, false, false, [](const Val& in, const Args& a, Scope&) {
           return Val::Own(ReplaceAll(Str(Need(in, a.pos)), Str(a.get(0, kNull)),
-                                     Str(a.get(1, kNull)), AsInt(a.get(2, json(-1)))));
+                                     Str(a.get(1, kNull)),
+                                     IntArg(a.get(2, json(-1)), a.pos, "replace count")));
         }};
-    f["split"] = {{"sep", "maxsplit"}, 0, false, false, [](const Val& in, const Args& a, Scope&) {
-                    return Val::Own(PySplit(Str(Need(in, a.pos)), a.get(0, kNull),
-                                            AsInt(a.get(1, json(-1))), a.pos));
-                  }};
+    f["split"] = {
+        {"sep", "maxsplit"}, 0, false, false, [](const Val& in, const Args& a, Scope&) {
+          return Val::Own(PySplit(Str(Need(in, a.pos)), a.get(0, kNull),
+                                  IntArg(a.get(1, json(-1)), a.pos, "split maxsplit"), a.pos));
+        }};
     f["first"] = {{}, 0, false, false, [](const Val& in, const Args& a, Scope&) {
                     json items = Iterable(Need(in, a.pos), a.pos, "first");
                     if (items.empty()) return Val::Undef("first: the sequence is empty");
@@ -341,23 +343,39 @@ const std::map<std::string, Callable>& Filters() {
                   return Val::Own(std::move(out));
                 }};
     f["map"].kwonly = {"attribute", "default"};
-    f["regex_search"] = {{"pattern"}, 1, true, false, [](const Val& in, const Args& a, Scope&) {
-                           const std::string s = Str(Need(in, a.pos));
-                           std::regex re = MakeRegex(Str(a.get(0, kNull)), Truthy(a.get(1, kFalse)),
-                                                     Truthy(a.get(2, kFalse)), a.pos);
-                           std::smatch m;
-                           if (!std::regex_search(s, m, re)) return Val::Own(nullptr);
-                           if (a.rest.empty()) return Val::Own(m.str(0));
-                           json groups = json::array();
-                           for (const auto& g : a.rest) {
-                             std::string spec = Str(Need(g, a.pos));
-                             if (spec.size() < 2 || spec[0] != '\\')
-                               Fail(a.pos, "regex_search groups are written '\\\\1'");
-                             size_t n = std::stoul(spec.substr(1));
-                             groups.push_back(n < m.size() ? m.str(n) : "");
-                           }
-                           return Val::Own(std::move(groups));
-                         }};
+    f["regex_search"] = {
+        {"pattern"}, 1, true, false, [](const Val& in, const Args& a, Scope&) {
+          const std::string s = Str(Need(in, a.pos));
+          const Regex re = MakeRegex(Str(a.get(0, kNull)), Truthy(a.get(1, kFalse)),
+                                     Truthy(a.get(2, kFalse)), a.pos);
+          const std::optional<RegexMatch> m = RegexValue(re.Search(s), a.pos);
+          if (!m) return Val::Own(nullptr);
+          if (a.rest.empty()) return Val::Own(*m->Group(s, 0));
+          // Ansible's group arguments: '\\1' or '\\g<name>' (or '\\g<1>');
+          // a group that took no part is None, as match.group(n).
+          json groups = json::array();
+          for (const auto& g : a.rest) {
+            const std::string spec = Str(Need(g, a.pos));
+            std::string ref;
+            if (spec.starts_with("\\g<") && spec.ends_with(">") && spec.size() > 4)
+              ref = spec.substr(3, spec.size() - 4);
+            else if (spec.size() >= 2 && spec[0] == '\\')
+              ref = spec.substr(1);
+            else
+              Fail(a.pos,
+                   "regex_search groups are written '\\\\1' or '\\\\g<name>', not '" + spec + "'");
+            std::optional<size_t> n;
+            if (ref.find_first_not_of("0123456789") == std::string::npos && ref.size() <= 9)
+              n = std::stoul(ref);
+            else
+              n = re.GroupNumber(ref);
+            if (!n || *n > re.group_count())
+              Fail(a.pos, "regex_search: no group " + spec + " in '" + re.pattern() + "'");
+            auto v = m->Group(s, *n);
+            groups.push_back(v ? json(*v) : json(nullptr));
+          }
+          return Val::Own(std::move(groups));
+        }};
     f["regex_search"].kwonly = {"ignorecase", "multiline"};
     f["regex_findall"] = {{"pattern", "ignorecase", "multiline"},
                           1,
@@ -365,46 +383,51 @@ const std::map<std::string, Callable>& Filters() {
                           false,
                           [](const Val& in, const Args& a, Scope&) {
                             const std::string s = Str(Need(in, a.pos));
-                            std::regex re =
+                            const Regex re =
                                 MakeRegex(Str(a.get(0, kNull)), Truthy(a.get(1, kFalse)),
                                           Truthy(a.get(2, kFalse)), a.pos);
+                            // As re.findall: the whole match without groups, the group with
+                            // one, a list of the groups with more ('' for a group that took no
+                            // part).
                             json out = json::array();
-                            for (auto it = std::sregex_iterator(s.begin(), s.end(), re);
-                                 it != std::sregex_iterator(); ++it) {
-                              if (it->size() <= 1) {
-                                out.push_back(it->str(0));
-                              } else if (it->size() == 2) {
-                                out.push_back(it->str(1));
+                            for (const RegexMatch& m : RegexValue(re.FindAll(s), a.pos)) {
+                              auto text = [&](size_t i) { return m.Group(s, i).value_or(""); };
+                              if (re.group_count() <= 1) {
+                                out.push_back(text(re.group_count()));
                               } else {
                                 json g = json::array();
-                                for (size_t i = 1; i < it->size(); ++i) g.push_back(it->str(i));
-                                out.push_back(g);
+                                for (size_t i = 1; i <= re.group_count(); ++i) g.push_back(text(i));
+                                out.push_back(std::move(g));
                               }
                             }
                             return Val::Own(std::move(out));
                           }};
-    f["regex_replace"] = {{"pattern", "replacement", "ignorecase", "multiline"},
-                          1,
-                          false,
-                          false,
-                          [](const Val& in, const Args& a, Scope&) {
-                            const std::string s = Str(Need(in, a.pos));
-                            std::regex re =
-                                MakeRegex(Str(a.get(0, kNull)), Truthy(a.get(2, kFalse)),
-                                          Truthy(a.get(3, kFalse)), a.pos);
-                            return Val::Own(std::regex_replace(
-                                s, re, ConvertReplacement(Str(a.get(1, kEmptyString)))));
-                          }};
+    f["regex_replace"] = {
+        {"pattern", "replacement", "ignorecase", "multiline", "count"},
+        1,
+        false,
+        false,
+        [](const Val& in, const Args& a, Scope&) {
+          const std::string s = Str(Need(in, a.pos));
+          const Regex re = MakeRegex(Str(a.get(0, kNull)), Truthy(a.get(2, kFalse)),
+                                     Truthy(a.get(3, kFalse)), a.pos);
+          const json c = a.get(4, json(0));  // a copy: the fallback is a temporary
+          if (!c.is_number_integer() || AsInt(c) < 0)
+            Fail(a.pos, "regex_replace count must be an integer, 0 (all) or more");
+          const auto count = static_cast<size_t>(AsInt(c));
+          return Val::Own(RegexValue(re.Replace(s, Str(a.get(1, kEmptyString)), count), a.pos));
+        }};
     f["to_json"] = {
         {"indent", "sort_keys"}, 0, false, false, [](const Val& in, const Args& a, Scope&) {
           const json& v = Need(in, a.pos);
-          if (a.has(0)) return Val::Own(v.dump(static_cast<int>(AsInt(a.get(0, kNull)))));
+          if (a.has(0))
+            return Val::Own(v.dump(static_cast<int>(IntArg(a.get(0, kNull), a.pos, "indent"))));
           return Val::Own(PyJson(v));
         }};
-    f["to_nice_json"] = {
-        {"indent"}, 0, false, false, [](const Val& in, const Args& a, Scope&) {
-          return Val::Own(Need(in, a.pos).dump(static_cast<int>(AsInt(a.get(0, json(4))))));
-        }};
+    f["to_nice_json"] = {{"indent"}, 0, false, false, [](const Val& in, const Args& a, Scope&) {
+                           return Val::Own(Need(in, a.pos).dump(
+                               static_cast<int>(IntArg(a.get(0, json(4)), a.pos, "indent"))));
+                         }};
     f["from_json"] = {{}, 0, false, false, [](const Val& in, const Args& a, Scope&) {
                         const json& v = Need(in, a.pos);
                         try {
@@ -430,7 +453,8 @@ const std::map<std::string, Callable>& Filters() {
         {"precision", "method"}, 0, false, false, [](const Val& in, const Args& a, Scope&) {
           const json& v = Need(in, a.pos);
           if (!IsNum(v)) Fail(a.pos, "round expects a number, got " + TypeName(v));
-          double scale = std::pow(10.0, static_cast<double>(AsInt(a.get(0, json(0)))));
+          double scale = std::pow(
+              10.0, static_cast<double>(IntArg(a.get(0, json(0)), a.pos, "round precision")));
           std::string method = Str(a.get(1, json("common")));
           double x = AsDouble(v) * scale;
           if (method == "common")

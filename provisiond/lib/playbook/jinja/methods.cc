@@ -61,7 +61,7 @@ const std::map<std::string, std::pair<bool, MethodFn>>& Methods() {
        {true,
         [](const json& s, const std::vector<Val>& a, size_t pos) {
           return Val::Own(PySplit(s.get<std::string>(), MArg(a, 0, pos, kNull),
-                                  AsInt(MArg(a, 1, pos, json(-1))), pos));
+                                  IntArg(MArg(a, 1, pos, json(-1)), pos, "maxsplit"), pos));
         }}},
       {"splitlines",
        {true,

@@ -10,11 +10,8 @@ namespace {
 bool RegexTest(const json& v, const Args& a, bool anchored, size_t pos) {
   if (!v.is_string()) Fail(pos, "regular expression tests expect a string, got " + TypeName(v));
   const auto& pattern = StrArg(a.get(0, kNull), pos, "the pattern");
-  std::regex re = MakeRegex(pattern, Truthy(a.get(1, kFalse)), Truthy(a.get(2, kFalse)), pos);
-  const std::string& s = v.get_ref<const std::string&>();
-  return std::regex_search(
-      s, re,
-      anchored ? std::regex_constants::match_continuous : std::regex_constants::match_default);
+  const Regex re = MakeRegex(pattern, Truthy(a.get(1, kFalse)), Truthy(a.get(2, kFalse)), pos);
+  return RegexValue(re.Search(v.get_ref<const std::string&>(), 0, anchored), pos).has_value();
 }
 
 const json& ResultArg(const Val& in, size_t pos, const char* test) {

@@ -79,61 +79,8 @@ std::string ReplaceAll(std::string s, const std::string& from, const std::string
   return s;
 }
 
-std::regex MakeRegex(const std::string& pattern, bool icase, bool multiline, size_t pos) {
-  std::string p = pattern;
-  if (p.rfind("(?i)", 0) == 0) {
-    icase = true;
-    p = p.substr(4);
-  }
-  if (p.find("(?P") != std::string::npos)
-    Fail(pos, "named groups (?P<...>) are not supported in regular expression '" + pattern + "'");
-  auto flags = std::regex::ECMAScript;
-  if (icase) flags |= std::regex::icase;
-  if (multiline) flags |= std::regex::multiline;
-  try {
-    return std::regex(p, flags);
-  } catch (const std::regex_error& e) {
-    Fail(pos, "invalid regular expression '" + pattern + "': " + e.what());
-  }
-}
-
-std::string ConvertReplacement(const std::string& r) {
-  std::string out;
-  for (size_t i = 0; i < r.size(); ++i) {
-    char c = r[i];
-    if (c == '$') {
-      out += "$$";
-    } else if (c == '\\' && i + 1 < r.size()) {
-      char d = r[i + 1];
-      if (IsDigit(d)) {
-        out += '$';
-        out += d;
-        ++i;
-      } else if (d == 'g' && i + 2 < r.size() && r[i + 2] == '<') {
-        size_t close = r.find('>', i + 3);
-        if (close == std::string::npos) {
-          out += c;
-          continue;
-        }
-        out += "$" + r.substr(i + 3, close - i - 3);
-        i = close;
-      } else if (d == 'n') {
-        out += '\n';
-        ++i;
-      } else if (d == 't') {
-        out += '\t';
-        ++i;
-      } else if (d == '\\') {
-        out += '\\';
-        ++i;
-      } else {
-        out += c;
-      }
-    } else {
-      out += c;
-    }
-  }
-  return out;
+Regex MakeRegex(const std::string& pattern, bool icase, bool multiline, size_t pos) {
+  return RegexValue(Regex::Compile(pattern, {.ignorecase = icase, .multiline = multiline}), pos);
 }
 
 std::string Base64Encode(const std::string& in) {

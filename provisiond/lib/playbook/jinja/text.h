@@ -1,6 +1,6 @@
 // Python's string functions on std::string (internal to playbook/jinja/), for
 // filters, tests and methods: lower/upper/strip/split/replace, regular
-// expressions through std::regex, base64 and shlex.quote.
+// expressions (regex.h), base64 and shlex.quote.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,10 +8,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <regex>
 #include <string>
+#include <utility>
 
 #include "base/strings.h"
+#include "playbook/jinja/regex.h"
+#include "playbook/jinja/value.h"
 
 namespace prov::jinja {
 
@@ -29,11 +31,16 @@ nlohmann::json PySplit(const std::string& s, const nlohmann::json& sep, int64_t 
 std::string ReplaceAll(std::string s, const std::string& from, const std::string& to,
                        int64_t count = -1);
 
-// Python regular expressions through std::regex (ECMAScript): the common
-// syntax is the same; a leading (?i) is honoured, named groups are refused.
-std::regex MakeRegex(const std::string& pattern, bool icase, bool multiline, size_t pos);
-// Python's replacement syntax (\1, \g<1>) in std::regex's ($1).
-std::string ConvertReplacement(const std::string& r);
+// A pattern from a template (Python syntax, regex.h), or a template error at
+// `pos` saying what is wrong with it.
+Regex MakeRegex(const std::string& pattern, bool icase, bool multiline, size_t pos);
+// The value of a regex operation, or a template error at `pos` (a limit hit,
+// a bad replacement).
+template <typename T>
+T RegexValue(Result<T> r, size_t pos) {
+  if (!r.ok()) Fail(pos, r.status().message());
+  return std::move(*r);
+}
 
 std::string Base64Encode(const std::string& in);
 std::optional<std::string> Base64Decode(const std::string& in);

@@ -85,11 +85,28 @@ inline bool IsNum(const json& v) {
 inline bool IsInt(const json& v) {
   return v.is_number_integer() || v.is_boolean();
 }
+// A number (or bool) as an integer; a float is truncated and clamped to
+// 64 bits (casting one out of range is undefined behaviour).
 inline int64_t AsInt(const json& v) {
   if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
-  if (v.is_number_float()) return static_cast<int64_t>(v.get<double>());
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (d != d) return 0;
+    if (d <= -9223372036854775808.0) return INT64_MIN;
+    if (d >= 9223372036854775807.0) return INT64_MAX;
+    return static_cast<int64_t>(d);
+  }
   return v.get<int64_t>();
 }
+// An integer argument of a filter, test or method: a number or bool (AsInt),
+// anything else a template error at `pos` naming `what` (nlohmann's
+// type_error escaped the renderer before: found by fuzzing).
+inline int64_t IntArg(const json& v, size_t pos, const std::string& what) {
+  if (!v.is_number() && !v.is_boolean())
+    Fail(pos, what + " must be an integer, not " + TypeName(v));
+  return AsInt(v);
+}
+
 inline double AsDouble(const json& v) {
   if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
   return v.get<double>();

@@ -1,11 +1,11 @@
 // The modules that change nothing on the node: they look at it (stat, ping),
 // decide (assert, fail), show (debug) or remember (set_fact).
 #include <cstdlib>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "playbook/jinja/jinja.h"
+#include "playbook/jinja/regex.h"
 #include "playbook/modules/common.h"
 
 namespace prov::modules {
@@ -114,10 +114,10 @@ ModuleOutcome RunDebug(const json& args, ModuleContext& ctx) {
 
 ModuleOutcome RunSetFact(const json& args, ModuleContext&) {
   json facts = json::object();
-  static const std::regex kIdent("^[A-Za-z_][A-Za-z0-9_]*$");
+  static const jinja::Regex kIdent = jinja::FixedRegex("[A-Za-z_][A-Za-z0-9_]*");
   for (auto it = args.begin(); it != args.end(); ++it) {
     if (it.key() == "cacheable") continue;
-    if (!std::regex_match(it.key(), kIdent))
+    if (!jinja::Matches(kIdent, it.key()))
       return Fail("set_fact: '" + it.key() + "' is not a valid variable name");
     facts[it.key()] = it.value();
   }

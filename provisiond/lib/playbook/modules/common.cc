@@ -5,10 +5,10 @@
 // with exit 1 when they fail on purpose, and module-specific values
 // (checksum=..., uid=...). Arguments are read as Ansible reads them.
 #include "playbook/modules/common.h"
+#include "playbook/jinja/regex.h"
 
 #include <algorithm>
 #include <cstdio>
-#include <regex>
 #include <sstream>
 
 namespace prov::modules {
@@ -86,8 +86,8 @@ Result<long long> Int(const json& args, const std::string& key, long long def) {
   if (v.is_number_float()) return static_cast<long long>(v.get<double>());
   if (v.is_string()) {
     const std::string s = v.get<std::string>();
-    static const std::regex kInt("^\\s*-?[0-9]+\\s*$");
-    if (std::regex_match(s, kInt)) return std::stoll(s);
+    static const jinja::Regex kInt = jinja::FixedRegex("\\s*-?[0-9]+\\s*");
+    if (jinja::Matches(kInt, s)) return std::stoll(s);
   }
   return Status::Invalid(key + ": '" + Str(args, key) + "' is not a whole number");
 }
@@ -122,10 +122,10 @@ Result<std::string> ModeArg(const json& args, const std::string& key) {
     return std::string(buf);
   }
   std::string s = Str(args, key);
-  static const std::regex kOctal("^0?[0-7]{3,4}$");
-  static const std::regex kSymbolic(
-      "^([ugoa]*[-+=]([rwxXst]*|[ugo]))+(,([ugoa]*[-+=]([rwxXst]*|[ugo]))+)*$");
-  if (std::regex_match(s, kOctal) || std::regex_match(s, kSymbolic)) return s;
+  static const jinja::Regex kOctal = jinja::FixedRegex("0?[0-7]{3,4}");
+  static const jinja::Regex kSymbolic =
+      jinja::FixedRegex("([ugoa]*[-+=]([rwxXst]*|[ugo]))+(,([ugoa]*[-+=]([rwxXst]*|[ugo]))+)*");
+  if (jinja::Matches(kOctal, s) || jinja::Matches(kSymbolic, s)) return s;
   return Status::Invalid(
       key + ": '" + s + "' is not a mode: use octal in quotes ('0644') or symbolic (u=rw,g=r,o=r)");
 }

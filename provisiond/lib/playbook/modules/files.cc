@@ -5,13 +5,13 @@
 
 #include <fstream>
 #include <optional>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/file_util.h"
 #include "playbook/jinja/jinja.h"
+#include "playbook/jinja/regex.h"
 #include "playbook/modules/common.h"
 
 namespace prov::modules {
@@ -325,11 +325,14 @@ std::string RStripNl(std::string s) {
   return StripEnds(std::move(s));
 }
 
-// re.search on a line as Python sees it: "$" matches before the final "\n".
-bool LineSearch(const std::string& line, const std::regex& re) {
-  if (!line.empty() && line.back() == '\n')
-    return std::regex_search(line.begin(), line.end() - 1, re);
-  return std::regex_search(line, re);
+// re.search on a line as Ansible reads it (with its "\n"; "$" matches
+// before it). The pattern comes from the playbook and the line from the node:
+// a search that hits the engine's limits is the task's error
+// (playbook/jinja/regex.h).
+Result<bool> LineSearch(const std::string& line, const jinja::Regex& re) {
+  auto m = re.Search(line);
+  if (!m.ok()) return m.status();
+  return m->has_value();
 }
 
 ModuleOutcome RunLineinfile(const json& args, ModuleContext& ctx) {
@@ -352,25 +355,23 @@ ModuleOutcome RunLineinfile(const json& args, ModuleContext& ctx) {
   auto mode = ModeArg(args);
   if (!mode.ok()) return Fail("lineinfile: " + mode.status().message());
 
-  auto compile = [](const std::string& what, const std::string& re) -> Result<std::regex> {
-    try {
-      return std::regex(re, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return Status::Invalid(what + ": invalid regular expression '" + re + "': " + e.what());
-    }
+  auto compile = [](const std::string& what, const std::string& re) -> Result<jinja::Regex> {
+    auto r = jinja::Regex::Compile(re);
+    if (!r.ok()) return Status::Invalid(what + ": " + r.status().message());
+    return r;
   };
-  std::optional<std::regex> re_m, re_ins;
+  std::optional<jinja::Regex> re_m, re_ins;
   if (has_re) {
     auto r = compile("regexp", Str(args, "regexp"));
     if (!r.ok()) return Fail("lineinfile: " + r.status().message());
-    re_m = *r;
+    re_m = std::move(*r);
   }
   std::string insertafter = Str(args, "insertafter"), insertbefore = Str(args, "insertbefore");
   for (const std::string* ins : {&insertafter, &insertbefore}) {
     if (!ins->empty() && *ins != "EOF" && *ins != "BOF") {
       auto r = compile(ins == &insertafter ? "insertafter" : "insertbefore", *ins);
       if (!r.ok()) return Fail("lineinfile: " + r.status().message());
-      re_ins = *r;
+      re_ins = std::move(*r);
     }
   }
 
@@ -405,18 +406,29 @@ else echo exists=0 >&3; fi
     int index0 = -1, index1 = -1;
     bool matched = false;
     if (re_m) {
-      for (size_t i = 0; i < lines.size(); ++i)
-        if (LineSearch(lines[i], *re_m)) {
+      for (size_t i = 0; i < lines.size(); ++i) {
+        auto found = LineSearch(lines[i], *re_m);
+        if (!found.ok()) return Fail("lineinfile: regexp: " + found.status().message());
+        if (*found) {
           index0 = static_cast<int>(i);
           matched = true;
           if (*firstmatch) break;
         }
+      }
     }
     if (!matched) {
       for (size_t i = 0; i < lines.size(); ++i) {
         if (RStripNl(lines[i]) == line) {
           index0 = static_cast<int>(i);  // the exact line: nothing to add
-        } else if (re_ins && LineSearch(lines[i], *re_ins)) {
+          continue;
+        }
+        if (!re_ins) continue;
+        auto found = LineSearch(lines[i], *re_ins);
+        if (!found.ok())
+          return Fail(
+              "lineinfile: " + std::string(insertafter.empty() ? "insertbefore" : "insertafter") +
+              ": " + found.status().message());
+        if (*found) {
           index1 = static_cast<int>(insertafter.empty() ? i : i + 1);
           if (*firstmatch) break;
         }
@@ -458,7 +470,12 @@ else echo exists=0 >&3; fi
     size_t found = 0;
     std::vector<std::string> kept;
     for (const auto& l : lines) {
-      bool m = re_m ? LineSearch(l, *re_m) : RStripNl(l) == line;
+      bool m = RStripNl(l) == line;
+      if (re_m) {
+        auto found = LineSearch(l, *re_m);
+        if (!found.ok()) return Fail("lineinfile: regexp: " + found.status().message());
+        m = *found;
+      }
       if (m)
         ++found;
       else

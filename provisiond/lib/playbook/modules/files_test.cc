@@ -236,6 +236,17 @@ TEST_CASE_FIXTURE(ModuleFixture, "lineinfile adds, replaces, inserts and removes
   CHECK(o.failed);
   CHECK(o.msg.find("invalid regular expression") != std::string::npos);
 
+  // The pattern is Python's (named groups) and runs on a bounded engine: a
+  // line from the node that sends it into exponential backtracking fails the
+  // task instead of hanging the worker.
+  Idempotent("lineinfile",
+             {{"path", f}, {"regexp", "^(?P<key>port)=\\d+$"}, {"line", "port=8081"}});
+  CHECK(FileText(f).find("port=8081\n") != std::string::npos);
+  PutFile(f, std::string(40, 'a') + "-b\n");
+  o = Run("lineinfile", {{"path", f}, {"regexp", "(a*)*b"}, {"line", "x"}});
+  CHECK(o.failed);
+  CHECK(o.msg.find("hit its match limit") != std::string::npos);
+
   o = Run("lineinfile", {{"path", f}, {"regexp", "^x"}});
   CHECK(o.failed);
   CHECK(o.msg.find("line is required") != std::string::npos);

@@ -2,11 +2,11 @@
 // sources (apt_repository) and single files fetched by URL (get_url), with
 // long timeouts since mirrors can be slow.
 #include <algorithm>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "playbook/jinja/regex.h"
 #include "playbook/modules/common.h"
 
 namespace prov::modules {
@@ -19,9 +19,10 @@ constexpr const char* kAptGet =
 ModuleOutcome RunApt(const json& args, ModuleContext& ctx) {
   const std::string state = Str(args, "state", "present");
   std::vector<std::string> names = List(args, "name");
-  static const std::regex kPkg("^[a-z0-9][a-z0-9+.\\-]*(:[a-z0-9]+)?(=[A-Za-z0-9.+~:*\\-]+)?$");
+  static const jinja::Regex kPkg =
+      jinja::FixedRegex("[a-z0-9][a-z0-9+.\\-]*(:[a-z0-9]+)?(=[A-Za-z0-9.+~:*\\-]+)?");
   for (const auto& n : names)
-    if (!std::regex_match(n, kPkg))
+    if (!jinja::Matches(kPkg, n))
       return Fail("apt: '" + n + "' is not a package name (name or name=version)");
   // As in Ansible, cache_valid_time implies update_cache.
   auto update = Bool(args, "update_cache", Has(args, "cache_valid_time"));
@@ -138,8 +139,12 @@ if ! installed "$_p" || [ "$(dpkg-query -W -f '${Version}' "$_p")" != "$_v" ]; t
 // Ansible's name for the .list file of a plain deb line: host and path of the
 // URL with every other character made "_".
 std::string SuggestRepoFilename(const std::string& line) {
-  std::string l = std::regex_replace(line, std::regex("\\[[^\\]]+\\]"), "");
-  l = std::regex_replace(l, std::regex("\\w+://"), "");
+  static const jinja::Regex kOptions = jinja::FixedRegex("\\[[^\\]]+\\]");
+  static const jinja::Regex kScheme = jinja::FixedRegex("\\w+://");
+  auto no_options = kOptions.Replace(line, "");
+  std::string l = no_options.ok() ? *no_options : line;
+  auto no_scheme = kScheme.Replace(l, "");
+  if (no_scheme.ok()) l = *no_scheme;
   std::stringstream ss(l);
   std::string part, first;
   while (ss >> part)
@@ -174,11 +179,11 @@ ModuleOutcome RunAptRepository(const json& args, ModuleContext& ctx) {
   std::string filename = Str(args, "filename");
   std::string s;
   if (repo.rfind("ppa:", 0) == 0) {
-    static const std::regex kPpa("^ppa:([A-Za-z0-9._+-]+)(/([A-Za-z0-9._+-]+))?$");
-    std::smatch m;
-    if (!std::regex_match(repo, m, kPpa))
-      return Fail("apt_repository: '" + repo + "' is not ppa:owner/name");
-    std::string owner = m[1], name = m[3].matched ? std::string(m[3]) : "ppa";
+    static const jinja::Regex kPpa =
+        jinja::FixedRegex("ppa:([A-Za-z0-9._+-]+)(/([A-Za-z0-9._+-]+))?");
+    auto m = kPpa.FullMatch(repo);
+    if (!m.ok() || !*m) return Fail("apt_repository: '" + repo + "' is not ppa:owner/name");
+    std::string owner = *(*m)->Group(repo, 1), name = (*m)->Group(repo, 3).value_or("ppa");
     s += "codename=" + Q(Str(args, "codename")) + "\n";
     s += R"SH(
 if [ -z "$codename" ] && [ -r /etc/os-release ]; then
@@ -269,8 +274,8 @@ echo "sources_file=$f" >&3
 
 ModuleOutcome RunGetUrl(const json& args, ModuleContext& ctx) {
   const std::string url = Str(args, "url"), dest = Str(args, "dest");
-  static const std::regex kUrl("^(https?|ftp|file)://[^\\s]+$");
-  if (!std::regex_match(url, kUrl))
+  static const jinja::Regex kUrl = jinja::FixedRegex("(https?|ftp|file)://[^\\s]+");
+  if (!jinja::Matches(kUrl, url))
     return Fail("get_url: '" + url + "' is not an http(s), ftp or file URL");
   auto force = Bool(args, "force", false);
   auto certs = Bool(args, "validate_certs", true);
@@ -282,14 +287,15 @@ ModuleOutcome RunGetUrl(const json& args, ModuleContext& ctx) {
   if (!mode.ok()) return Fail("get_url: " + mode.status().message());
   std::string algo, sum;
   if (Has(args, "checksum")) {
-    static const std::regex kSum("^(md5|sha1|sha224|sha256|sha384|sha512):([0-9a-fA-F]+)$");
-    std::smatch m;
+    static const jinja::Regex kSum =
+        jinja::FixedRegex("(md5|sha1|sha224|sha256|sha384|sha512):([0-9a-fA-F]+)");
     std::string c = Str(args, "checksum");
-    if (!std::regex_match(c, m, kSum))
+    auto m = kSum.FullMatch(c);
+    if (!m.ok() || !*m)
       return Fail("get_url: checksum must be <algorithm>:<hex digest> (sha256:...), not '" + c +
                   "'");
-    algo = m[1];
-    sum = m[2];
+    algo = *(*m)->Group(c, 1);
+    sum = *(*m)->Group(c, 2);
     std::transform(sum.begin(), sum.end(), sum.begin(), ::tolower);
   }
   std::string base = url.substr(url.find("://") + 3);

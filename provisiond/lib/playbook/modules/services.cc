@@ -1,10 +1,10 @@
 // What runs on the node: systemd units and SysV services, waiting for a
 // port or a file to appear (a service coming up), and rebooting.
 #include <algorithm>
-#include <regex>
 #include <string>
 #include <utility>
 
+#include "playbook/jinja/regex.h"
 #include "playbook/modules/common.h"
 
 namespace prov::modules {
@@ -124,8 +124,8 @@ ModuleOutcome RunWaitFor(const json& args, ModuleContext& ctx) {
   for (auto* v : {&timeout, &delay, &connect, &port})
     if (!v->ok()) return Fail("wait_for: " + v->status().message());
   std::string sleep = Str(args, "sleep", "1");
-  static const std::regex kNum("^[0-9]+(\\.[0-9]+)?$");
-  if (!std::regex_match(sleep, kNum))
+  static const jinja::Regex kNum = jinja::FixedRegex("[0-9]+(\\.[0-9]+)?");
+  if (!jinja::Matches(kNum, sleep))
     return Fail("wait_for: sleep: '" + sleep + "' is not a number of seconds");
   const std::string path = Str(args, "path"), host = Str(args, "host", "127.0.0.1");
   std::string state = Str(args, "state", "started");

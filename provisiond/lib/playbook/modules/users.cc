@@ -1,8 +1,8 @@
 // user and group: local accounts through useradd/usermod/userdel and
 // groupadd/groupmod/groupdel, changing only what differs from getent's view.
-#include <regex>
 #include <string>
 
+#include "playbook/jinja/regex.h"
 #include "playbook/modules/common.h"
 
 namespace prov::modules {
@@ -10,8 +10,9 @@ namespace {
 
 ModuleOutcome RunUser(const json& args, ModuleContext& ctx) {
   const std::string name = Str(args, "name");
-  static const std::regex kName("^[a-z_][a-z0-9_.-]*\\$?$", std::regex::icase);
-  if (!std::regex_match(name, kName)) return Fail("user: '" + name + "' is not a valid user name");
+  static const jinja::Regex kName =
+      jinja::FixedRegex("[a-z_][a-z0-9_.-]*\\$?", {.ignorecase = true});
+  if (!jinja::Matches(kName, name)) return Fail("user: '" + name + "' is not a valid user name");
   const std::string state = Str(args, "state", "present");
   auto append = Bool(args, "append", false);
   auto create_home = Bool(args, "create_home", true);
@@ -126,9 +127,9 @@ printf 'state=present\nuid=%s\ngid=%s\ncomment=%s\nhome=%s\nshell=%s\ngroups=%s\
 
 ModuleOutcome RunGroup(const json& args, ModuleContext& ctx) {
   const std::string name = Str(args, "name");
-  static const std::regex kName("^[a-z_][a-z0-9_.-]*\\$?$", std::regex::icase);
-  if (!std::regex_match(name, kName))
-    return Fail("group: '" + name + "' is not a valid group name");
+  static const jinja::Regex kName =
+      jinja::FixedRegex("[a-z_][a-z0-9_.-]*\\$?", {.ignorecase = true});
+  if (!jinja::Matches(kName, name)) return Fail("group: '" + name + "' is not a valid group name");
   auto system = Bool(args, "system", false);
   if (!system.ok()) return Fail("group: " + system.status().message());
   auto gid = Int(args, "gid", -1);
