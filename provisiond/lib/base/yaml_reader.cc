@@ -50,26 +50,28 @@ MapReader::MapReader(const YAML::Node& node, YamlErrors& errors, std::string wha
   } else {
     // yaml-cpp keeps the last of duplicate keys silently; a duplicate is
     // almost always a mistake, so say so.
-    std::set<std::string> keys;
     for (const auto& kv : node_) {
       const std::string key = kv.first.Scalar();
-      if (!keys.insert(key).second) errors_.Add(kv.first, "duplicate key '" + key + "'");
+      if (!index_.emplace(key, kv.second).second)
+        errors_.Add(kv.first, "duplicate key '" + key + "'");
     }
   }
 }
 
 bool MapReader::Has(const std::string& key) const {
-  return node_[key].IsDefined();
+  auto it = index_.find(key);
+  return it != index_.end() && it->second.IsDefined();
 }
 
 YAML::Node MapReader::Raw(const std::string& key) {
   asked_.insert(key);
-  return node_[key];
+  auto it = index_.find(key);
+  return it != index_.end() ? it->second : YAML::Node(YAML::NodeType::Undefined);
 }
 
 YAML::Node MapReader::Lookup(const std::string& key, bool required, const char* expected) {
   asked_.insert(key);
-  YAML::Node n = node_[key];
+  YAML::Node n = Raw(key);
   if (!n.IsDefined() || n.IsNull()) {
     if (required)
       errors_.Add(node_, what_ + ": missing required key '" + key + "' (" + expected + ")");

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/result.h"
@@ -70,6 +71,9 @@ class MapReader {
   YAML::Node Lookup(const std::string& key, bool required, const char* expected);
 
   YAML::Node node_;
+  // The mapping's entries by key, made once: yaml-cpp's node_[key] walks the
+  // whole mapping converting every key, for each key asked.
+  std::unordered_map<std::string, YAML::Node> index_;
   YamlErrors& errors_;
   std::string what_;
   bool valid_ = true;
