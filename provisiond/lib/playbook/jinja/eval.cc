@@ -94,10 +94,14 @@ Val Arith(const std::string& op, const json& a, const json& b, size_t pos) {
           seq->is_string() ? seq->get_ref<const std::string&>().size() : seq->size());
       if (k > 10000000 || k * unit > 10000000) Fail(pos, "repetition too large");
       json out = seq->is_string() ? json("") : json::array();
-      for (int64_t i = 0; i < k; ++i) {
-        if (seq->is_string())
-          out.get_ref<std::string&>() += seq->get<std::string>();
-        else
+      if (unit == 0) return Val::Own(std::move(out));  // nothing to repeat, however often
+      if (seq->is_string()) {
+        const std::string& text = seq->get_ref<const std::string&>();
+        std::string& acc = out.get_ref<std::string&>();
+        acc.reserve(static_cast<size_t>(k * unit));
+        for (int64_t i = 0; i < k; ++i) acc += text;
+      } else {
+        for (int64_t i = 0; i < k; ++i)
           for (const auto& e : *seq) out.push_back(e);
       }
       return Val::Own(std::move(out));

@@ -70,6 +70,12 @@ TEST_CASE("jinja: expressions evaluate like Jinja2") {
       {"'it''s' 'joined'", R"("itsjoined")"},
       {"42", "42"},
       {"-7", "-7"},
+      // Repetition: an empty sequence repeated is empty at once (fuzzing found a
+      // 7.7-million-step loop over nothing).
+      {"[] * 9999999", "[]"},
+      {"'' * 9999999", R"("")"},
+      {"'ab' * 3", R"("ababab")"},
+      {"[1] * 2", "[1,1]"},
       {"1.5", "1.5"},
       {"true", "true"},
       {"True", "true"},
