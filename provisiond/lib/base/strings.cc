@@ -1,5 +1,8 @@
 #include "base/strings.h"
 
+#include <cstdint>
+#include <cstring>
+
 namespace prov {
 
 std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
@@ -29,6 +32,60 @@ std::string ShlexQuote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\"'\"'") : std::string(1, c);
   return out + "'";
+}
+
+namespace {
+const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+}  // namespace
+
+std::string Base64Encode(const std::string& in) {
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += kB64[(v >> 6) & 63];
+    out += kB64[v & 63];
+  }
+  if (i + 1 == in.size()) {
+    uint32_t v = uint8_t(in[i]) << 16;
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == in.size()) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += kB64[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::string> Base64Decode(const std::string& in) {
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t pad = 0;
+  for (char c : in) {
+    if (c == '\n' || c == '\r' || c == ' ') continue;
+    if (c == '=') {
+      ++pad;
+      continue;
+    }
+    if (pad) return std::nullopt;
+    const char* p = std::strchr(kB64, c);
+    if (!p || !c) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(p - kB64);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xFF);
+    }
+  }
+  if (pad > 2) return std::nullopt;
+  return out;
 }
 
 }  // namespace prov

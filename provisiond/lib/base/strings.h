@@ -1,6 +1,7 @@
 // Small string helpers that several parts share.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,10 @@ std::string ShellQuote(const std::string& s);
 // when it has only [A-Za-z0-9@%+=:,./_-], else single-quoted with a quote
 // inside as '"'"' (Jinja's `quote` filter; command lines shown to people).
 std::string ShlexQuote(const std::string& s);
+
+// Base64 (RFC 4648, with padding). Decode skips whitespace and is empty
+// (nullopt) for anything else outside the alphabet.
+std::string Base64Encode(const std::string& in);
+std::optional<std::string> Base64Decode(const std::string& in);
 
 }  // namespace prov

@@ -1,26 +1,16 @@
 #include "configure/secrets.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <filesystem>
 
 #include "base/file_util.h"
+#include "base/strings.h"
 #include "configure/ssh_keys.h"
 
 namespace fs = std::filesystem;
 
 namespace prov {
 namespace {
-
-std::string Base64(const std::string& raw) {
-  std::string out(4 * ((raw.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(raw.data()),
-                          static_cast<int>(raw.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
 
 // 24 letters and digits, each uniform (bytes >= 248 are drawn again).
 std::string Password() {
@@ -57,7 +47,7 @@ Status SecretStore::Make(const SecretDecl& decl) {
   }
   std::string value = decl.generate == "password"
                           ? Password()
-                          : Base64(RandomBytes(static_cast<size_t>(decl.bytes)));
+                          : Base64Encode(RandomBytes(static_cast<size_t>(decl.bytes)));
   return WriteFileAtomic(path, value + "\n", 0600);
 }
 

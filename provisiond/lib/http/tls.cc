@@ -78,14 +78,6 @@ Result<std::pair<std::string, std::string>> MakeSelfSigned(const std::vector<std
   return std::make_pair(BioText(cert_bio.get()), BioText(key_bio.get()));
 }
 
-std::string Base64Of(const unsigned char* data, size_t n) {
-  std::string out(4 * ((n + 2) / 3) + 1, '\0');
-  int len =
-      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data, static_cast<int>(n));
-  out.resize(static_cast<size_t>(len));
-  return out;
-}
-
 }  // namespace
 
 Result<TlsMaterial> DescribeCertificate(const std::string& cert_pem) {
@@ -98,8 +90,6 @@ Result<TlsMaterial> DescribeCertificate(const std::string& cert_pem) {
   unsigned int len = 0;
   X509_digest(cert.get(), EVP_sha256(), md, &len);
   out.fingerprint = ColonHex(std::string_view(reinterpret_cast<const char*>(md), len));
-  X509_pubkey_digest(cert.get(), EVP_sha256(), md, &len);
-  out.public_key_pin = Base64Of(md, len);
   return out;
 }
 

@@ -17,9 +17,6 @@ struct TlsMaterial {
   // SHA-256 of the certificate (DER), "AB:CD:..." as browsers and openssl
   // x509 -fingerprint -sha256 show it.
   std::string fingerprint;
-  // SHA-256 of its public key (SubjectPublicKeyInfo, DER), base64: what
-  // provisionctl pins ("sha256//<this>", libcurl's pinned public key form).
-  std::string public_key_pin;
 };
 
 // Loads `cert_path` and `key_path`; when neither exists and `make` is set,
@@ -28,7 +25,7 @@ struct TlsMaterial {
 Result<TlsMaterial> EnsureTlsMaterial(const std::string& cert_path, const std::string& key_path,
                                       bool make, const std::vector<std::string>& names);
 
-// The fingerprint and public key pin of a PEM certificate.
+// The fingerprint of a PEM certificate.
 Result<TlsMaterial> DescribeCertificate(const std::string& cert_pem);
 
 }  // namespace prov

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "base/strings.h"
 #include "playbook/jinja/eval.h"
 #include "playbook/jinja/text.h"
 #include "playbook/jinja/value.h"

@@ -7,11 +7,7 @@
 #include "playbook/jinja/value.h"
 
 namespace prov::jinja {
-namespace {
-
-const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-}  // namespace
+namespace {}  // namespace
 
 std::string Upper(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -81,56 +77,6 @@ std::string ReplaceAll(std::string s, const std::string& from, const std::string
 
 Regex MakeRegex(const std::string& pattern, bool icase, bool multiline, size_t pos) {
   return RegexValue(Regex::Compile(pattern, {.ignorecase = icase, .multiline = multiline}), pos);
-}
-
-std::string Base64Encode(const std::string& in) {
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
-    out += kB64[v >> 18];
-    out += kB64[(v >> 12) & 63];
-    out += kB64[(v >> 6) & 63];
-    out += kB64[v & 63];
-  }
-  if (i + 1 == in.size()) {
-    uint32_t v = uint8_t(in[i]) << 16;
-    out += kB64[v >> 18];
-    out += kB64[(v >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == in.size()) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
-    out += kB64[v >> 18];
-    out += kB64[(v >> 12) & 63];
-    out += kB64[(v >> 6) & 63];
-    out += '=';
-  }
-  return out;
-}
-
-std::optional<std::string> Base64Decode(const std::string& in) {
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  size_t pad = 0;
-  for (char c : in) {
-    if (c == '\n' || c == '\r' || c == ' ') continue;
-    if (c == '=') {
-      ++pad;
-      continue;
-    }
-    if (pad) return std::nullopt;
-    const char* p = std::strchr(kB64, c);
-    if (!p || !c) return std::nullopt;
-    acc = (acc << 6) | static_cast<uint32_t>(p - kB64);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xFF);
-    }
-  }
-  if (pad > 2) return std::nullopt;
-  return out;
 }
 
 }  // namespace prov::jinja

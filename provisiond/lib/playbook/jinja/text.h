@@ -42,7 +42,4 @@ T RegexValue(Result<T> r, size_t pos) {
   return std::move(*r);
 }
 
-std::string Base64Encode(const std::string& in);
-std::optional<std::string> Base64Decode(const std::string& in);
-
 }  // namespace prov::jinja
