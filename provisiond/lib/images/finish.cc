@@ -192,6 +192,13 @@ Result<ImageVersion> FinishImage(BuildDir& build, const ImageManifest& m,
   initrd.argv = {"/bin/bash", opt.initrd_builder, root, build.path() + "/initrd.img"};
   initrd.env = {"PROVISION_MOUNT=" + opt.tools_dir + "/provision-mount",
                 "PROVISION_FETCH=" + opt.tools_dir + "/provision-fetch"};
+  // Every NIC driver is in the initrd; the manifest may add other modules.
+  if (!m.initrd_modules.empty()) {
+    std::string extra;
+    for (const auto& mod : m.initrd_modules)
+      extra += (extra.empty() ? "" : " ") + mod + ":required";
+    initrd.env.push_back("INITRD_EXTRA_MODULES=" + extra);
+  }
   s = RunBuildStep(initrd, 600, progress, "initrd", opt.cancel);
   if (!s.ok()) return s;
 

@@ -15,6 +15,15 @@ constexpr std::string_view kSuiteChars = "abcdefghijklmnopqrstuvwxyz0123456789-"
 constexpr std::string_view kPackageChars = "abcdefghijklmnopqrstuvwxyz0123456789+.-";
 constexpr std::string_view kPpaChars = "abcdefghijklmnopqrstuvwxyz0123456789.+-";
 
+// A key file's name: a word, no directory, ending in .gpg or .asc.
+bool IsKeyFileName(const std::string& s) {
+  constexpr std::string_view kChars =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+  return s.size() > 4 && s.size() < 200 && s[0] != '.' &&
+         s.find_first_not_of(kChars) == std::string::npos &&
+         (s.ends_with(".gpg") || s.ends_with(".asc"));
+}
+
 // One or more characters, all of `chars`.
 bool IsManifestWord(std::string_view s, std::string_view chars) {
   return !s.empty() && s.find_first_not_of(chars) == std::string_view::npos;
@@ -39,8 +48,15 @@ bool IsPpaName(std::string_view p) {
 }  // namespace
 
 std::string AptSource::Render(const std::string& suite) const {
-  if (!line.empty()) return line;
-  return "deb http://ppa.launchpadcontent.net/" + ppa + "/ubuntu " + suite + " main";
+  const std::string options =
+      signed_by.empty() ? "" : "[signed-by=/etc/apt/keyrings/" + signed_by + "] ";
+  if (!line.empty()) return "deb " + options + line.substr(4);
+  return "deb " + options + "http://ppa.launchpadcontent.net/" + ppa + "/ubuntu " + suite + " main";
+}
+
+std::string ImageManifest::Beside(const std::string& name) const {
+  const size_t slash = file.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : file.substr(0, slash)) + "/" + name;
 }
 
 Result<ImageManifest> ParseImageManifest(const std::string& text, const std::string& file,
@@ -96,8 +112,24 @@ Result<ImageManifest> ParseImageManifest(const std::string& text, const std::str
     }
     if (has_line && src.line.rfind("deb ", 0) != 0)
       a.errors().Add(a.Raw("line"), "an apt source line starts with 'deb '");
+    if (a.GetString("signed_by", src.signed_by)) {
+      if (!IsKeyFileName(src.signed_by))
+        a.errors().Add(a.Raw("signed_by"), "signed_by '" + src.signed_by + "' must be the name " +
+                                               "of a .gpg or .asc file beside the manifest");
+      if (has_line && src.line.find('[') != std::string::npos)
+        a.errors().Add(a.Raw("signed_by"),
+                       "the line has its own [options]: put signed-by there, or drop them");
+    }
     m.apt_sources.push_back(std::move(src));
   });
+  if (top.GetString("keyring", m.keyring) && !IsKeyFileName(m.keyring))
+    errors.Add(top.Raw("keyring"), "keyring '" + m.keyring +
+                                       "' must be the name of a .gpg or .asc file beside the "
+                                       "manifest");
+  top.GetStringList("initrd_modules", m.initrd_modules);
+  for (const auto& mod : m.initrd_modules)
+    if (!IsManifestWord(mod, "abcdefghijklmnopqrstuvwxyz0123456789_-"))
+      errors.Add(top.Raw("initrd_modules"), "'" + mod + "' is not a kernel module name");
   top.GetMapList("files", [&](MapReader& f) {
     ImageFile file_entry;
     if (f.GetString("path", file_entry.path, true) &&

@@ -13,6 +13,9 @@ namespace prov {
 struct AptSource {
   std::string ppa;   // "kobuk-team/intel-graphics" (Ubuntu only)
   std::string line;  // a full "deb ..." line
+  // The key the source is signed with: a file beside the manifest, copied
+  // into the image as /etc/apt/keyrings/<signed_by> and named by the line.
+  std::string signed_by;
   // The apt source line, for the image's sources.list.d.
   std::string Render(const std::string& suite) const;
 };
@@ -35,8 +38,17 @@ struct ImageManifest {
   std::vector<std::string> packages;
   std::vector<AptSource> apt_sources;
   std::vector<ImageFile> files;
+  // The distribution's archive key (e.g. Ubuntu's, which Debian does not
+  // ship): a file beside the manifest, trusted while the image is built and
+  // kept in its /etc/apt/trusted.gpg.d. Empty: the build host's keys.
+  std::string keyring;
+  // Modules the initrd carries and loads besides every NIC driver of the
+  // kernel (e.g. a storage or USB driver a machine needs before its NIC).
+  std::vector<std::string> initrd_modules;
   std::string sha256;  // of the manifest text
   std::string file;
+  // Where a file the manifest names (keyring, signed_by) is: beside it.
+  std::string Beside(const std::string& name) const;
 };
 
 Result<ImageManifest> ParseImageManifest(const std::string& text, const std::string& file,

@@ -47,6 +47,15 @@ TEST_CASE("image manifests: broken ones say what and where") {
        "must be absolute"},
       {"name: x\ndistribution: debian\nsuite: s\nmirror: http://m\nkernel_package: k\nsize: 3\n",
        "i.yaml:6:1: unknown key 'size'"},
+      {"name: x\ndistribution: debian\nsuite: s\nmirror: http://m\nkernel_package: k\nkeyring: "
+       "../../etc/shadow\n",
+       "i.yaml:6:10: keyring '../../etc/shadow' must be the name of a .gpg or .asc file"},
+      {"name: x\ndistribution: debian\nsuite: s\nmirror: http://m\nkernel_package: k\napt_sources:"
+       "\n  - {line: \"deb [arch=amd64] http://r s main\", signed_by: r.gpg}\n",
+       "the line has its own [options]"},
+      {"name: x\ndistribution: debian\nsuite: s\nmirror: http://m\nkernel_package: "
+       "k\ninitrd_modules: [\"nvme; reboot\"]\n",
+       "'nvme; reboot' is not a kernel module name"},
   };
   for (const auto& c : cases) {
     INFO(c.text);

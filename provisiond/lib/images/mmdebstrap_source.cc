@@ -3,6 +3,8 @@
 // unreachable mirror is said in seconds, not after mmdebstrap's retries.
 #include "images/mmdebstrap_source.h"
 
+#include <unistd.h>
+
 #include <curl/curl.h>
 
 #include <filesystem>
@@ -62,6 +64,19 @@ ProcessSpec MmdebstrapCommand(const ImageManifest& m, const std::string& mmdebst
                m.suite,
                root,
                m.mirror};
+  // Keys, copied in before apt's first update: the archive key into
+  // trusted.gpg.d, the sources' own keys where their lines name them.
+  std::vector<std::string> hooks;
+  if (!m.keyring.empty())
+    hooks.push_back("--setup-hook=copy-in " + m.Beside(m.keyring) + " /etc/apt/trusted.gpg.d/");
+  for (const auto& src : m.apt_sources)
+    if (!src.signed_by.empty())
+      hooks.push_back("--setup-hook=copy-in " + m.Beside(src.signed_by) + " /etc/apt/keyrings/");
+  if (!hooks.empty()) {
+    hooks.insert(hooks.begin(),
+                 "--setup-hook=mkdir -p \"$1/etc/apt/trusted.gpg.d\" \"$1/etc/apt/keyrings\"");
+    spec.argv.insert(spec.argv.begin() + 6, hooks.begin(), hooks.end());
+  }
   for (const auto& src : m.apt_sources) spec.argv.push_back(src.Render(m.suite));
   // The kernel's postinst would build an initramfs-tools initrd we never use.
   spec.env = {"INITRD=No"};
@@ -77,6 +92,19 @@ class Mmdebstrap final : public ImageSource {
   std::string_view name() const override { return "mmdebstrap"; }
 
   Status Check(const ImageManifest& m, const BuildProgress& progress) const override {
+    // Keys the manifest names must be there before anything is fetched.
+    std::vector<std::string> keys;
+    if (!m.keyring.empty()) keys.push_back(m.keyring);
+    for (const auto& src : m.apt_sources)
+      if (!src.signed_by.empty()) keys.push_back(src.signed_by);
+    for (const auto& k : keys)
+      if (access(m.Beside(k).c_str(), R_OK) != 0)
+        return Status::NotFound(m.file + ": key file " + m.Beside(k) +
+                                " is missing (put the repository's public key there; " +
+                                (m.distribution == "ubuntu"
+                                     ? "Ubuntu's archive key is in its ubuntu-keyring package"
+                                     : "its publisher documents where it is") +
+                                ")");
     if (progress) progress("checking mirror " + m.mirror + " for " + m.suite);
     return CheckMirror(m, options_.mirror_check_timeout_s);
   }

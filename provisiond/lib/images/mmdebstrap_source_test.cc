@@ -55,6 +55,37 @@ TEST_CASE("image sources: mmdebstrap's command from a manifest (no mmdebstrap ru
 
   auto source = CreateImageSource("mmdebstrap", {});
   REQUIRE(source.ok());
+  // Keys beside the manifest: the archive's trusted while building, a
+  // source's named by its line; a missing one stops the build before any
+  // fetch, naming the file.
+  auto keyed = ParseImageManifest(
+      "name: arc\n"
+      "distribution: ubuntu\n"
+      "suite: noble\n"
+      "mirror: http://archive.ubuntu.com/ubuntu\n"
+      "keyring: ubuntu-archive-keyring.gpg\n"
+      "kernel_package: linux-image-generic\n"
+      "apt_sources:\n"
+      "  - ppa: kobuk-team/intel-graphics\n"
+      "    signed_by: kobuk-team.asc\n",
+      "/srv/images/arc/image.yaml", "arc");
+  REQUIRE_MESSAGE(keyed.ok(), keyed.status().message());
+  spec = MmdebstrapCommand(*keyed, "/usr/bin/mmdebstrap", "/r");
+  const std::vector<std::string> hooks(spec.argv.begin() + 6, spec.argv.begin() + 9);
+  CHECK(hooks == std::vector<std::string>{
+                     "--setup-hook=mkdir -p \"$1/etc/apt/trusted.gpg.d\" \"$1/etc/apt/keyrings\"",
+                     "--setup-hook=copy-in /srv/images/arc/ubuntu-archive-keyring.gpg "
+                     "/etc/apt/trusted.gpg.d/",
+                     "--setup-hook=copy-in /srv/images/arc/kobuk-team.asc /etc/apt/keyrings/"});
+  CHECK(spec.argv.back() ==
+        "deb [signed-by=/etc/apt/keyrings/kobuk-team.asc] "
+        "http://ppa.launchpadcontent.net/kobuk-team/intel-graphics/ubuntu noble main");
+  Status missing = (*source)->Check(*keyed, nullptr);
+  CHECK(missing.code() == Code::kNotFound);
+  CHECK(missing.message().find("key file /srv/images/arc/ubuntu-archive-keyring.gpg is missing") !=
+        std::string::npos);
+  CHECK(missing.message().find("ubuntu-keyring package") != std::string::npos);
+
   CHECK((*source)->Provenance(*m) == nlohmann::json{{"suite", "noble"},
                                                     {"mirror", "http://archive.ubuntu.com/ubuntu"},
                                                     {"packages", {"openssh-server", "curl"}}});
