@@ -10,9 +10,16 @@
 #   /sbin/provision-mount         the static NFS mount helper (provisiond/tools/provision-mount.cc)
 #   /sbin/provision-fetch         the static HTTP client that sends from a privileged port
 #                                 (provisiond/tools/provision-fetch.cc: overlay, reports)
-#   /lib/modules/VERSION/...      NIC, NFS and overlay modules from ROOTFS and their dependencies
+#   /lib/modules/VERSION/...      every network driver of the kernel (drivers/net/ethernet, USB
+#                                 NICs with the USB host controllers, virtio (and its PCI transport),
+#                                 vmxnet3, Hyper-V), NFS
+#                                 and overlay modules from ROOTFS and their dependencies
 #                                 (modules.dep closure + softdeps), with modules.dep, modules.alias,
-#                                 modules.softdep, modules.builtin* and modules.order cut down to them
+#                                 modules.softdep, modules.builtin* and modules.order cut down to them;
+#                                 /init loads the NIC drivers its devices ask for (modalias)
+#   /lib/firmware/...             the firmware files those drivers name (their modinfo) that ROOTFS has
+#                                 (an image gets them from packages: firmware-realtek, ...)
+#   /etc/provision/nic-modules    the NIC drivers, for /init's fallback (load them all)
 # Nothing else from ROOTFS. Deterministic: same inputs, same bytes (sorted entries, owner 0:0,
 # fixed mtimes, renumbered inodes, gzip -n).
 #
@@ -27,8 +34,11 @@
 #   KVER              kernel version (default: the one in ROOTFS/lib/modules with a
 #                     ROOTFS/boot/vmlinuz-VERSION; the newest if several)
 #   INITRD_MODULES    modules to include (default: the list below); INITRD_EXTRA_MODULES: more
+#                     (an image manifest's initrd_modules)
+#   INITRD_NIC_DRIVERS  all (default): every network driver, loaded by modalias; none: only the
+#                     modules listed
 #   SOURCE_DATE_EPOCH mtime of every entry (default 0)
-# Needs: cpio (GNU, --reproducible), gzip, find, sort, awk. Runs as any user that can read ROOTFS
+# Needs: cpio (GNU, --reproducible), gzip, find, sort, awk (xz, zstd for compressed modules). Runs as any user that can read ROOTFS
 # (/boot/vmlinuz and some modules may be root-only).
 set -euo pipefail
 
@@ -43,10 +53,10 @@ SRC="$(cd "$HERE/../.." && pwd)"
 BUSYBOX="${BUSYBOX:-/bin/busybox}"
 EPOCH="${SOURCE_DATE_EPOCH:-0}"
 
-# name:required|optional. NIC drivers are optional (a node has one of them); the file systems are
-# not. nfsv3 is optional (NFSv4 is the default).
-DEFAULT_MODULES="virtio_pci:optional virtio_net:optional e1000:optional e1000e:optional
-igc:optional r8169:optional nfsv4:required nfsv3:optional overlay:required"
+# name:required|optional. The file systems are required; nfsv3 is optional (NFSv4 is the
+# default). NIC drivers are not listed: every one is included and /init loads the ones its
+# devices ask for. With INITRD_NIC_DRIVERS=none, list the NIC's driver here instead.
+DEFAULT_MODULES="nfsv4:required nfsv3:optional overlay:required"
 MODULES="${INITRD_MODULES:-$DEFAULT_MODULES} ${INITRD_EXTRA_MODULES:-}"
 
 for tool in cpio gzip find sort awk; do
@@ -167,6 +177,20 @@ for entry in $MODULES; do
   esac
 done
 
+# Every network driver of the kernel and what it needs: loaded at boot by modalias, so the NIC
+# that booted comes up whatever its make (Realtek, Intel, Aquantia, Broadcom, Mellanox...).
+NIC_LIST=()
+if [ "${INITRD_NIC_DRIVERS:-all}" = all ]; then
+  while read -r p; do
+    add_with_deps "$p"
+    n="${p##*/}"
+    NIC_LIST+=("$(echo "${n%%.ko*}" | tr - _)")
+  done < <(awk -F: '{print $1}' "$MODDIR/modules.dep" | grep -E \
+    '^kernel/drivers/net/(ethernet|usb)/|^kernel/drivers/net/(virtio_net|vmxnet3/vmxnet3|hyperv/hv_netvsc)\.ko|^kernel/drivers/usb/host/(xhci-pci|ehci-pci|ohci-pci|uhci-hcd)\.ko|^kernel/drivers/virtio/virtio_pci\.ko' |
+    LC_ALL=C sort)
+  log "${#NIC_LIST[@]} network and USB host drivers"
+fi
+
 # ---------------------------------------------------------------- staging tree
 mkdir -p "$STAGE"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,run,tmp,newroot,etc/provision,root}
 mkdir -p "$STAGE/lib/modules/$KVER"
@@ -205,6 +229,26 @@ if [ -r "$MODDIR/modules.alias" ]; then
   awk 'NR == FNR { keep[$1] = 1; next } /^alias / { n = $3; gsub(/-/, "_", n); if (keep[n]) print }' \
     "$TMP/names" "$MODDIR/modules.alias" >"$STAGE/lib/modules/$KVER/modules.alias"
 fi
+# The firmware files a module names: "firmware=NAME" entries of its .modinfo section, which
+# are NUL-separated strings (no modinfo needed on the build host).
+module_firmware() {
+  case "$1" in
+    *.xz) xz -dc "$1" ;;
+    *.zst) zstd -dc "$1" ;;
+    *) cat "$1" ;;
+  esac 2>/dev/null | tr '\0' '\n' | sed -n 's/^firmware=\([A-Za-z0-9._/+-]*\)$/\1/p'
+}
+# Firmware the included drivers name, where ROOTFS has it (compressed or not).
+FW=0
+while read -r name; do
+  for f in "$ROOTFS/lib/firmware/$name" "$ROOTFS/lib/firmware/$name.xz" "$ROOTFS/lib/firmware/$name.zst"; do
+    [ -f "$f" ] || continue
+    mkdir -p "$STAGE/lib/firmware/$(dirname "$name")"
+    cp -L "$f" "$STAGE/lib/firmware/${f#"$ROOTFS/lib/firmware/"}"
+    FW=$((FW + 1))
+  done
+done < <(for p in "${!INCLUDED[@]}"; do module_firmware "$MODDIR/$p"; done | LC_ALL=C sort -u)
+printf '%s\n' "${NIC_LIST[@]}" | sed '/^$/d' >"$STAGE/etc/provision/nic-modules"
 for f in modules.builtin modules.builtin.modinfo modules.softdep; do
   [ -r "$MODDIR/$f" ] && install -m 0644 "$MODDIR/$f" "$STAGE/lib/modules/$KVER/$f"
 done
@@ -225,4 +269,4 @@ mkdir -p "$(dirname "$OUT")"
 gzip -9 -n <"$TMP/initrd.cpio" >"$TMP/initrd.img"
 mv -f "$TMP/initrd.img" "$OUT.tmp.$$"
 mv -f "$OUT.tmp.$$" "$OUT"
-log "$OUT: kernel $KVER, ${#INCLUDED[@]} modules, $(stat -c %s "$OUT") bytes"
+log "$OUT: kernel $KVER, ${#INCLUDED[@]} modules, $FW firmware files, $(stat -c %s "$OUT") bytes"

@@ -137,6 +137,24 @@ std::string CmdlineValue(const std::string& cmdline, const std::string& key) {
   return "";
 }
 
+// How the machine booted: UEFI or BIOS, and whether Secure Boot was on (the
+// last byte of the SecureBoot variable; the first four are its attributes).
+nlohmann::json Firmware(const std::string& root) {
+  std::error_code ec;
+  const bool uefi = fs::exists(root + "/sys/firmware/efi", ec);
+  nlohmann::json out = {{"uefi", uefi}, {"secure_boot", false}};
+  if (!uefi) return out;
+  std::ifstream in(
+      root + "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c",
+      std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() == 5)
+    out["secure_boot"] = bytes[4] == 1;
+  else
+    out["secure_boot"] = nullptr;  // unknown: no efivars
+  return out;
+}
+
 }  // namespace
 
 PciNames LookupPciNames(const std::string& text, const std::string& vendor_id,
@@ -179,6 +197,7 @@ nlohmann::json CollectFacts(const std::string& root) {
                           {"pci", Pci(root, pci_ids)},
                           {"nics", Nics(root)},
                           {"disks", Disks(root)},
+                          {"firmware", Firmware(root)},
                           {"image", CmdlineValue(cmdline, "provision.image")},
                           {"ssh_host_key", Read(root + "/etc/ssh/ssh_host_ed25519_key.pub")}};
   std::string os = Read(root + "/etc/os-release");

@@ -67,6 +67,18 @@ TEST_CASE("facts from a fake node: CPU, memory, PCI with names, NICs, disks, hos
   CHECK(f["disks"][0]["size_bytes"] == 3907029168ULL * 512);
   CHECK(f["ssh_host_key"] == "ssh-ed25519 AAAAC3Nza root@node0");
   CHECK(f["os"] == "Ubuntu 24.04.1 LTS");
+  CHECK(f["firmware"] == nlohmann::json{{"uefi", false}, {"secure_boot", false}});  // BIOS
+
+  // UEFI: the SecureBoot variable's last byte (after 4 bytes of attributes).
+  const fs::path var =
+      r / "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c";
+  fs::create_directories(r / "sys/firmware/efi");
+  CHECK(CollectFacts(r.string())["firmware"]["secure_boot"].is_null());  // no efivars: unknown
+  Put(var, std::string("\x06\x00\x00\x00\x01", 5));
+  CHECK(CollectFacts(r.string())["firmware"] ==
+        nlohmann::json{{"uefi", true}, {"secure_boot", true}});
+  Put(var, std::string("\x06\x00\x00\x00\x00", 5));
+  CHECK(CollectFacts(r.string())["firmware"]["secure_boot"] == false);
   fs::remove_all(r);
 }
 

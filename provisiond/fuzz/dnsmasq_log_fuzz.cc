@@ -34,7 +34,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::string hosts = prov::RenderHostsFile(book);
       FUZZ_CHECK(hosts == n.mac + "," + n.ip + ",n0\n", what + " -> " + hosts);
     } else {
-      FUZZ_CHECK(!obs->file.empty() && obs->file.find('/') == std::string::npos, what);
+      // A path as logged: a file, never a directory, no space or line break.
+      FUZZ_CHECK(!obs->file.empty() && obs->file.back() != '/' &&
+                     obs->file.find_first_of(" \n") == std::string::npos,
+                 what);
     }
   }
   return 0;

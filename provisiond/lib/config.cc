@@ -193,6 +193,16 @@ const std::vector<Setting>& Table() {
          c.uefi_binary = v;
          return Status::Ok();
        }},
+      {{"dhcp.uefi_loader", "grub|ipxe", "grub",
+        "What UEFI firmware boots: grub, the signed chain (shim signed by Microsoft's UEFI CA, "
+        "grub and the kernel signed by Debian), which boots with Secure Boot on or off; or ipxe "
+        "(unsigned: Secure Boot must be off). BIOS firmware always gets iPXE."},
+       [](const std::string& v, const std::string&, Config& c) {
+         if (v != "grub" && v != "ipxe")
+           return Status::Invalid("expected grub or ipxe, found '" + v + "'");
+         c.uefi_loader = v;
+         return Status::Ok();
+       }},
       {{"boot_url", "URL", "",
         "The URL nodes use to reach provisiond (plain http: iPXE has no HTTPS here). Empty: "
         "http://<interface address>:<listen port>."},
@@ -207,6 +217,10 @@ const std::vector<Setting>& Table() {
       {{"ipxe_dir", "path", "/usr/lib/ipxe",
         "Where the iPXE binaries are (undionly.kpxe, ipxe.efi, snponly.efi; Debian's ipxe)."},
        PathSetting(&Config::ipxe_dir)},
+      {{"signed_loader_dir", "path", "/usr/lib",
+        "Where the signed boot chain is: shim/shimx64.efi.signed (Debian's shim-signed) and "
+        "grub/x86_64-efi-signed/grubnetx64.efi.signed (grub-efi-amd64-signed)."},
+       PathSetting(&Config::signed_loader_dir)},
       {{"pxe_dir", "path", PROVISION_DATADIR "/pxe",
         "Templates for the dnsmasq config and the iPXE scripts."},
        PathSetting(&Config::pxe_dir)},

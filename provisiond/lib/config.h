@@ -42,7 +42,9 @@ struct Config {
   std::string dhcp_range_first;  // full mode; empty: derived from the interface's subnet
   std::string dhcp_range_last;
   std::string uefi_binary;  // ipxe.efi or snponly.efi
-  std::string boot_url;     // empty: http://<interface address>:<listen port>
+  std::string uefi_loader;  // grub (shim -> grub, signed) or ipxe
+  std::string signed_loader_dir;
+  std::string boot_url;  // empty: http://<interface address>:<listen port>
   std::string dnsmasq_path;
   std::string ipxe_dir;
   std::string pxe_dir;      // templates

@@ -203,6 +203,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   boot.pxe_dir = config.pxe_dir;
   boot.loader_dir = config.ipxe_dir;
   boot.uefi_file = config.uefi_binary;
+  boot.uefi_loader = config.uefi_loader;
+  boot.signed_loader_dir = config.signed_loader_dir;
+  boot.tftp_dir = config.data_dir + "/netboot/tftp";  // dnsmasq's run_dir + /tftp
   // provisiond reserves every node's address only in full DHCP mode.
   boot.reserved_addresses = !config.interface.empty() && config.dhcp_mode == "full";
   boot.max_discovered = config.max_discovered;
@@ -339,31 +342,40 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     dns.iface = *d.iface;
     s = EffectiveRange(config, *d.iface, dns.range_first, dns.range_last);
     if (!s.ok()) return s;
-    // What DHCP and TFTP serve, from the boot loader's description.
+    // What DHCP and TFTP serve, from the boot loaders' descriptions: the
+    // loader BIOS firmware gets (iPXE, whose own requests go to its start
+    // script) and the one UEFI firmware gets (the signed chain by default).
     const BootLoader& loader = d.boot->loader();
-    dns.loader = {.title = std::string(loader.title()),
-                  .tag = std::string(loader.name()),
-                  .user_class = std::string(loader.dhcp_user_class()),
-                  .bios_file = loader.FirstStage(ClientArch::kBios),
-                  .uefi_file = loader.FirstStage(ClientArch::kUefiX64),
-                  .start_url = loader.StartUrl(boot_url),
-                  .options = loader.DhcpOptions(),
-                  .tftp_files = loader.TftpFiles(),
-                  .package = std::string(loader.package())};
+    const BootLoader& uefi = d.boot->uefi_loader();
+    dns.loader = {
+        .title = std::string(loader.title()),
+        .tag = std::string(loader.name()),
+        .user_class = std::string(loader.dhcp_user_class()),
+        .bios_file = loader.FirstStage(ClientArch::kBios),
+        .uefi_file = uefi.FirstStage(ClientArch::kUefiX64),
+        .start_url = loader.StartUrl(boot_url),
+        .options = loader.DhcpOptions(),
+        .tftp_files = {},
+        .package = std::string(loader.package()) + (&uefi == &loader || uefi.name() == loader.name()
+                                                        ? ""
+                                                        : ", " + std::string(uefi.package()))};
+    for (const auto& f : d.boot->TftpFiles()) dns.loader.tftp_files.emplace_back(f.source, f.name);
+    s = d.boot->WriteTftpStartScripts();
+    if (!s.ok()) return s;
     dns.pxe_dir = config.pxe_dir;
     dns.run_dir = config.data_dir + "/netboot";
     dns.router_advertisements = config.dhcp_mode == "full" && HasRoutableIpv6(config.interface);
     BootService* boot = d.boot.get();
-    Store* store = d.store.get();
-    // What dnsmasq saw becomes boot stages: an address for a MAC, or an iPXE
-    // binary fetched by TFTP (known only by address).
-    auto observer = [boot, store](const DhcpObservation& o) {
+    // What dnsmasq saw becomes boot stages: an address for a MAC (and the
+    // node's TFTP boot config, written before its firmware loads the
+    // loader), or a loader's file sent by TFTP (known only by address).
+    auto observer = [boot](const DhcpObservation& o) {
       if (o.kind == DhcpObservation::Kind::kAck) {
         boot->RecordStage(o.mac, "dhcp", o.ip, o.ip);
+        boot->WriteTftpNodeScript(o.mac);
         return;
       }
-      if (auto n = store->FindNodeByIp(o.ip); n.ok())
-        boot->RecordStage(n->mac, "ipxe-binary", o.file);
+      boot->RecordTftpSent(o.ip, o.file);
     };
     if (config.nfs_server == "ganesha") {
       NfsSettings nfs;

@@ -5,16 +5,21 @@
 # machine booting the same kernel, initrd and command line directly from QEMU
 # (-kernel/-initrd/-append). Both mount the same NFS root, fetch the same
 # overlay and phone home to the same provisiond, in one lab namespace.
+# --firmware uefi-sb netboots a UEFI machine with Secure Boot enforced through
+# the signed chain instead (shim, grub, its config, kernel and initrd by
+# TFTP): run it beside the default to compare the two loaders' paths against
+# the same direct boot.
 #
 # Usage: tests/bench/boot_time_bench.sh [--build-dir DIR] [--rounds N]
-#          [--warmup N] [--timeout S] [--json FILE]          (root)
+#          [--warmup N] [--timeout S] [--firmware bios|uefi-sb] [--json FILE]   (root)
 # See tests/bench/README.md.
 set -euo pipefail
 bench=boot_time_bench
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 build_dir="$repo/build" rounds=3 warmup=1 timeout=300 json=''
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+firmware=bios
 while (($#)); do
   case "$1" in
     --build-dir) build_dir="$2"; shift 2 ;;
@@ -22,16 +27,20 @@ while (($#)); do
     --warmup) warmup="$2"; shift 2 ;;
     --timeout) timeout="$2"; shift 2 ;;
     --json) json="$2"; shift 2 ;;
+    --firmware) firmware="$2"; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
   esac
 done
 [[ $rounds =~ ^[1-9][0-9]*$ && $warmup =~ ^[0-9]+$ && $timeout =~ ^[1-9][0-9]*$ ]] ||
   { echo "$bench: --rounds, --timeout: positive integers; --warmup: 0 or more" >&2; exit 2; }
+[[ $firmware == bios || $firmware == uefi-sb ]] || { echo "$bench: --firmware bios or uefi-sb" >&2; exit 2; }
 build_dir="$(cd "$build_dir" && pwd)"
 provisiond="$build_dir/provisiond/provisiond"
 provisionctl="$build_dir/provisiond/provisionctl"
-: "${json:=$build_dir/tests/bench/$bench.json}"
+suffix=""
+[ "$firmware" = bios ] || suffix="-$firmware"
+: "${json:=$build_dir/tests/bench/$bench$suffix.json}"
 
 die() {
   echo "$bench: $*" >&2
@@ -123,6 +132,8 @@ api() { lab_exec curl -sSf --noproxy '*' -H "Authorization: Bearer $PROVISIOND_T
 ctl image verify lab >"$LAB_DIR/verify.out" || { cat "$LAB_DIR/verify.out" >&2; die "image verify failed"; }
 ctl profile apply lab --yes >/dev/null || die "profile apply lab failed"
 node=lab0 mac=52:54:00:97:00:20
+# The lab's power driver starts the node with this firmware (tests/lab/power.sh).
+echo "$node $firmware" >"$LAB_DIR/firmware"
 ctl node add "$node" --mac "$mac" --power command >/dev/null || die "node add failed"
 
 # The kernel command line the boot script gives this node (the token is per
@@ -212,7 +223,7 @@ stages() {
     | map(if . then . - $t0 else "-" end) | @tsv' "$out"
 }
 
-echo "$bench: $node ($mac, bios), VM ${LAB_VM_MEM} MiB TCG; direct: -kernel/-initrd/-append of lab@$version" >&2
+echo "$bench: $node ($mac, netboot $firmware, direct bios), VM ${LAB_VM_MEM} MiB TCG; direct: -kernel/-initrd/-append of lab@$version" >&2
 token="${cmdline#*provision.token=}" token="${token%% *}"
 echo "$bench: command line: ${cmdline/"$token"/***}" >&2
 for ((w = 0; w < warmup; w++)); do
@@ -247,7 +258,11 @@ m_ratioq="$(awk -v n="$m_netq" -v d="$m_dir" 'BEGIN { printf "%.3f", n / d }')"
 qemu_version="$(qemu-system-x86_64 --version | head -n 1)"
 {
   echo "$bench: power-on to booted (phone-home), $rounds rounds after $warmup warm-up netboot(s), alternating"
-  echo "node $node bios (SeaBIOS + QEMU's iPXE ROM), ${LAB_VM_MEM} MiB, -smp 1, TCG; image lab@$version, NFS root (nfs-ganesha)"
+  if [ "$firmware" = bios ]; then
+    echo "node $node netboot: bios (SeaBIOS + QEMU's iPXE ROM); direct: bios; ${LAB_VM_MEM} MiB, -smp 1, TCG; image lab@$version, NFS root (nfs-ganesha)"
+  else
+    echo "node $node netboot: uefi-sb (OVMF, Secure Boot enforced: shim, grub, kernel, initrd by TFTP); direct: bios; ${LAB_VM_MEM} MiB, -smp 1, TCG; image lab@$version, NFS root (nfs-ganesha)"
+  fi
   echo "$(nproc) CPUs, load average $load_start at start, $qemu_version"
   echo "times in s; stages in s after QEMU started (from provisiond's events): dhcp = first DHCP ACK,"
   echo "script/kernel/initrd = request start, dhcp2 = the initrd's DHCP ACK, overlay, hello"
@@ -283,9 +298,10 @@ seg() {
 }
 {
   echo "segments (medians, s):             netboot   direct"
-  printf '  QEMU start -> iPXE DHCP ACK       %7s        -\n' "$(seg netboot 0 1)"
+  printf '  QEMU start -> first DHCP ACK      %7s        -\n' "$(seg netboot 0 1)"
   printf '  iPXE DHCP ACK -> script          %7s        -\n' "$(seg netboot 1 2)"
   printf '  script -> kernel request         %7s        -\n' "$(seg netboot 2 3)"
+  printf '  first DHCP ACK -> kernel         %7s        -\n' "$(seg netboot 1 3)"
   printf '  kernel request -> initrd request %7s        -\n' "$(seg netboot 3 4)"
   printf '  initrd request -> initrd DHCP    %7s        -\n' "$(seg netboot 4 5)"
   printf '  QEMU start -> initrd DHCP        %7s  %7s\n' "$(seg netboot 0 5)" "$(seg direct 0 5)"
@@ -306,7 +322,7 @@ added_ratio="$(awk -v x="$added" -v d="$m_dir" 'BEGIN { printf "%.3f", (d / 1000
 
 # JSON: the medians, ratios and every run with its stages (ms after QEMU start).
 printf '%s\n' "${rows[@]}" | jq -R -s \
-  --arg bench "$bench" --argjson rounds "$rounds" --argjson warmup "$warmup" \
+  --arg bench "$bench" --arg firmware "$firmware" --argjson rounds "$rounds" --argjson warmup "$warmup" \
   --argjson cpus "$(nproc)" --arg load_start "$load_start" --arg qemu "$qemu_version" \
   --arg image "lab@$version" --argjson vm_mib "$LAB_VM_MEM" \
   --argjson m_net "$m_net" --argjson m_netq "$m_netq" --argjson m_dir "$m_dir" \
@@ -314,7 +330,7 @@ printf '%s\n' "${rows[@]}" | jq -R -s \
   --argjson per_round "[$(IFS=,; echo "${ratio[*]}")]" \
   --argjson added "$added" --argjson added_ratio "$added_ratio" '
   def num: if . == "-" then null else tonumber end;
-  {bench: $bench, rounds: $rounds, warmup: $warmup, cpus: $cpus, load_start: $load_start,
+  {bench: $bench, firmware: $firmware, rounds: $rounds, warmup: $warmup, cpus: $cpus, load_start: $load_start,
    qemu: $qemu, image: $image, vm_mib: $vm_mib,
    median_ms: {netboot_from_power_on: $m_net, netboot_from_qemu_start: $m_netq,
                direct_from_qemu_start: $m_dir},

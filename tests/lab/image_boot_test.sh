@@ -24,8 +24,6 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 TOOLS="$(dirname "$PROVISIOND")"
 TIMEOUT="${LAB_TIMEOUT:-420}"
-T0="${EPOCHREALTIME//[!0-9]/}"
-say() { printf '[%6.1fs] %s\n' "$(((${EPOCHREALTIME//[!0-9]/} - T0) / 100000))e-1" "$*"; }
 dump() {
   [ -n "${LAB_DIR:-}" ] && [ -d "$LAB_DIR" ] || return 0
   for f in "$LAB_DIR"/provisiond.log "$LAB_DIR"/data/nfs/ganesha.log "$LAB_DIR"/*.serial; do
@@ -33,22 +31,7 @@ dump() {
   done
   [ -n "${LAB_NS:-}" ] && { echo "--- events"; lab_exec "$PROVISIONCTL" events --limit 400 2>&1 | tail -n 40; }
 } >&2
-fail() {
-  echo "FAIL: $*" >&2
-  dump
-  exit 1
-}
-trap 'fail "line $LINENO: $BASH_COMMAND"' ERR
-ctl() { lab_exec "$PROVISIONCTL" "$@"; }
-wait_for() {
-  local what="$1" timeout="$2"
-  shift 2
-  local deadline=$((${EPOCHREALTIME//[!0-9]/} + timeout * 1000000))
-  until "$@" >/dev/null 2>&1; do
-    [ "${EPOCHREALTIME//[!0-9]/}" -lt "$deadline" ] || fail "timed out after ${timeout}s waiting for: $what"
-    sleep 0.5
-  done
-}
+source "$HERE/lab-test.sh"
 node_json() { ctl node show "$1" --json; }
 field() { node_json "$1" | sed -n "s/.*\"$2\":\"\\([^\"]*\\)\".*/\\1/p"; }
 state_is() { [ "$(field "$1" state)" = "$2" ]; }
@@ -111,15 +94,6 @@ ctl node add lab0 --mac "$M0" --power command >/dev/null
 ctl node add lab1 --mac 52:54:00:97:00:11 --power command >/dev/null
 ctl node power on 'lab[0-1]' >/dev/null
 # Phone-home, then the lab profile's playbooks and health checks: ready.
-# wait_ready HOSTLIST [TIMEOUT_S]
-wait_ready() {
-  local out="$LAB_DIR/wait-$1.out" limit="${2:-$TIMEOUT}"
-  ctl wait "$1" --state ready --timeout "$limit" >"$out" 2>&1 || {
-    tail -n 20 "$out" >&2
-    ctl run list >&2 || true
-    fail "$1 did not reach ready in ${limit}s"
-  }
-}
 wait_ready 'lab[0-1]'
 say "lab0 and lab1 booted at the same time: ready $(lab_vm_elapsed lab0)s and $(lab_vm_elapsed lab1)s after power-on"
 ctl run list --node lab0 --status ok >"$LAB_DIR/runs0.out"

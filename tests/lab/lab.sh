@@ -25,9 +25,13 @@
 #                                       profiles/lab's lab_apt_repo http://10.99.0.1:8081/debian-lab.
 #                                       python3 -m http.server, PID registered (killed at cleanup) and
 #                                       in LAB_REPO_PID; returns once it listens. Log: $LAB_DIR/repo.log.
-#   lab_vm_start NAME MAC [bios|uefi|uefi-pxe]
+#   lab_vm_start NAME MAC [bios|uefi|uefi-pxe|uefi-sb]
 #                                       power a VM on (again): tap in the namespace on br0, QEMU
-#                                       (TCG) netbooting from a virtio-net NIC with MAC. Files:
+#                                       (TCG) netbooting from a NIC with MAC (LAB_VM_NIC, default
+#                                       virtio-net-pci). uefi-sb: OVMF's Secure Boot build with
+#                                       Microsoft's keys enrolled (Secure Boot enforced), its own
+#                                       PXE. LAB_VM_OTHER_NIC="MODEL MAC": a second NIC on the same
+#                                       bridge, ahead of the boot NIC and not booted from. Files:
 #                                       $LAB_DIR/NAME.serial (serial console), NAME.mon (HMP monitor
 #                                       socket), NAME.pid, NAME.qemu.log, NAME.fw.log (firmware
 #                                       debug port), NAME.vars.fd (UEFI NVRAM, kept across restarts).
@@ -55,6 +59,10 @@
 #   LAB_TMPDIR            where the work dir is made (default ${TMPDIR:-/tmp}).
 #   LAB_VM_MEM            MiB per VM (default 512).
 #   LAB_OVMF_CODE / LAB_OVMF_VARS   UEFI firmware (default /usr/share/OVMF/OVMF_{CODE,VARS}_4M.fd).
+#   LAB_OVMF_SB_CODE / LAB_OVMF_SB_VARS   the same for uefi-sb (OVMF_CODE_4M.secboot.fd,
+#                         OVMF_VARS_4M.ms.fd: Secure Boot on, Microsoft's keys).
+#   LAB_VM_NIC            the boot NIC's QEMU model (virtio-net-pci, e1000e, rtl8139, ...).
+#   LAB_VM_OTHER_NIC      "MODEL MAC": a second NIC the VM does not boot from (empty: none).
 #   LAB_IPXE_ROM          NIC option ROM for bios/uefi. Default: QEMU's own default for
 #                         virtio-net-pci, efi-virtio.rom from ipxe-qemu (iPXE, legacy + EFI
 #                         driver). Leave it unset: QEMU patches the PCI IDs only of its default
@@ -73,6 +81,8 @@ LAB_ADDR6_DEFAULT=fd00:99::1
 : "${LAB_OVMF_CODE:=/usr/share/OVMF/OVMF_CODE_4M.fd}"
 : "${LAB_OVMF_VARS:=/usr/share/OVMF/OVMF_VARS_4M.fd}"
 : "${LAB_IPXE_ROM:=}"
+: "${LAB_OVMF_SB_CODE:=/usr/share/OVMF/OVMF_CODE_4M.secboot.fd}"
+: "${LAB_OVMF_SB_VARS:=/usr/share/OVMF/OVMF_VARS_4M.ms.fd}"
 
 _lab_log() { echo "lab: $*" >&2; }
 # Microseconds since the epoch (EPOCHREALTIME's decimal separator follows the locale).
@@ -358,34 +368,47 @@ _lab_serial_mark() {
   _lab_now_us >"$LAB_DIR/$1.t0"
 }
 
+# _lab_vm_tap KEY: the tap for KEY (a VM name, or NAME.2 for its second NIC), made in the
+# namespace and enslaved to the bridge the first time.
+_lab_vm_tap() {
+  local key="$1" d="$LAB_DIR" n tap
+  if [ -s "$d/$key.tap" ]; then
+    cat "$d/$key.tap"
+    return 0
+  fi
+  n="$(cat "$d/tapcount")"
+  echo $((n + 1)) >"$d/tapcount"
+  tap="tap$n"
+  if ! { ip -n "$LAB_NS" tuntap add dev "$tap" mode tap &&
+    ip -n "$LAB_NS" link set "$tap" master "$LAB_BRIDGE" &&
+    ip -n "$LAB_NS" link set "$tap" up; }; then
+    _lab_log "lab_vm_start: tap $tap failed"
+    return 1
+  fi
+  echo "$tap" >"$d/$key.tap"
+  echo "$tap"
+}
+
 lab_vm_start() {
   local name="${1:-}" mac="${2:-}" mode="${3:-bios}"
   [ -n "${LAB_NS:-}" ] || { _lab_log "lab_vm_start: lab_init first"; return 1; }
   if ! [[ "$name" =~ ^[A-Za-z0-9_.-]{1,32}$ ]] ||
     ! [[ "$mac" =~ ^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$ ]]; then
-    _lab_log "usage: lab_vm_start NAME MAC [bios|uefi|uefi-pxe]"
+    _lab_log "usage: lab_vm_start NAME MAC [bios|uefi|uefi-pxe|uefi-sb]"
     return 2
   fi
   if lab_vm_running "$name"; then
     _lab_log "lab_vm_start: $name is running already"
     return 1
   fi
-  local d="$LAB_DIR" tap fw=() nic romopt
-  # One tap per VM name, kept across power cycles.
-  if [ -s "$d/$name.tap" ]; then
-    tap="$(cat "$d/$name.tap")"
-  else
-    local n
-    n="$(cat "$d/tapcount")"
-    echo $((n + 1)) >"$d/tapcount"
-    tap="tap$n"
-    if ! { ip -n "$LAB_NS" tuntap add dev "$tap" mode tap &&
-      ip -n "$LAB_NS" link set "$tap" master "$LAB_BRIDGE" &&
-      ip -n "$LAB_NS" link set "$tap" up; }; then
-      _lab_log "lab_vm_start: tap $tap failed"
-      return 1
-    fi
-    echo "$tap" >"$d/$name.tap"
+  local d="$LAB_DIR" tap tap2="" fw=() nic romopt model="${LAB_VM_NIC:-virtio-net-pci}" other=()
+  # One tap per VM name (and per second NIC), kept across power cycles.
+  tap="$(_lab_vm_tap "$name")" || return 1
+  if [ -n "${LAB_VM_OTHER_NIC:-}" ]; then
+    tap2="$(_lab_vm_tap "$name.2")" || return 1
+    # shellcheck disable=SC2054 # commas belong to QEMU's option syntax
+    other=(-netdev "tap,id=n1,ifname=$tap2,script=no,downscript=no"
+      -device "${LAB_VM_OTHER_NIC% *},netdev=n1,mac=${LAB_VM_OTHER_NIC#* }")
   fi
   case "$mode" in
     bios)
@@ -395,16 +418,21 @@ lab_vm_start() {
       fw=(-machine pc -fw_cfg "name=etc/sercon-port,file=$d/sercon-port.bin")
       romopt="${LAB_IPXE_ROM:+romfile=$LAB_IPXE_ROM}"
       ;;
-    uefi | uefi-pxe)
-      local f
-      for f in "$LAB_OVMF_CODE" "$LAB_OVMF_VARS"; do
+    uefi | uefi-pxe | uefi-sb)
+      local f code="$LAB_OVMF_CODE" vars="$LAB_OVMF_VARS" machine=q35
+      if [ "$mode" = uefi-sb ]; then
+        # Secure Boot needs SMM, and the firmware's flash writable only from SMM.
+        code="$LAB_OVMF_SB_CODE" vars="$LAB_OVMF_SB_VARS" machine=q35,smm=on
+      fi
+      for f in "$code" "$vars"; do
         [ -r "$f" ] || { _lab_log "lab_vm_start: missing $f (package ovmf)"; return 1; }
       done
       # Per-VM NVRAM, kept across power cycles like a real machine's.
-      [ -f "$d/$name.vars.fd" ] || cp "$LAB_OVMF_VARS" "$d/$name.vars.fd" || return 1
-      fw=(-machine q35
-        -drive "if=pflash,format=raw,unit=0,readonly=on,file=$LAB_OVMF_CODE"
+      [ -f "$d/$name.vars.fd" ] || cp "$vars" "$d/$name.vars.fd" || return 1
+      fw=(-machine "$machine"
+        -drive "if=pflash,format=raw,unit=0,readonly=on,file=$code"
         -drive "if=pflash,format=raw,unit=1,file=$d/$name.vars.fd")
+      [ "$mode" = uefi-sb ] && fw+=(-global driver=cfi.pflash01,property=secure,value=on)
       if [ "$mode" = uefi ]; then
         romopt="${LAB_IPXE_ROM:+romfile=$LAB_IPXE_ROM}"
       else
@@ -412,7 +440,7 @@ lab_vm_start() {
       fi
       ;;
     *)
-      _lab_log "lab_vm_start: mode must be bios, uefi or uefi-pxe, not '$mode'"
+      _lab_log "lab_vm_start: mode must be bios, uefi, uefi-pxe or uefi-sb, not '$mode'"
       return 2
       ;;
   esac
@@ -420,7 +448,7 @@ lab_vm_start() {
     _lab_log "lab_vm_start: missing $LAB_IPXE_ROM"
     return 1
   fi
-  nic="virtio-net-pci,netdev=n0,mac=$mac${romopt:+,$romopt},bootindex=1"
+  nic="$model,netdev=n0,mac=$mac${romopt:+,$romopt},bootindex=1"
   echo "$mac $mode" >"$d/$name.conf"
   rm -f "$d/$name.pid" "$d/$name.mon"
   # Keep the previous boot's console output; the new one starts empty.
@@ -436,6 +464,7 @@ lab_vm_start() {
     -chardev "file,id=ser0,path=$d/$name.serial,append=on" -serial chardev:ser0
     -chardev "file,id=dbg0,path=$d/$name.fw.log" -device isa-debugcon,iobase=0x402,chardev=dbg0
     -monitor "unix:$d/$name.mon,server=on,wait=off"
+    "${other[@]}"
     -netdev "tap,id=n0,ifname=$tap,script=no,downscript=no"
     -device "$nic"
     -boot order=n,strict=on

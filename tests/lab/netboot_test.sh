@@ -6,8 +6,9 @@
 #   1. an unknown machine appears as `discovered` and gets a waiting script
 #   2. enrolled with the lab profile it fetches its own script, kernel and
 #      initrd, and the kernel starts (BIOS, iPXE ROM)
-#   3. the same with UEFI firmware whose own PXE fetches ipxe.efi by TFTP,
-#      powered on through provisiond's power driver
+#   3. the same with UEFI firmware (Secure Boot off) whose own PXE gets the
+#      signed chain by TFTP: shim, grub, the node's grub config, kernel and
+#      initrd; powered on through provisiond's power driver
 #   4. two machines at once get their own reserved addresses
 #   5. dnsmasq killed under provisiond is restarted, and the next machine boots
 #   6. provisiond killed with SIGKILL: the next one stops the dnsmasq it left;
@@ -21,9 +22,6 @@ REPO="$(cd "$HERE/../.." && pwd)"
 CACHE="${LAB_CACHE_DIR:-/var/tmp/provisiond-lab-cache}"
 TIMEOUT="${LAB_TIMEOUT:-150}"
 MARKER='PROVISION-LAB-MARKER kernel started'
-T0="${EPOCHREALTIME//[!0-9]/}"
-say() { printf '[%6.1fs] %s\n' "$(((${EPOCHREALTIME//[!0-9]/} - T0) / 100000))e-1" "$*"; }
-
 dump() {
   [ -n "${LAB_DIR:-}" ] && [ -d "$LAB_DIR" ] || return 0
   for f in "$LAB_DIR"/provisiond.log "$LAB_DIR"/data/netboot/dnsmasq.log "$LAB_DIR"/power.log; do
@@ -31,32 +29,10 @@ dump() {
   done
   [ -n "${PROVISIOND_URL:-}" ] && [ -n "${LAB_NS:-}" ] && { echo "--- events"; lab_exec "$PROVISIONCTL" events --limit 200 2>&1 | tail -n 40; }
 } >&2
-fail() {
-  echo "FAIL: $*" >&2
-  dump
-  exit 1
-}
-trap 'fail "line $LINENO: $BASH_COMMAND"' ERR
-ctl() { lab_exec "$PROVISIONCTL" "$@"; }
-
-# wait_for DESCRIPTION TIMEOUT_S COMMAND...: polls COMMAND until it succeeds.
-wait_for() {
-  local what="$1" timeout="$2"
-  shift 2
-  local deadline=$((${EPOCHREALTIME//[!0-9]/} + timeout * 1000000))
-  until "$@" >/dev/null 2>&1; do
-    [ "${EPOCHREALTIME//[!0-9]/}" -lt "$deadline" ] || fail "timed out after ${timeout}s waiting for: $what"
-    sleep 0.2
-  done
-}
+LAB_POLL_S=0.2
+source "$HERE/lab-test.sh"
 node_field() { ctl node show "$1" --json | sed -n "s/.*\"$2\":\"\\([^\"]*\\)\".*/\\1/p"; }
 state_is() { [ "$(node_field "$1" state)" = "$2" ]; }
-# Output is captured before grep: `cmd | grep -q` fails under pipefail when
-# grep stops reading early (SIGPIPE in cmd).
-has_event() {
-  ctl events --node "$1" --limit 100000 >"$LAB_DIR/events.out"
-  grep -q -- "$2" "$LAB_DIR/events.out"
-}
 
 [ "$(id -u)" -eq 0 ] || fail "run as root (network namespaces, taps)"
 say "kernel and marker initrd in $CACHE"
@@ -113,14 +89,17 @@ ctl node why lab0 >"$LAB_DIR/why.out"
 grep -q "initrd" "$LAB_DIR/why.out" || { cat "$LAB_DIR/why.out"; fail "node why does not show the initrd stage"; }
 say "lab0: events dhcp, script, kernel, initrd; node why names the last stage"
 
-# 3. UEFI with OVMF's own PXE: TFTP ipxe.efi, then iPXE; powered on by provisiond.
+# 3. UEFI with OVMF's own PXE: the signed chain by TFTP; powered on by provisiond.
 M1=52:54:00:99:00:11
 echo "lab1 uefi-pxe" >>"$LAB_DIR/firmware"
 ctl node add lab1 --mac "$M1" --power command
 ctl node power on lab1
 lab_wait_serial lab1 "$MARKER.*provision.node=lab1 " "$TIMEOUT" || fail "lab1 (UEFI) did not boot"
-has_event lab1 "ipxe-binary: ipxe.efi" || fail "lab1 has no TFTP ipxe.efi event"
-say "lab1 (UEFI, PXE -> TFTP ipxe.efi -> iPXE) kernel started $(lab_vm_elapsed lab1)s after power-on"
+for stage in "shim: shimx64.efi" "grub: grubx64.efi" "grub-config: $M1.cfg" "kernel: vmlinuz" "initrd: initrd.img"; do
+  has_event lab1 "$stage" || fail "lab1 has no '$stage' event (TFTP)"
+done
+grep -a "$MARKER" "$LAB_DIR/lab1.serial" | grep -q "initrd=" && fail "grub's kernel line names an initrd= (iPXE's EFI argument)"
+say "lab1 (UEFI, PXE -> TFTP shim -> grub -> its config, kernel, initrd) kernel started $(lab_vm_elapsed lab1)s after power-on"
 
 # 4. Two machines at once, each with its reserved address.
 M2=52:54:00:99:00:12 M3=52:54:00:99:00:13

@@ -14,26 +14,13 @@ REPO="$(cd "$HERE/../.." && pwd)"
 CACHE="${LAB_CACHE_DIR:-/var/tmp/provisiond-lab-cache}"
 TIMEOUT="${LAB_TIMEOUT:-150}"
 MARKER='PROVISION-LAB-MARKER kernel started'
-T0="${EPOCHREALTIME//[!0-9]/}"
-say() { printf '[%6.1fs] %s\n' "$(((${EPOCHREALTIME//[!0-9]/} - T0) / 100000))e-1" "$*"; }
-fail() {
-  echo "FAIL: $*" >&2
+dump() {
   for f in "${LAB_DIR:-/nonexistent}"/provisiond*.log "${LAB_DIR:-/nonexistent}"/site-dhcp.log; do
-    [ -f "$f" ] && { echo "--- last 30 lines of $f"; tail -n 30 "$f"; } >&2
+    [ -f "$f" ] && { echo "--- last 30 lines of $f"; tail -n 30 "$f"; }
   done
-  exit 1
-}
-trap 'fail "line $LINENO: $BASH_COMMAND"' ERR
-ctl() { lab_exec "$PROVISIONCTL" "$@"; }
-wait_for() {
-  local what="$1" timeout="$2"
-  shift 2
-  local deadline=$((${EPOCHREALTIME//[!0-9]/} + timeout * 1000000))
-  until "$@" >/dev/null 2>&1; do
-    [ "${EPOCHREALTIME//[!0-9]/}" -lt "$deadline" ] || fail "timed out after ${timeout}s waiting for: $what"
-    sleep 0.2
-  done
-}
+} >&2
+LAB_POLL_S=0.2
+source "$HERE/lab-test.sh"
 
 [ "$(id -u)" -eq 0 ] || fail "run as root (network namespaces, taps)"
 "$HERE/make-test-kernel.sh" "$CACHE" >/dev/null || fail "make-test-kernel.sh failed"

@@ -328,8 +328,11 @@ Examples:
       {"node why", "node why NODE [--json]",
        "Show how far a node's latest boot got, and what provisiond waits for",
        R"(Shows the node's latest boot attempt stage by stage, as provisiond saw it: dhcp
-(its DHCP request), ipxe-binary (its firmware fetched iPXE), script (iPXE asked
-for its boot script), kernel, initrd, overlay (the initrd fetched its root and
+(its DHCP request), then either ipxe-binary (its firmware fetched iPXE) and script
+(iPXE asked for its boot script), or the signed chain of UEFI machines: shim
+(its firmware fetched shim), grub (shim fetched grub) and grub-config (grub read
+the node's config), all by TFTP; then kernel, initrd, network (the initrd's
+DHCP), overlay (the initrd fetched its root and
 overlay) and hello (the booted system phoned home), each with the time since
 the attempt began and what was seen (an address, a file). Boot errors of the
 attempt follow, then the kernel command line the node is given (its token

@@ -67,7 +67,7 @@ TEST_CASE("boot routes: the loader's script names, the node's files") {
   f.Enroll("lab0", "52:54:00:00:00:01");
   HttpResponse start = f.Get("/boot/start.ipxe");
   CHECK(start.status == 200);
-  CHECK(start.body.find("chain --replace http://10.99.0.1:8080/boot/${net0/mac:hexhyp}.ipxe") !=
+  CHECK(start.body.find("chain --replace http://10.99.0.1:8080/boot/${netX/mac:hexhyp}.ipxe") !=
         std::string::npos);
   HttpResponse node = f.Get("/boot/52-54-00-00-00-01.ipxe");
   CHECK(node.status == 200);

@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <random>
 
 #include "base/file_util.h"
@@ -34,7 +36,91 @@ Result<std::unique_ptr<BootService>> BootService::Create(const BootSettings& set
                                  {settings.pxe_dir, settings.loader_dir, settings.uefi_file});
   if (!loader.ok()) return loader.status();
   boot->loader_ = std::move(*loader);
+  const bool signed_chain = settings.uefi_loader == "grub";
+  auto uefi = CreateBootLoader(
+      settings.uefi_loader,
+      {settings.pxe_dir, signed_chain ? settings.signed_loader_dir : settings.loader_dir,
+       settings.uefi_file});
+  if (!uefi.ok()) return uefi.status();
+  boot->uefi_loader_ = std::move(*uefi);
   return boot;
+}
+
+std::vector<TftpFile> BootService::TftpFiles() const {
+  std::vector<TftpFile> out = loader_->TftpFiles();
+  for (auto& f : uefi_loader_->TftpFiles())
+    if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
+  return out;
+}
+
+Status BootService::WriteTftpStartScripts() {
+  for (const BootLoader* l : {loader_.get(), uefi_loader_.get()}) {
+    const std::string path = l->TftpScriptPath({.start = true, .node = ""});
+    if (path.empty() || settings_.tftp_dir.empty()) continue;
+    auto text = l->StartScript(Context(nullptr));
+    if (!text.ok()) return text.status();
+    const std::string full = settings_.tftp_dir + "/" + path;
+    Status s = MakeDirs(full.substr(0, full.rfind('/')));
+    if (s.ok()) s = WriteFileAtomic(full, *text, 0644);
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+void BootService::WriteTftpNodeScript(const std::string& mac) {
+  const BootLoader& l = *uefi_loader_;
+  const std::string path = l.TftpScriptPath({.start = false, .node = mac});
+  if (path.empty() || settings_.tftp_dir.empty()) return;
+  auto node = store_.FindNode(mac);
+  if (!node.ok()) return;
+  auto text = RenderNodeScript(l, *node);
+  if (!text.ok()) {
+    spdlog::warn("{}'s {} config: {}", node->name(), l.title(), text.status().message());
+    return;
+  }
+  const std::string full = settings_.tftp_dir + "/" + path;
+  std::lock_guard lock(tftp_mu_);
+  auto it = tftp_written_.find(full);
+  if (it != tftp_written_.end() && it->second == *text) return;
+  Status s = MakeDirs(full.substr(0, full.rfind('/')));
+  if (s.ok()) s = WriteFileAtomic(full, *text, 0644);
+  if (!s.ok()) {
+    spdlog::warn("{}'s {} config: {}", node->name(), l.title(), s.message());
+    return;
+  }
+  if (tftp_written_.size() > 100000) tftp_written_.clear();  // bounded; only saves writes
+  tftp_written_[full] = *text;
+}
+
+void BootService::RecordTftpSent(const std::string& ip, const std::string& file) {
+  // dnsmasq logs the full path; the loaders know paths in the TFTP root.
+  std::string_view name = file;
+  if (!settings_.tftp_dir.empty() && name.starts_with(settings_.tftp_dir + "/"))
+    name.remove_prefix(settings_.tftp_dir.size() + 1);
+  std::string stage = loader_->TftpStage(name);
+  if (stage.empty()) stage = uefi_loader_->TftpStage(name);
+  if (stage.empty()) return;
+  if (auto n = store_.FindNodeByIp(ip); n.ok())
+    RecordStage(n->mac, stage, std::string(name.substr(name.rfind('/') + 1)), ip);
+}
+
+Status BootService::LinkTftpImage(const BootLoader& loader, const ImageVersion& image) {
+  const std::string dir = settings_.tftp_dir + "/" + loader.TftpImageDir(image.ref());
+  std::error_code ec;
+  if (std::filesystem::exists(dir + "/initrd.img", ec)) return Status::Ok();
+  Status s = MakeDirs(dir);
+  if (!s.ok()) return s;
+  // Symbolic links: dnsmasq reads through them (as user nobody: the image
+  // store must be readable by others, as it is for the NFS export).
+  for (const auto& [from, name] :
+       {std::pair{image.kernel, "vmlinuz"}, std::pair{image.initrd, "initrd.img"}}) {
+    const std::string tmp = dir + "/." + name + ".tmp";
+    std::filesystem::remove(tmp, ec);
+    std::filesystem::create_symlink(from, tmp, ec);
+    if (!ec) std::filesystem::rename(tmp, dir + "/" + name, ec);
+    if (ec) return Status::Internal("linking " + from + " into the TFTP root: " + ec.message());
+  }
+  return Status::Ok();
 }
 
 ScriptContext BootService::Context(const NodeRecord* node) const {
@@ -102,6 +188,33 @@ HttpResponse BootService::TicketImage(const HttpRequest& request, const std::str
                                                  {"provision/ticket", node->ticket + "\n", 0400}},
                                                 NowMs() / 1000),
                                       "application/octet-stream");
+  r.headers.emplace_back("Cache-Control", "no-store");
+  return r;
+}
+
+HttpResponse BootService::TicketText(const HttpRequest& request, const std::string& mac) {
+  auto node = store_.FindNode(mac);
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  std::string refusal;
+  if (!request.FromPrivilegedPort())
+    refusal = "from port " + std::to_string(request.remote_port) +
+              " (only root on the node can use a port below 1024)";
+  else if (settings_.reserved_addresses && request.remote != node->ip)
+    refusal = "from " + request.remote + ", not from " +
+              (node->ip.empty() ? "its reserved address (none yet)" : node->ip);
+  else if (node->state != NodeState::kBooting)
+    refusal = "while it is " + std::string(ToString(node->state)) +
+              " (a ticket is for a boot through the boot path)";
+  if (!refusal.empty()) {
+    EventRecord e{0,     0, node->id, node->name(), "refused", "boot ticket asked for " + refusal,
+                  "boot"};
+    store_.AppendEvent(e);
+    return HttpResponse::Error(403,
+                               "no boot ticket for " + node->name() + ": asked for " + refusal);
+  }
+  auto ticket = node->ticket.empty() ? IssueTicket(node->id) : Result<std::string>(node->ticket);
+  if (!ticket.ok()) return HttpResponse::FromStatus(ticket.status());
+  HttpResponse r = HttpResponse::Text(200, *ticket + "\n", "text/plain");
   r.headers.emplace_back("Cache-Control", "no-store");
   return r;
 }
@@ -219,9 +332,9 @@ HttpResponse BootService::StartScript() const {
   return Script(std::move(*text));
 }
 
-std::string BootService::KernelCommandLine(const NodeRecord& node,
-                                           const ImageVersion& image) const {
-  std::string cmd = loader_->InitrdArguments(Initrds(node.mac, image));
+std::string BootService::KernelCommandLine(const NodeRecord& node, const ImageVersion& image,
+                                           const BootLoader& loader) const {
+  std::string cmd = loader.InitrdArguments(Initrds(node.mac, image));
   // No secret here: every user of the node can read /proc/cmdline.
   cmd += (cmd.empty() ? "" : " ") + std::string("provision.url=") + boot_url() +
          " provision.mac=" + node.mac + " provision.node=" + node.hostname +
@@ -240,62 +353,70 @@ HttpResponse BootService::NodeScript(const std::string& mac_text, const std::str
   if (!mac.ok()) return HttpResponse::FromStatus(mac.status());
   auto node = RecordStage(*mac, "script", "from " + remote, remote);
   if (!node.ok()) return HttpResponse::FromStatus(node.status());
-  const ScriptContext context = Context(&*node);
-  Result<std::string> text = Status::Internal("unrendered");
-  switch (node->state) {
-    case NodeState::kDiscovered:
-      text = loader_->DiscoveredScript(context);
-      break;
-    case NodeState::kRetired:
-    case NodeState::kMaintenance:
-      text = loader_->LocalScript(context);
-      break;
-    default: {
-      auto image =
-          node->image_version.empty()
-              ? Result<ImageVersion>(Status::NotFound("it has no profile (and so no image)"))
-              : images_.Resolve(node->image_version);
-      if (image.ok() && settings_.verify_image) {
-        Status verified = settings_.verify_image(*image);
-        if (!verified.ok())
-          image = Status::Error(
-              Code::kUnavailable,
-              "the root of " + image->ref() + " cannot be read over NFS: " + verified.message());
-      }
-      if (!image.ok()) {
-        EventRecord e{
-            0,     0, node->id, node->name(), "boot-error", "script: " + image.status().message(),
-            "boot"};
-        store_.AppendEvent(e);
-        text = loader_->UnavailableScript(context, image.status().message());
-        break;
-      }
-      // The hot path (a storm of script requests) reads the outstanding
-      // ticket from the row it has; only a new boot writes one.
-      if (node->ticket.empty()) {
-        if (auto ticket = IssueTicket(node->id); !ticket.ok()) {
-          text = ticket.status();
-          break;
-        }
-      }
-      NodeBootConfig boot;
-      boot.context = context;
-      boot.profile = node->profile_version;
-      boot.image = image->ref();
-      boot.files_url = FilesUrl(*mac);
-      // ?v=: the version this script is for (see NodeFile).
-      boot.kernel_url = boot.files_url + "/vmlinuz?v=" + image->version;
-      boot.initrds = Initrds(*mac, *image);
-      boot.cmdline = KernelCommandLine(*node, *image);
-      boot.max_tries = settings_.max_tries;
-      // Spreads the retries of many nodes; no need for a random device per request.
-      thread_local std::minstd_rand jitter(std::random_device{}());
-      boot.retry_jitter_s = static_cast<int>(1 + jitter() % 5);
-      text = loader_->NodeScript(boot);
-    }
-  }
+  auto text = RenderNodeScript(*loader_, *node);
   if (!text.ok()) return HttpResponse::FromStatus(text.status());
   return Script(std::move(*text));
+}
+
+Result<std::string> BootService::RenderNodeScript(const BootLoader& loader,
+                                                  const NodeRecord& node) {
+  const ScriptContext context = Context(&node);
+  switch (node.state) {
+    case NodeState::kDiscovered:
+      return loader.DiscoveredScript(context);
+    case NodeState::kRetired:
+    case NodeState::kMaintenance:
+      return loader.LocalScript(context);
+    default:
+      break;
+  }
+  auto image = node.image_version.empty()
+                   ? Result<ImageVersion>(Status::NotFound("it has no profile (and so no image)"))
+                   : images_.Resolve(node.image_version);
+  if (image.ok() && settings_.verify_image) {
+    Status verified = settings_.verify_image(*image);
+    if (!verified.ok())
+      image =
+          Status::Error(Code::kUnavailable, "the root of " + image->ref() +
+                                                " cannot be read over NFS: " + verified.message());
+  }
+  const std::string tftp_dir = loader.TftpImageDir(image.ok() ? image->ref() : "");
+  if (image.ok() && !tftp_dir.empty()) {
+    if (Status linked = LinkTftpImage(loader, *image); !linked.ok()) image = linked;
+  }
+  if (!image.ok()) {
+    EventRecord e{
+        0, 0, node.id, node.name(), "boot-error", "script: " + image.status().message(), "boot"};
+    store_.AppendEvent(e);
+    return loader.UnavailableScript(context, image.status().message());
+  }
+  NodeBootConfig boot;
+  boot.context = context;
+  boot.profile = node.profile_version;
+  boot.image = image->ref();
+  boot.max_tries = settings_.max_tries;
+  // Spreads the retries of many nodes; no need for a random device per request.
+  thread_local std::minstd_rand jitter(std::random_device{}());
+  boot.retry_jitter_s = static_cast<int>(1 + jitter() % 5);
+  if (!tftp_dir.empty()) {
+    // By TFTP, from the root grub booted from; the initrd asks for its
+    // ticket itself.
+    boot.kernel_url = "/" + tftp_dir + "/vmlinuz";
+    boot.initrds = {{"initrd.img", "/" + tftp_dir + "/initrd.img"}};
+    boot.cmdline = KernelCommandLine(node, *image, loader);
+    return loader.NodeScript(boot);
+  }
+  // The hot path (a storm of script requests) reads the outstanding
+  // ticket from the row it has; only a new boot writes one.
+  if (node.ticket.empty()) {
+    if (auto ticket = IssueTicket(node.id); !ticket.ok()) return ticket.status();
+  }
+  boot.files_url = FilesUrl(node.mac);
+  // ?v=: the version this script is for (see NodeFile).
+  boot.kernel_url = boot.files_url + "/vmlinuz?v=" + image->version;
+  boot.initrds = Initrds(node.mac, *image);
+  boot.cmdline = KernelCommandLine(node, *image, loader);
+  return loader.NodeScript(boot);
 }
 
 HttpResponse BootService::NodeFile(const HttpRequest& request, const std::string& mac_text,
@@ -311,9 +432,11 @@ HttpResponse BootService::NodeFile(const HttpRequest& request, const std::string
     return r;
   }
   if (file == "ticket.img") return TicketImage(request, *mac);
+  if (file == "ticket") return TicketText(request, *mac);
   if (file != "vmlinuz" && file != "initrd.img")
     return HttpResponse::Error(
-        404, "no boot file '" + file + "' (vmlinuz, initrd.img, ticket.img or overlay.tar)");
+        404,
+        "no boot file '" + file + "' (vmlinuz, initrd.img, ticket.img, ticket or overlay.tar)");
   auto node = store_.FindNode(*mac);
   if (!node.ok()) return HttpResponse::FromStatus(node.status());
   if (node->image_version.empty())

@@ -24,11 +24,18 @@ namespace prov {
 struct BootSettings {
   std::string boot_url;  // how nodes reach us, no trailing slash
   std::string pxe_dir;   // templates
-  // The boot loader (boot/loader.h's registry), where its binaries are, and
-  // its UEFI binary where it has several (empty: its default).
+  // The boot loaders (boot/loader.h's registry): iPXE for BIOS firmware
+  // (from loader_dir, with its UEFI binary uefi_file, empty: its default),
+  // and the loader UEFI firmware gets: "grub", the signed chain shim -> grub
+  // from signed_loader_dir, or "ipxe".
   std::string loader = "ipxe";
   std::string loader_dir = "/usr/lib/ipxe";
   std::string uefi_file;
+  std::string uefi_loader = "grub";
+  std::string signed_loader_dir = "/usr/lib";
+  // The TFTP root (dnsmasq serves it): where loaders that read their
+  // scripts by TFTP find them, and the image files they load.
+  std::string tftp_dir;
   int retry_delay_s = 10;
   int max_tries = 10;
   // Unknown MACs kept as discovered nodes at once (anyone on the boot
@@ -59,10 +66,16 @@ struct BootSettings {
 // gone after switch_root), served only to the node's reserved address in
 // full DHCP mode. The initrd fetches the overlay with it, from a privileged
 // port; the overlay holds the node's token in a root-only file; the hello of
-// the boot spends the ticket (hello/phonehome.h).
+// the boot spends the ticket (hello/phonehome.h). Loaders that read by TFTP
+// (grub) load no ticket: their initrd asks for it over HTTP from a privileged
+// port while the node is booting (the same address rule), and the ticket is
+// issued then.
 
 // Boot stages in the order a node passes them.
-inline constexpr const char* kBootStages[] = {"dhcp", "ipxe-binary", "script", "kernel", "initrd"};
+// iPXE: dhcp, ipxe-binary, script (HTTP), kernel, initrd (HTTP). The signed
+// chain: dhcp, shim, grub, grub-config, kernel, initrd (all TFTP).
+inline constexpr const char* kBootStages[] = {"dhcp",        "ipxe-binary", "shim",   "grub",
+                                              "grub-config", "script",      "kernel", "initrd"};
 
 class BootService {
  public:
@@ -80,6 +93,17 @@ class BootService {
 
   HttpResponse StartScript() const;
   HttpResponse NodeScript(const std::string& mac_text, const std::string& remote);
+
+  // For loaders that read their scripts by TFTP: writes their start scripts
+  // into the TFTP root (at start), and the node's script when its port asks
+  // DHCP for an address (dnsmasq's log, before its firmware loads the
+  // loader), from the node as it is then. Files are written only when they
+  // change (write, rename).
+  Status WriteTftpStartScripts();
+  void WriteTftpNodeScript(const std::string& mac);
+  // dnsmasq sent `file` (a path in the TFTP root) to `ip`: the stage it
+  // marks for the node with that address, if it is a loader's file.
+  void RecordTftpSent(const std::string& ip, const std::string& file);
   HttpResponse NodeFile(const HttpRequest& request, const std::string& mac_text,
                         const std::string& file);
 
@@ -88,15 +112,27 @@ class BootService {
   std::string boot_url() const;
 
   // The kernel command line for a node (also shown by `node why`).
-  std::string KernelCommandLine(const NodeRecord& node, const ImageVersion& image) const;
+  std::string KernelCommandLine(const NodeRecord& node, const ImageVersion& image) const {
+    return KernelCommandLine(node, image, *loader_);
+  }
+  std::string KernelCommandLine(const NodeRecord& node, const ImageVersion& image,
+                                const BootLoader& loader) const;
 
-  // The loader nodes are booted with (what DHCP and TFTP must serve).
+  // The loader whose scripts are asked for over HTTP (iPXE, for BIOS
+  // firmware), and the one UEFI firmware is given.
   const BootLoader& loader() const { return *loader_; }
+  const BootLoader& uefi_loader() const { return *uefi_loader_; }
+  // Every file TFTP serves for both.
+  std::vector<TftpFile> TftpFiles() const;
 
  private:
   BootService(const BootSettings& settings, Store& store, ImageCatalog& images)
       : settings_(settings), store_(store), images_(images) {}
   ScriptContext Context(const NodeRecord* node) const;
+  // The node's script from `loader`, for the node as it is.
+  Result<std::string> RenderNodeScript(const BootLoader& loader, const NodeRecord& node);
+  // Links the image's kernel and initrd into the TFTP root (once).
+  Status LinkTftpImage(const BootLoader& loader, const ImageVersion& image);
   // The node's files on provisiond (the URL of what NodeFile serves), and the
   // initrds it loads from there.
   std::string FilesUrl(const std::string& mac) const;
@@ -104,12 +140,17 @@ class BootService {
   // The node's outstanding ticket, made now if there is none.
   Result<std::string> IssueTicket(int64_t node_id);
   HttpResponse TicketImage(const HttpRequest& request, const std::string& mac);
+  // GET /boot/<mac>/ticket: the ticket as text, for initrds loaded without
+  // one (by TFTP), from a privileged port of a node that is booting.
+  HttpResponse TicketText(const HttpRequest& request, const std::string& mac);
 
   BootSettings settings_;  // boot_url guarded by url_mu_
   mutable std::mutex url_mu_;
   Store& store_;
   ImageCatalog& images_;
-  std::unique_ptr<BootLoader> loader_;
+  std::unique_ptr<BootLoader> loader_, uefi_loader_;
+  std::mutex tftp_mu_;
+  std::unordered_map<std::string, std::string> tftp_written_;  // path -> content; tftp_mu_
   std::mutex recent_mu_;
   std::unordered_map<std::string, int64_t> recent_;  // mac+stage -> ms; guarded by recent_mu_
 };

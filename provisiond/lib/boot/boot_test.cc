@@ -19,7 +19,7 @@ struct BootServiceFixture {
   std::unique_ptr<BootService> boot;
   ImageVersion image;
 
-  BootServiceFixture() {
+  explicit BootServiceFixture(bool tftp = false) {
     fs::remove_all(dir);
     fs::create_directories(dir);
     WriteFileAtomic((dir / "k").string(), "KERNEL-BYTES-0123456789");
@@ -29,6 +29,8 @@ struct BootServiceFixture {
     BootSettings s;
     s.boot_url = "http://10.99.0.1:8080";
     s.pxe_dir = PROVISION_SOURCE_DIR "/pxe";
+    if (tftp) s.tftp_dir = (dir / "tftp").string();
+    s.reserved_addresses = true;
     s.profile_kernel_args = [](const std::string& v) {
       return v == "lab" ? std::vector<std::string>{"console=ttyS0"} : std::vector<std::string>{};
     };
@@ -278,6 +280,82 @@ TEST_CASE("boot: kernel and initrd with Range and ETag, no path from the URL") {
   CHECK(f.boot->NodeFile(req, "52:54:00:00:00:77", "vmlinuz").status == 404);
   auto kinds = f.Kinds("lab0");
   CHECK(std::count(kinds.begin(), kinds.end(), "boot kernel: lab@" + f.image.version) >= 1);
+}
+
+TEST_CASE("boot: the signed chain's configs are TFTP files; the initrd asks for its ticket") {
+  BootServiceFixture f(/*tftp=*/true);
+  const fs::path tftp = f.dir / "tftp";
+  REQUIRE(f.boot->WriteTftpStartScripts().ok());
+  CHECK(ReadFile((tftp / "grub/grub.cfg").string())->find("${net_default_mac}") !=
+        std::string::npos);
+  CHECK(f.boot->uefi_loader().name() == "grub");
+
+  NodeRecord n = f.Enroll("lab0", "52:54:00:00:00:01", "lab");
+  f.boot->RecordStage(n.mac, "dhcp", "10.99.0.100", "10.99.0.100");
+  f.boot->WriteTftpNodeScript(n.mac);
+  const std::string dir = "images/lab/" + f.image.version;
+  auto config = ReadFile((tftp / "grub/nodes/52:54:00:00:00:01.cfg").string());
+  REQUIRE(config.ok());
+  CHECK(config->find("if linux /" + dir +
+                     "/vmlinuz provision.url=http://10.99.0.1:8080 "
+                     "provision.mac=52:54:00:00:00:01 provision.node=lab0 provision.image=lab@" +
+                     f.image.version + " console=ttyS0; then") != std::string::npos);
+  CHECK(config->find("initrd=") == std::string::npos);
+  CHECK(config->find("ticket") == std::string::npos);  // TFTP is readable by anyone
+  CHECK(fs::read_symlink(tftp / dir / "vmlinuz") == f.image.kernel);
+  CHECK(fs::read_symlink(tftp / dir / "initrd.img") == f.image.initrd);
+  CHECK(f.store->FindNode("lab0")->ticket.empty());  // not issued by writing a config
+
+  // What dnsmasq sent becomes the stages of the signed chain.
+  f.boot->RecordTftpSent("10.99.0.100", (tftp / "shimx64.efi").string());
+  CHECK(f.store->FindNode("lab0")->stage == "shim");
+  f.boot->RecordTftpSent("10.99.0.100", (tftp / "grub/nodes/52:54:00:00:00:01.cfg").string());
+  CHECK(f.store->FindNode("lab0")->stage == "grub-config");
+  CHECK(f.store->FindNode("lab0")->state == NodeState::kBooting);
+  f.boot->RecordTftpSent("10.99.0.100", (tftp / dir / "initrd.img").string());
+  CHECK(f.store->FindNode("lab0")->stage == "initrd");
+  f.boot->RecordTftpSent("10.99.0.100", (tftp / "grub/grub.cfg").string());  // not a stage
+  f.boot->RecordTftpSent("10.99.0.222", (tftp / "shimx64.efi").string());    // nobody's
+  CHECK(f.store->FindNode("lab0")->stage == "initrd");
+
+  // The ticket: to root (a privileged port) at the reserved address only.
+  HttpRequest req;
+  req.remote = "10.99.0.100";
+  req.remote_port = 40000;
+  HttpResponse r = f.boot->NodeFile(req, n.mac, "ticket");
+  CHECK(r.status == 403);
+  CHECK(r.body.find("from port 40000") != std::string::npos);
+  req.remote = "10.99.0.101";
+  req.remote_port = 600;
+  CHECK(f.boot->NodeFile(req, n.mac, "ticket").status == 403);
+  req.remote = "10.99.0.100";
+  r = f.boot->NodeFile(req, n.mac, "ticket");
+  REQUIRE(r.status == 200);
+  const std::string ticket = f.store->FindNode("lab0")->ticket;
+  CHECK(ticket.size() == 32);
+  CHECK(r.body == ticket + "\n");
+  CHECK(f.boot->NodeFile(req, n.mac, "ticket").body == ticket + "\n");  // the same, until spent
+  auto kinds = f.Kinds("lab0");
+  CHECK(std::count_if(kinds.begin(), kinds.end(), [](const std::string& k) {
+          return k.rfind("refused boot ticket asked for", 0) == 0;
+        }) == 2);
+  // Not outside a boot: a booted node's root user is the node, but nothing
+  // running on it can make a new ticket without booting.
+  f.store->Transact([&](StoreTx& tx) {
+    auto cur = tx.FindNode("lab0");
+    cur->ticket = "";
+    Status u = tx.UpdateNode(*cur);
+    return u.ok() ? tx.Transition(*cur, NodeState::kBooted, "", "t") : u;
+  });
+  CHECK(f.boot->NodeFile(req, n.mac, "ticket").status == 403);
+
+  // An unknown MAC gets a config that waits and restarts, never an install.
+  f.boot->RecordStage("52:54:00:00:00:99", "dhcp", "10.99.0.150", "10.99.0.150");
+  f.boot->WriteTftpNodeScript("52:54:00:00:00:99");
+  auto waiting = ReadFile((tftp / "grub/nodes/52:54:00:00:00:99.cfg").string());
+  REQUIRE(waiting.ok());
+  CHECK(waiting->find("is not enrolled yet") != std::string::npos);
+  CHECK(waiting->find("linux") == std::string::npos);
 }
 
 }  // namespace prov

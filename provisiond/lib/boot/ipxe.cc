@@ -15,6 +15,7 @@ namespace {
 
 const char* kTemplates[] = {"start", "node", "discovered", "local", "unavailable"};
 const char* kUefiFiles[] = {"ipxe.efi", "snponly.efi"};
+constexpr std::string_view kBinaries[] = {"undionly.kpxe", "ipxe.efi", "snponly.efi"};
 
 class Ipxe final : public BootLoader {
  public:
@@ -27,13 +28,8 @@ class Ipxe final : public BootLoader {
     if (!known)
       return Status::Invalid("iPXE has no UEFI binary '" + settings_.uefi_file +
                              "' (ipxe.efi or snponly.efi)");
-    for (const char* name : kTemplates) {
-      auto text = ReadFile(TemplatePath(name));
-      if (!text.ok())
-        return Status::NotFound("boot script template missing: " + text.status().message());
-      templates_[name] = *text;
-    }
-    return Status::Ok();
+    return templates_.Load(settings_.templates_dir, {std::begin(kTemplates), std::end(kTemplates)},
+                           ".ipxe.in");
   }
 
   std::string_view name() const override { return "ipxe"; }
@@ -44,14 +40,26 @@ class Ipxe final : public BootLoader {
     // brings its own NIC drivers and snponly.efi uses the firmware's.
     return arch == ClientArch::kBios ? "undionly.kpxe" : settings_.uefi_file;
   }
-  std::vector<std::string> TftpFiles() const override {
+  std::vector<TftpFile> TftpFiles() const override {
     // All three, whichever UEFI binary is chosen: a node's firmware may have
     // been told another name by a previous config.
-    std::vector<std::string> out;
-    for (const char* f : {"undionly.kpxe", "ipxe.efi", "snponly.efi"})
-      out.push_back(settings_.files_dir + "/" + f);
+    std::vector<TftpFile> out;
+    for (std::string_view f : kBinaries)
+      out.push_back({settings_.files_dir + "/" + std::string(f), std::string(f)});
     return out;
   }
+  std::string TftpStage(std::string_view file) const override {
+    // Also under the ".0" names proxy-DHCP's PXE menu gives.
+    const std::string_view base = file.substr(file.rfind('/') + 1);
+    for (std::string_view f : kBinaries) {
+      const std::string_view stem = f.substr(0, f.find('.'));
+      if (base == f || (base.starts_with(stem) && base.substr(stem.size()) == ".0"))
+        return "ipxe-binary";
+    }
+    return "";
+  }
+  std::string TftpScriptPath(const ScriptName&) const override { return ""; }
+  std::string TftpImageDir(const std::string&) const override { return ""; }
   std::string_view package() const override { return "Debian package ipxe"; }
   std::string_view dhcp_user_class() const override { return "iPXE"; }
   std::vector<std::pair<std::string, std::string>> DhcpOptions() const override {
@@ -79,7 +87,7 @@ class Ipxe final : public BootLoader {
   }
 
   Result<std::string> StartScript(const ScriptContext& c) const override {
-    return Render("start", c, {});
+    return templates_.Render("start", c, {});
   }
 
   Result<std::string> NodeScript(const NodeBootConfig& b) const override {
@@ -98,27 +106,23 @@ class Ipxe final : public BootLoader {
     v["cmdline"] = b.cmdline;
     v["max_tries"] = std::to_string(b.max_tries);
     v["jitter"] = std::to_string(b.retry_jitter_s);
-    return Render("node", b.context, std::move(v));
+    return templates_.Render("node", b.context, std::move(v));
   }
 
   Result<std::string> DiscoveredScript(const ScriptContext& c) const override {
-    return Render("discovered", c, NodeValues(c));
+    return templates_.Render("discovered", c, NodeValues(c));
   }
   Result<std::string> LocalScript(const ScriptContext& c) const override {
-    return Render("local", c, NodeValues(c));
+    return templates_.Render("local", c, NodeValues(c));
   }
   Result<std::string> UnavailableScript(const ScriptContext& c,
                                         const std::string& reason) const override {
     TemplateValues v = NodeValues(c);
     v["reason"] = reason;
-    return Render("unavailable", c, std::move(v));
+    return templates_.Render("unavailable", c, std::move(v));
   }
 
  private:
-  std::string TemplatePath(const std::string& name) const {
-    return settings_.templates_dir + "/" + name + ".ipxe.in";
-  }
-
   static TemplateValues NodeValues(const ScriptContext& c) {
     return {{"mac", c.mac},
             {"mac_hyphen", HyphenatedMac(c.mac)},
@@ -134,24 +138,14 @@ class Ipxe final : public BootLoader {
     return url;
   }
 
-  Result<std::string> Render(const std::string& name, const ScriptContext& c,
-                             TemplateValues values) const {
-    values["boot_url"] = c.boot_url;
-    values["delay"] = std::to_string(c.retry_delay_s);
-    return RenderTemplate(templates_.at(name), values, TemplatePath(name));
-  }
-
   LoaderSettings settings_;
-  std::map<std::string, std::string> templates_;  // name -> text, read once
+  ScriptTemplates templates_;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<BootLoader>> CreateIpxeLoader(const LoaderSettings& settings) {
-  auto loader = std::make_unique<Ipxe>(settings);
-  Status s = loader->Load();
-  if (!s.ok()) return s;
-  return std::unique_ptr<BootLoader>(std::move(loader));
+  return MakeLoader<Ipxe>(settings);
 }
 
 }  // namespace prov

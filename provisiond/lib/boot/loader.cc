@@ -3,10 +3,13 @@
 // the static library).
 #include "boot/loader.h"
 
+#include "base/file_util.h"
+
 namespace prov {
 
 // One line per loader: its factory, defined in boot/<name>.cc.
 Result<std::unique_ptr<BootLoader>> CreateIpxeLoader(const LoaderSettings& settings);  // ipxe.cc
+Result<std::unique_ptr<BootLoader>> CreateGrubLoader(const LoaderSettings& settings);  // grub.cc
 
 namespace {
 
@@ -17,9 +20,30 @@ struct LoaderEntry {
 
 constexpr LoaderEntry kLoaders[] = {
     {"ipxe", CreateIpxeLoader},
+    {"grub", CreateGrubLoader},
 };
 
 }  // namespace
+
+Status ScriptTemplates::Load(const std::string& dir, const std::vector<std::string>& names,
+                             const std::string& suffix) {
+  dir_ = dir;
+  suffix_ = suffix;
+  for (const auto& name : names) {
+    auto text = ReadFile(Path(name));
+    if (!text.ok())
+      return Status::NotFound("boot script template missing: " + text.status().message());
+    text_[name] = *text;
+  }
+  return Status::Ok();
+}
+
+Result<std::string> ScriptTemplates::Render(const std::string& name, const ScriptContext& c,
+                                            TemplateValues values) const {
+  values["boot_url"] = c.boot_url;
+  values["delay"] = std::to_string(c.retry_delay_s);
+  return RenderTemplate(text_.at(name), values, Path(name));
+}
 
 Result<std::unique_ptr<BootLoader>> CreateBootLoader(std::string_view name,
                                                      const LoaderSettings& settings) {

@@ -3,12 +3,15 @@
 // loader's own requests are told apart from the firmware's (its DHCP user
 // class, the names of the scripts it asks for over HTTP); and the scripts it
 // runs, rendered per node from a kernel URL, initrd URLs and a kernel
-// command line. iPXE (boot/ipxe.cc) is today's one loader. Another (shim and
-// grub for Secure Boot) is a new file implementing BootLoader plus its line
-// in loader.cc's table; dnsmasq's config and the boot routes follow from the
-// description.
+// command line. Two are known: iPXE (boot/ipxe.cc; BIOS, and UEFI with
+// Secure Boot off), whose scripts and files come over HTTP, and the signed
+// chain shim -> grub (boot/grub.cc; UEFI, Secure Boot on or off), whose
+// scripts and files come over TFTP. Another is a new file implementing
+// BootLoader plus its line in loader.cc's table; dnsmasq's config, the TFTP
+// root and the boot routes follow from the description.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/template.h"
 
 namespace prov {
 
@@ -30,6 +34,14 @@ struct LoaderSettings {
   // Its UEFI binary where it has several ("dhcp.uefi_binary"); empty: its
   // default.
   std::string uefi_file;
+};
+
+// A file TFTP serves: where it is on the control node, and its name in the
+// TFTP root.
+struct TftpFile {
+  std::string source;
+  std::string name;
+  bool operator==(const TftpFile&) const = default;
 };
 
 // A file the loader downloads: the name the kernel knows it by, and its URL.
@@ -82,9 +94,11 @@ class BootLoader {
   // --- What DHCP and TFTP serve (the daemon hands this to dnsmasq).
   // The file firmware of `arch` is told to load by TFTP.
   virtual std::string FirstStage(ClientArch arch) const = 0;
-  // Every file TFTP serves for it, full paths on the control node; served
-  // under their own names.
-  virtual std::vector<std::string> TftpFiles() const = 0;
+  // Every binary TFTP serves for it.
+  virtual std::vector<TftpFile> TftpFiles() const = 0;
+  // The boot stage a node passed when TFTP sent it `file` (a path in the
+  // TFTP root, as dnsmasq logs it); empty for files not the loader's.
+  virtual std::string TftpStage(std::string_view file) const = 0;
   // Where those files come from, for the error when one is missing
   // ("Debian package ipxe").
   virtual std::string_view package() const = 0;
@@ -97,6 +111,15 @@ class BootLoader {
   virtual std::vector<std::pair<std::string, std::string>> DhcpOptions() const = 0;
   // The first thing the loader fetches from provisiond (its start script).
   virtual std::string StartUrl(const std::string& boot_url) const = 0;
+
+  // --- Where its scripts come from. A loader with no HTTP client (grub as
+  // Debian signs it) reads its scripts, kernel and initrd by TFTP: they are
+  // files in the TFTP root, at these paths; empty for loaders that fetch
+  // them over HTTP.
+  virtual std::string TftpScriptPath(const ScriptName& script) const = 0;
+  // Where a node's kernel and initrd are in the TFTP root (image files are
+  // linked there), as the script names them; empty: they come over HTTP.
+  virtual std::string TftpImageDir(const std::string& image_ref) const = 0;
 
   // --- What HTTP serves.
   // Recognises the names of its script requests; nullopt for any other name.
@@ -118,6 +141,32 @@ class BootLoader {
   virtual Result<std::string> UnavailableScript(const ScriptContext& context,
                                                 const std::string& reason) const = 0;
 };
+
+// A loader's script templates (<templates_dir>/<name><suffix>), read once;
+// rendered with boot_url and delay (the retry delay) besides their own values.
+class ScriptTemplates {
+ public:
+  // A missing template is an error naming its file.
+  Status Load(const std::string& dir, const std::vector<std::string>& names,
+              const std::string& suffix);
+  Result<std::string> Render(const std::string& name, const ScriptContext& context,
+                             TemplateValues values) const;
+
+ private:
+  std::string Path(const std::string& name) const { return dir_ + "/" + name + suffix_; }
+  std::string dir_, suffix_;
+  std::map<std::string, std::string> text_;  // name -> template
+};
+
+// Makes a Loader (constructed from settings, then Load()ed): for the
+// factories in loader.cc's table.
+template <class Loader>
+Result<std::unique_ptr<BootLoader>> MakeLoader(const LoaderSettings& settings) {
+  auto loader = std::make_unique<Loader>(settings);
+  Status s = loader->Load();
+  if (!s.ok()) return s;
+  return std::unique_ptr<BootLoader>(std::move(loader));
+}
 
 // Creates the loader called `name` (reading its templates); an unknown name
 // is an error that lists the known ones.

@@ -94,9 +94,9 @@ std::optional<DhcpObservation> ParseDnsmasqLogLine(std::string_view line) {
     DhcpObservation o;
     o.kind = DhcpObservation::Kind::kTftpSent;
     o.ip = std::string(ip);
-    size_t slash = file.rfind('/');
-    o.file = std::string(slash == std::string_view::npos ? file : file.substr(slash + 1));
-    if (o.file.empty()) return std::nullopt;  // "sent dir/ to ...": no file (found by fuzzing)
+    // "sent dir/ to ...": no file (found by fuzzing).
+    if (file.back() == '/') return std::nullopt;
+    o.file = std::string(file);
     return o;
   }
   return std::nullopt;
@@ -193,16 +193,17 @@ Result<std::unique_ptr<DnsmasqService>> DnsmasqService::Start(const DnsmasqSetti
   chmod(dir.c_str(), 0755);
   chmod(svc->tftp_root_.c_str(), 0755);
   std::vector<std::pair<std::string, std::string>> tftp;  // source, name in the TFTP root
-  for (const auto& from : settings.loader.tftp_files)
-    tftp.emplace_back(from, fs::path(from).filename().string());
-  for (const auto& from : settings.loader.tftp_files)
-    tftp.emplace_back(from, PxeServiceName(fs::path(from).filename().string()) + ".0");
+  for (const auto& [from, name] : settings.loader.tftp_files) tftp.emplace_back(from, name);
+  // Proxy-DHCP's PXE menu names a file without its extension; the client
+  // asks for it with ".0".
+  for (const auto& [from, name] : settings.loader.tftp_files)
+    tftp.emplace_back(from, PxeServiceName(name) + ".0");
   for (const auto& [from, name] : tftp) {
     std::error_code ec;
     const std::string tmp = svc->tftp_root_ + "/." + name + ".tmp";
     fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
     if (ec)
-      return Status::NotFound(settings.loader.title + " binary " + from + " is missing (" +
+      return Status::NotFound("boot loader binary " + from + " is missing (" +
                               settings.loader.package + ")");
     chmod(tmp.c_str(), 0644);
     fs::rename(tmp, svc->tftp_root_ + "/" + name, ec);

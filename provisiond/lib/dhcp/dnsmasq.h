@@ -31,12 +31,13 @@ struct DhcpBootLoader {
   std::string tag;         // dnsmasq's tag for the loader's own requests: "ipxe"
   std::string user_class;  // their DHCP user class ("iPXE"); empty: it makes none
   std::string bios_file;   // what BIOS PXE firmware loads by TFTP: "undionly.kpxe"
-  std::string uefi_file;   // what UEFI x86-64 firmware loads: "ipxe.efi"
+  std::string uefi_file;   // what UEFI x86-64 firmware loads: "ipxe.efi" or "shimx64.efi"
   std::string start_url;   // what the loader's own requests are sent to
   // {why, "NUMBER,VALUE"}: added to answers to the loader's requests (full mode).
   std::vector<std::pair<std::string, std::string>> options;
-  std::vector<std::string> tftp_files;  // full paths; served under their own names
-  std::string package;                  // where they come from ("Debian package ipxe")
+  // Binaries TFTP serves: {full path, name in the TFTP root}.
+  std::vector<std::pair<std::string, std::string>> tftp_files;
+  std::string package;  // where they come from ("Debian package ipxe")
 };
 
 struct DnsmasqSettings {
@@ -58,7 +59,7 @@ struct DhcpObservation {
   Kind kind = Kind::kAck;
   std::string mac;   // kAck
   std::string ip;    // both
-  std::string file;  // kTftpSent: the file's name
+  std::string file;  // kTftpSent: the file's path as logged (in the TFTP root)
 };
 
 // Parses one line of dnsmasq's log; nullopt for lines about anything else.

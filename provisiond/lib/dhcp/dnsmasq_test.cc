@@ -21,7 +21,7 @@ TEST_CASE("dnsmasq log lines: DHCP acks and TFTP transfers, and nothing else") {
   REQUIRE(plain.has_value());
   CHECK(plain->mac == "52:54:00:00:00:02");
   CHECK(tftp->kind == DhcpObservation::Kind::kTftpSent);
-  CHECK(tftp->file == "ipxe.efi");
+  CHECK(tftp->file == "/var/lib/provisiond/netboot/tftp/ipxe.efi");  // the path, as logged
   CHECK(tftp->ip == "10.99.0.100");
   for (const char* other :
        {"", "dnsmasq-dhcp[1]: DHCPDISCOVER(br0) 52:54:00:00:00:01", "dnsmasq-dhcp[1]: DHCPACK(br0",
@@ -62,8 +62,9 @@ TEST_CASE("dnsmasq config: full and proxy mode (golden lines)") {
               .start_url = "http://10.99.0.1:8080/boot/start.ipxe",
               .options = {{"iPXE waits for a proxy-DHCP offer unless the answer says PXEClient.",
                            "60,PXEClient"}},
-              .tftp_files = {"/usr/lib/ipxe/undionly.kpxe", "/usr/lib/ipxe/ipxe.efi",
-                             "/usr/lib/ipxe/snponly.efi"},
+              .tftp_files = {{"/usr/lib/ipxe/undionly.kpxe", "undionly.kpxe"},
+                             {"/usr/lib/ipxe/ipxe.efi", "ipxe.efi"},
+                             {"/usr/lib/ipxe/snponly.efi", "snponly.efi"}},
               .package = "Debian package ipxe"};
   s.pxe_dir = PROVISION_SOURCE_DIR "/pxe";
   s.run_dir = "/var/lib/provisiond/netboot";

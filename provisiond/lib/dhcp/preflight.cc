@@ -179,6 +179,22 @@ std::vector<PreflightCheck> RunPreflight(const Config& config, const PreflightOp
       missing.empty()
           ? "undionly.kpxe, ipxe.efi, snponly.efi in " + config.ipxe_dir
           : "missing in " + config.ipxe_dir + ": " + missing + " (install Debian's ipxe)");
+  // The signed chain UEFI machines get by default (dhcp.uefi_loader: grub).
+  if (config.uefi_loader == "grub") {
+    std::string absent;
+    for (const char* f :
+         {"shim/shimx64.efi.signed", "grub/x86_64-efi-signed/grubnetx64.efi.signed"})
+      if (!std::filesystem::exists(config.signed_loader_dir + "/" + f))
+        absent += std::string(absent.empty() ? "" : ", ") + config.signed_loader_dir + "/" + f;
+    add("signed loaders (shim, grub)", absent.empty(), true,
+        absent.empty() ? "shim (signed by Microsoft's UEFI CA) and grub (signed by Debian) in " +
+                             config.signed_loader_dir +
+                             ": UEFI machines boot with Secure Boot "
+                             "on or off"
+                       : "missing: " + absent +
+                             " (install Debian's shim-signed and grub-efi-amd64-signed, or set "
+                             "dhcp.uefi_loader: ipxe for machines with Secure Boot off)");
+  }
   add("dnsmasq", access(config.dnsmasq_path.c_str(), X_OK) == 0, true,
       config.dnsmasq_path + (access(config.dnsmasq_path.c_str(), X_OK) == 0
                                  ? " is there"

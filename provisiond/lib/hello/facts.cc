@@ -98,6 +98,15 @@ Status ValidateFacts(const json& facts) {
           c != ':' && c != '+')
         return Bad("facts.image", "must be NAME@VERSION");
   }
+  if (facts.contains("firmware")) {
+    const json& fw = facts["firmware"];
+    if (!fw.is_object()) return Bad("facts.firmware", "must be an object");
+    if (fw.contains("uefi") && !fw["uefi"].is_boolean())
+      return Bad("facts.firmware.uefi", "must be true or false");
+    if (fw.contains("secure_boot") && !fw["secure_boot"].is_boolean() &&
+        !fw["secure_boot"].is_null())
+      return Bad("facts.firmware.secure_boot", "must be true, false or null");
+  }
   s = EachOf(facts, "disks",
              [](const std::string& path, const json& d) { return Count(path, d, "size_bytes"); });
   if (!s.ok()) return s;

@@ -14,7 +14,8 @@ TEST_CASE("facts: what the agent sends passes; lines, markup carriers and wrong 
       {"image", "lab@0123456789abcdef"},
       {"nics", {{{"name", "enp1s0"}, {"mac", "52:54:00:00:00:01"}, {"speed_mbps", 1000}}}},
       {"disks", {{{"name", "nvme0n1"}, {"size_bytes", 1000204886016ULL}}}},
-      {"pci", {{{"vendor_id", "10de"}, {"device", "AD102 [GeForce RTX 4090] <b>"}}}}};
+      {"pci", {{{"vendor_id", "10de"}, {"device", "AD102 [GeForce RTX 4090] <b>"}}}},
+      {"firmware", {{"uefi", true}, {"secure_boot", true}}}};
   CHECK(ValidateFacts(good).ok());
 
   auto refused = [&](json facts, const std::string& where) {
@@ -54,6 +55,11 @@ TEST_CASE("facts: what the agent sends passes; lines, markup carriers and wrong 
   f = good;
   f["disks"][0]["size_bytes"] = 1.5;
   refused(f, "facts.disks[0].size_bytes");
+  f = good;
+  f["firmware"]["secure_boot"] = "yes";
+  refused(f, "facts.firmware.secure_boot: must be true, false or null");
+  f["firmware"] = "uefi";
+  refused(f, "facts.firmware: must be an object");
   refused(json::array(), "facts: must be a JSON object");
 }
 

@@ -16,13 +16,27 @@ std::string StageOf(const EventRecord& e) {
   return e.detail.substr(0, e.detail.find(':'));
 }
 
-const char* Expectation(const std::string& next) {
+const char* Expectation(const std::string& next, bool signed_chain = false) {
   if (next == "dhcp")
     return "a DHCP request from its MAC (is it powered on and set to boot from the network?)";
-  if (next == "ipxe-binary") return "its firmware to fetch iPXE over TFTP or start QEMU's iPXE ROM";
-  if (next == "script") return "iPXE to ask provisiond for its boot script";
-  if (next == "kernel") return "iPXE to download the kernel";
-  if (next == "initrd") return "iPXE to download the initrd";
+  if (next == "ipxe-binary" || next == "shim")
+    return "its firmware to fetch its boot loader over TFTP (shim for UEFI, iPXE for BIOS) or "
+           "start QEMU's iPXE ROM; a firmware that refuses the loader (Secure Boot on and an "
+           "unsigned loader such as iPXE) stops here";
+  if (next == "grub")
+    return "shim to fetch grub (grubx64.efi) over TFTP; shim refuses a grub it cannot verify";
+  if (next == "grub-config")
+    return "grub to read the node's config (grub/nodes/<mac>.cfg) over TFTP";
+  if (next == "script")
+    return "iPXE to ask provisiond for its boot script (a UEFI firmware with Secure Boot on "
+           "refuses the unsigned iPXE it fetched: dhcp.uefi_loader: grub gives it the signed "
+           "chain)";
+  if (next == "kernel")
+    return signed_chain ? "grub to load the kernel over TFTP (with Secure Boot on, shim refuses "
+                          "a kernel that is not signed by a key it trusts)"
+                        : "iPXE to download the kernel";
+  if (next == "initrd")
+    return signed_chain ? "grub to load the initrd over TFTP" : "iPXE to download the initrd";
   if (next == "network") return "the initrd to bring up the network (DHCP)";
   if (next == "overlay") return "the initrd to mount its root over NFS and fetch its overlay";
   if (next == "hello") return "the booted system to phone home";
@@ -32,8 +46,12 @@ const char* Expectation(const std::string& next) {
 }  // namespace
 
 const std::vector<std::string>& BootStageOrder() {
-  static const std::vector<std::string> order = {"dhcp",   "ipxe-binary", "script",  "kernel",
-                                                 "initrd", "network",     "overlay", "hello"};
+  // Both loaders' stages: iPXE's (ipxe-binary, script over HTTP) and the
+  // signed chain's (shim, grub, grub-config over TFTP). A boot passes one
+  // set of them.
+  static const std::vector<std::string> order = {"dhcp",        "ipxe-binary", "shim",   "grub",
+                                                 "grub-config", "script",      "kernel", "initrd",
+                                                 "network",     "overlay",     "hello"};
   return order;
 }
 
@@ -69,7 +87,23 @@ BootTimeline ComputeBootTimeline(const NodeRecord& node, const std::vector<Event
   const auto& order = BootStageOrder();
   int at = StageIndex(t.last_stage);
   if (t.last_stage == "dhcp" && t.steps.size() > 1) at = StageIndex("ipxe-binary");
-  t.next_stage = at + 1 < static_cast<int>(order.size()) ? order[static_cast<size_t>(at + 1)] : "";
+  // The next stage on this boot's path: the signed chain's stages are not
+  // iPXE's, and the other way round.
+  bool signed_chain = false;
+  bool ipxe = false;
+  for (const auto& step : t.steps) {
+    signed_chain |= step.stage == "shim" || step.stage == "grub" || step.stage == "grub-config";
+    ipxe |= step.stage == "ipxe-binary" || step.stage == "script";
+  }
+  t.next_stage.clear();
+  for (size_t i = static_cast<size_t>(at + 1); i < order.size(); ++i) {
+    const std::string& s = order[i];
+    if (signed_chain && (s == "ipxe-binary" || s == "script")) continue;
+    if (ipxe && (s == "shim" || s == "grub" || s == "grub-config")) continue;
+    if (!signed_chain && !ipxe && s == "shim") continue;  // "ipxe-binary" says both
+    t.next_stage = s;
+    break;
+  }
   const std::string name = node.name();
   if (node.state == NodeState::kDiscovered) {
     t.summary =
@@ -84,7 +118,7 @@ BootTimeline ComputeBootTimeline(const NodeRecord& node, const std::vector<Event
     t.summary = name + " booted and phoned home";
   } else {
     t.summary = name + " stopped after '" + t.last_stage + "': provisiond waits for " +
-                Expectation(t.next_stage);
+                Expectation(t.next_stage, signed_chain);
     if (!t.errors.empty()) t.summary += "; last error: " + t.errors.back();
   }
   return t;

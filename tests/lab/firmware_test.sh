@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Lab test of the boot on real firmware: the signed boot chain under Secure
+# Boot, NICs other than virtio, a machine with two NICs.
+#   1. a UEFI machine with Secure Boot enforced (OVMF's Secure Boot build with
+#      Microsoft's keys, as Debian's ovmf ships it) netboots through shim
+#      (signed by Microsoft's UEFI CA) -> grub and the kernel (signed by
+#      Debian), all by TFTP, to `ready`; its facts say Secure Boot was on;
+#      the boot stages name shim, grub and its config
+#   2. at the same time, a BIOS machine with two NICs (an e1000e it does not
+#      boot from, then an rtl8139 it boots from) is served and configured as
+#      one node by the MAC of the port that booted; the initrd brings up that
+#      port with its driver (loaded by modalias from every NIC driver in the
+#      initrd); its facts list both NICs
+#   3. the Secure Boot machine given the unsigned iPXE (dhcp.uefi_loader:
+#      ipxe) is refused by its firmware, and node why says where it stopped
+# The image store is cached between runs (tests/lab/lab-image.sh).
+# Usage: firmware_test.sh PROVISIOND PROVISIONCTL   (root)
+set -euo pipefail
+PROVISIOND="$(realpath "$1")"
+PROVISIONCTL="$(realpath "$2")"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+TOOLS="$(dirname "$PROVISIOND")"
+TIMEOUT="${LAB_TIMEOUT:-480}"
+dump() {
+  [ -n "${LAB_DIR:-}" ] && [ -d "$LAB_DIR" ] || return 0
+  for f in "$LAB_DIR"/provisiond.log "$LAB_DIR"/data/netboot/dnsmasq.log "$LAB_DIR"/*.serial; do
+    [ -f "$f" ] && { echo "--- last 30 lines of $f"; tail -n 30 "$f" | tr -cd '\11\12\40-\176'; }
+  done
+  [ -n "${LAB_NS:-}" ] && { echo "--- events"; lab_exec "$PROVISIONCTL" events --limit 400 2>&1 | tail -n 40; }
+} >&2
+source "$HERE/lab-test.sh"
+start_provisiond() {
+  lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/provisiond.yaml"
+  echo "$LAB_LAST_PID" >"$LAB_DIR/provisiond.pid"
+  wait_for "provisiond's URL file" 30 test -s "$DATA/provisiond.url"
+  wait_for "dnsmasq" 20 lab_wait_port udp 67 1
+  wait_for "the NFS server" 20 lab_wait_port tcp 2049 1
+}
+
+[ "$(id -u)" -eq 0 ] || fail "run as root (network namespaces, taps)"
+for f in /usr/lib/shim/shimx64.efi.signed /usr/lib/grub/x86_64-efi-signed/grubnetx64.efi.signed \
+  /usr/share/OVMF/OVMF_CODE_4M.secboot.fd /usr/share/OVMF/OVMF_VARS_4M.ms.fd; do
+  [ -r "$f" ] || fail "missing $f (tests/lab/packages.txt: shim-signed, grub-efi-amd64-signed, ovmf)"
+done
+
+source "$HERE/lab.sh"
+source "$HERE/lab-image.sh"
+lab_init firmware
+lab_start_repo || fail "the lab apt repository did not start"
+DATA="$LAB_DIR/data"
+t="${EPOCHREALTIME//[!0-9]/}"
+STORE="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$REPO/profiles")" || fail "the lab image was not built"
+say "lab image ready in $STORE ($(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s): $(cat "$STORE/lab/current")"
+cat >"$LAB_DIR/provisiond.yaml" <<CONF
+listen: 0.0.0.0:8080
+data_dir: $DATA
+profiles_dir: $REPO/profiles
+playbooks_dir: $REPO/playbooks
+images_dir: $REPO/images
+pxe_dir: $REPO/pxe
+image_store: $STORE
+tools_dir: $TOOLS
+interface: $LAB_BRIDGE
+dhcp:
+  range: 10.99.0.100-10.99.0.199
+CONF
+start_provisiond
+# provisionctl runs in the lab's namespace: the API over plain HTTP answers loopback only.
+export PROVISIOND_URL="http://127.0.0.1:8080"
+export PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$DATA/tokens")"
+ctl preflight >"$LAB_DIR/preflight.out" || { cat "$LAB_DIR/preflight.out"; fail "preflight failed"; }
+grep -q "shim" "$LAB_DIR/preflight.out" || { cat "$LAB_DIR/preflight.out"; fail "preflight does not check the signed loaders"; }
+ctl profile apply lab --yes >/dev/null
+
+# 1 and 2: both machines at once.
+SB=52:54:00:96:00:10 NIC_BOOT=52:54:00:96:00:21 NIC_OTHER=52:54:00:96:00:20
+ctl node add sb0 --mac "$SB" --profile lab >/dev/null
+ctl node add nic0 --mac "$NIC_BOOT" --profile lab >/dev/null
+lab_vm_start sb0 "$SB" uefi-sb
+LAB_VM_NIC=rtl8139 LAB_VM_OTHER_NIC="e1000e $NIC_OTHER" lab_vm_start nic0 "$NIC_BOOT" bios
+wait_ready sb0
+say "sb0 (Secure Boot enforced): ready $(lab_vm_elapsed sb0)s after power-on"
+wait_ready nic0
+say "nic0 (two NICs, boots from its rtl8139): ready $(lab_vm_elapsed nic0)s after power-on"
+
+facts="$(ctl node show sb0 --json)"
+if ! grep -qF '"secure_boot":true' <<<"$facts"; then
+  ctl cmd sb0 -- sh -c 'grep efivar /proc/mounts; od -An -tx1 /sys/firmware/efi/efivars/SecureBoot-*' >&2 || true
+  fail "sb0's facts do not say Secure Boot was on: $facts"
+fi
+grep -qF '"uefi":true' <<<"$facts" || fail "sb0's facts do not say UEFI: $facts"
+for stage in "shim: shimx64.efi" "grub: grubx64.efi" "grub-config: $SB.cfg" "kernel: vmlinuz" "initrd: initrd.img" "hello: from"; do
+  has_event sb0 "$stage" || fail "sb0 has no '$stage' event"
+done
+grep -a "Secure Boot\|secureboot: Secure boot enabled" "$LAB_DIR/sb0.serial" >"$LAB_DIR/sb0-kernel.out" || true
+say "sb0: facts say UEFI with Secure Boot on; events shim, grub, grub-config, kernel, initrd (all TFTP), hello"
+
+facts="$(ctl node show nic0 --json)"
+for mac in "$NIC_BOOT" "$NIC_OTHER"; do
+  grep -qF "\"mac\":\"$mac\"" <<<"$facts" || fail "nic0's facts lack its NIC $mac: $facts"
+done
+grep -a "provision: .* is driven by 8139" "$LAB_DIR/nic0.serial" >/dev/null ||
+  fail "nic0's initrd did not bring up the rtl8139 with its driver: $(grep -a 'provision: ' "$LAB_DIR/nic0.serial" | tail -5)"
+ctl node list >"$LAB_DIR/nodes.out"
+[ "$(grep -c "$NIC_OTHER" "$LAB_DIR/nodes.out")" -eq 0 ] || fail "nic0's other port became a node of its own"
+[ "$(($(wc -l <"$LAB_DIR/nodes.out") - 1))" -eq 2 ] || { cat "$LAB_DIR/nodes.out"; fail "not exactly two nodes"; }
+say "nic0: one node by its boot port's MAC; the initrd drove the rtl8139 ($(grep -a -o 'is driven by [a-z0-9_]*' "$LAB_DIR/nic0.serial" | tail -1)); facts list both NICs"
+
+# 3. The same Secure Boot machine given the unsigned iPXE: refused by its firmware.
+lab_vm_stop sb0
+kill -TERM "$(cat "$LAB_DIR/provisiond.pid")"
+wait_for "provisiond to stop" 30 bash -c "! kill -0 $(cat "$LAB_DIR/provisiond.pid") 2>/dev/null"
+printf '  uefi_loader: ipxe\n' >>"$LAB_DIR/provisiond.yaml"
+start_provisiond
+lab_vm_start sb0 "$SB" uefi-sb
+lab_wait_serial sb0 'Access Denied|Security Violation' 180 ||
+  fail "sb0's firmware did not refuse the unsigned ipxe.efi"
+grep -a -m1 -E 'Access Denied|Security Violation' "$LAB_DIR/sb0.serial" | tr -d '\r' >"$LAB_DIR/refused.out"
+has_event sb0 "ipxe-binary: ipxe.efi" || fail "sb0 did not fetch ipxe.efi"
+ctl node why sb0 >"$LAB_DIR/why.out"
+grep -q "firmware that refuses the loader\|stopped after 'ipxe-binary'" "$LAB_DIR/why.out" ||
+  { cat "$LAB_DIR/why.out"; fail "node why does not say where sb0 stopped"; }
+say "sb0 given iPXE: its firmware refused it ($(cat "$LAB_DIR/refused.out")); node why: $(grep -m1 stopped "$LAB_DIR/why.out")"
+lab_vm_stop sb0
+lab_vm_stop nic0
+say "all firmware lab checks passed"

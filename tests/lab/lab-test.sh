@@ -1,0 +1,42 @@
+# shellcheck shell=bash
+# tests/lab/lab-test.sh: what the lab tests share (source it after setting PROVISIONCTL):
+#   say MSG                      a line with the seconds since the test started
+#   fail MSG                     prints FAIL: MSG, then the test's own `dump` (if defined), exits 1;
+#                                also the ERR trap, with the failing line and command
+#   ctl ARGS...                  provisionctl in the lab's namespace
+#   wait_for WHAT TIMEOUT_S CMD...  polls CMD (every LAB_POLL_S, default 0.5 s) until it succeeds
+#   has_event NODE TEXT          true if one of NODE's events contains TEXT
+#   wait_ready HOSTLIST [TIMEOUT_S] `provisionctl wait --state ready`, or fail with node why
+LAB_TEST_T0="${EPOCHREALTIME//[!0-9]/}"
+say() { printf '[%6.1fs] %s\n' "$(((${EPOCHREALTIME//[!0-9]/} - LAB_TEST_T0) / 100000))e-1" "$*"; }
+fail() {
+  echo "FAIL: $*" >&2
+  declare -F dump >/dev/null && dump
+  exit 1
+}
+trap 'fail "line $LINENO: $BASH_COMMAND"' ERR
+ctl() { lab_exec "$PROVISIONCTL" "$@"; }
+wait_for() {
+  local what="$1" timeout="$2"
+  shift 2
+  local deadline=$((${EPOCHREALTIME//[!0-9]/} + timeout * 1000000))
+  until "$@" >/dev/null 2>&1; do
+    [ "${EPOCHREALTIME//[!0-9]/}" -lt "$deadline" ] || fail "timed out after ${timeout}s waiting for: $what"
+    sleep "${LAB_POLL_S:-0.5}"
+  done
+}
+# Output is captured before grep: `cmd | grep -q` fails under pipefail when
+# grep stops reading early (SIGPIPE in cmd).
+has_event() {
+  ctl events --node "$1" --limit 100000 >"$LAB_DIR/events.out"
+  grep -q -- "$2" "$LAB_DIR/events.out"
+}
+wait_ready() {
+  local out="$LAB_DIR/wait-$1.out" limit="${2:-$TIMEOUT}"
+  ctl wait "$1" --state ready --timeout "$limit" >"$out" 2>&1 || {
+    tail -n 20 "$out" >&2
+    ctl node why "$1" >&2 || true
+    ctl run list >&2 || true
+    fail "$1 did not reach ready in ${limit}s"
+  }
+}
