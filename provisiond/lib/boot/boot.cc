@@ -284,7 +284,11 @@ Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::s
     }
     node.stage = stage;
     node.last_seen_ms = now;
-    if (node.ip.empty() && !ip.empty()) node.ip = ip;
+    // An address learnt from a request is only the peer's: with reservations
+    // (full DHCP) only dnsmasq's lease counts, or a request from anywhere
+    // could claim the address a node's ticket is then served to.
+    if (node.ip.empty() && !ip.empty() && (!settings_.reserved_addresses || stage == "dhcp"))
+      node.ip = ip;
     if (BootMovesToBooting(node.state) && node.state != NodeState::kBooting &&
         !(stage == "dhcp" && node.state != NodeState::kEnrolled &&
           node.state != NodeState::kFailed)) {

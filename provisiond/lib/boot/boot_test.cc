@@ -29,8 +29,9 @@ struct BootServiceFixture {
     BootSettings s;
     s.boot_url = "http://10.99.0.1:8080";
     s.pxe_dir = PROVISION_SOURCE_DIR "/pxe";
+    // The signed chain's test runs in full DHCP mode (reserved addresses).
     if (tftp) s.tftp_dir = (dir / "tftp").string();
-    s.reserved_addresses = true;
+    s.reserved_addresses = tftp;
     s.profile_kernel_args = [](const std::string& v) {
       return v == "lab" ? std::vector<std::string>{"console=ttyS0"} : std::vector<std::string>{};
     };
@@ -356,6 +357,15 @@ TEST_CASE("boot: the signed chain's configs are TFTP files; the initrd asks for 
   REQUIRE(waiting.ok());
   CHECK(waiting->find("is not enrolled yet") != std::string::npos);
   CHECK(waiting->find("linux") == std::string::npos);
+}
+
+TEST_CASE("boot: with reservations a script request does not give a node its address") {
+  BootServiceFixture f(/*tftp=*/true);  // full DHCP mode: reserved_addresses
+  f.Enroll("lab0", "52:54:00:00:00:01", "lab");
+  f.boot->NodeScript("52:54:00:00:00:01", "127.0.0.1");
+  CHECK(f.store->FindNode("lab0")->ip.empty());
+  f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100");
+  CHECK(f.store->FindNode("lab0")->ip == "10.99.0.100");
 }
 
 }  // namespace prov
