@@ -19,6 +19,7 @@
 #include "configure/configurator.h"
 #include "configure/secrets.h"
 #include "configure/ssh_keys.h"
+#include "configure/work_queue.h"
 #include "dhcp/dnsmasq.h"
 #include "dhcp/preflight.h"
 #include "hello/phonehome.h"
@@ -58,6 +59,9 @@ struct Daemon::Impl {
   std::unique_ptr<HttpServer> server;
   std::unique_ptr<HttpServer> api_server;  // HTTPS; null when api_listen is off
   std::unique_ptr<DnsmasqService> dnsmasq;
+  // Nodes' TFTP boot configs, written off dnsmasq's thread (a render may
+  // wait seconds for an image's NFS check).
+  std::unique_ptr<WorkQueue> tftp_configs;
   std::unique_ptr<NfsService> nfs;
   std::unique_ptr<SecretStore> secrets;
   std::unique_ptr<Configurator> configurator;
@@ -72,6 +76,7 @@ Daemon::~Daemon() {
   // every request it is handling before it stops.
   impl_->store->WakeWaiters();
   impl_->dnsmasq.reset();
+  impl_->tftp_configs.reset();  // after dnsmasq, which queues; before nfs, which it uses
   impl_->api_server.reset();
   impl_->server.reset();
   impl_->configurator.reset();  // interrupts runs, records them as interrupted
@@ -366,13 +371,19 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     dns.run_dir = config.data_dir + "/netboot";
     dns.router_advertisements = config.dhcp_mode == "full" && HasRoutableIpv6(config.interface);
     BootService* boot = d.boot.get();
+    d.tftp_configs = std::make_unique<WorkQueue>(4);
+    WorkQueue* tftp_configs = d.tftp_configs.get();
     // What dnsmasq saw becomes boot stages: an address for a MAC (and the
     // node's TFTP boot config, written before its firmware loads the
-    // loader), or a loader's file sent by TFTP (known only by address).
-    auto observer = [boot](const DhcpObservation& o) {
+    // loader: once per MAC at a time), or a loader's file sent by TFTP
+    // (known only by address).
+    auto observer = [boot, tftp_configs](const DhcpObservation& o) {
       if (o.kind == DhcpObservation::Kind::kAck) {
         boot->RecordStage(o.mac, "dhcp", o.ip, o.ip);
-        boot->WriteTftpNodeScript(o.mac);
+        std::string hex = o.mac;  // normalized: 12 hex digits and colons
+        std::erase(hex, ':');
+        tftp_configs->SubmitOnce(static_cast<int64_t>(std::stoull(hex, nullptr, 16)),
+                                 [boot, mac = o.mac] { boot->WriteTftpNodeScript(mac); });
         return;
       }
       boot->RecordTftpSent(o.ip, o.file);

@@ -59,12 +59,16 @@ Status BootService::WriteTftpStartScripts() {
     if (path.empty() || settings_.tftp_dir.empty()) continue;
     auto text = l->StartScript(Context(nullptr));
     if (!text.ok()) return text.status();
-    const std::string full = settings_.tftp_dir + "/" + path;
-    Status s = MakeDirs(full.substr(0, full.rfind('/')));
-    if (s.ok()) s = WriteFileAtomic(full, *text, 0644);
+    Status s = WriteTftpFile(path, *text);
     if (!s.ok()) return s;
   }
   return Status::Ok();
+}
+
+Status BootService::WriteTftpFile(const std::string& path, const std::string& text) {
+  const std::string full = settings_.tftp_dir + "/" + path;
+  Status s = MakeDirs(full.substr(0, full.rfind('/')));
+  return s.ok() ? WriteFileAtomic(full, text, 0644) : s;
 }
 
 void BootService::WriteTftpNodeScript(const std::string& mac) {
@@ -78,18 +82,15 @@ void BootService::WriteTftpNodeScript(const std::string& mac) {
     spdlog::warn("{}'s {} config: {}", node->name(), l.title(), text.status().message());
     return;
   }
-  const std::string full = settings_.tftp_dir + "/" + path;
   std::lock_guard lock(tftp_mu_);
-  auto it = tftp_written_.find(full);
+  auto it = tftp_written_.find(path);
   if (it != tftp_written_.end() && it->second == *text) return;
-  Status s = MakeDirs(full.substr(0, full.rfind('/')));
-  if (s.ok()) s = WriteFileAtomic(full, *text, 0644);
-  if (!s.ok()) {
+  if (Status s = WriteTftpFile(path, *text); !s.ok()) {
     spdlog::warn("{}'s {} config: {}", node->name(), l.title(), s.message());
     return;
   }
   if (tftp_written_.size() > 100000) tftp_written_.clear();  // bounded; only saves writes
-  tftp_written_[full] = *text;
+  tftp_written_[path] = *text;
 }
 
 void BootService::RecordTftpSent(const std::string& ip, const std::string& file) {

@@ -98,7 +98,8 @@ class BootService {
   // into the TFTP root (at start), and the node's script when its port asks
   // DHCP for an address (dnsmasq's log, before its firmware loads the
   // loader), from the node as it is then. Files are written only when they
-  // change (write, rename).
+  // change (write, rename). The node's may wait for its image's NFS check:
+  // call it off threads that must not block (the daemon queues it).
   Status WriteTftpStartScripts();
   void WriteTftpNodeScript(const std::string& mac);
   // dnsmasq sent `file` (a path in the TFTP root) to `ip`: the stage it
@@ -131,6 +132,8 @@ class BootService {
   ScriptContext Context(const NodeRecord* node) const;
   // The node's script from `loader`, for the node as it is.
   Result<std::string> RenderNodeScript(const BootLoader& loader, const NodeRecord& node);
+  // Writes `text` at `path` in the TFTP root (write, rename).
+  Status WriteTftpFile(const std::string& path, const std::string& text);
   // Links the image's kernel and initrd into the TFTP root (once).
   Status LinkTftpImage(const BootLoader& loader, const ImageVersion& image);
   // The node's files on provisiond (the URL of what NodeFile serves), and the
