@@ -55,6 +55,7 @@ struct Args {
   std::vector<std::string> command;     // cmd -- COMMAND...
   std::vector<std::string> extra_vars;  // playbook run -e key=value
   std::string playbook;                 // playbook run PLAYBOOK
+  std::string runner = "auto";          // playbook run/check --runner
   std::string wait_state = "ready";     // wait --state
   std::string format;                   // export FORMAT
   std::string run_id;                   // run show/logs ID

@@ -131,6 +131,14 @@ const std::vector<Setting>& Table() {
       {{"playbooks_dir", "path", PROVISION_DATADIR "/playbooks",
         "Playbooks that profiles name, in Ansible syntax."},
        PathSetting(&Config::playbooks_dir)},
+      {{"ansible_playbook", "path", "/usr/bin/ansible-playbook",
+        "Runs the playbooks (and roles) that provisiond's native runner does not load; "
+        "Debian's ansible package."},
+       PathSetting(&Config::ansible_playbook)},
+      {{"ansible_roles_path", "path", "",
+        "More folders of roles for playbooks that run under ansible-playbook, ':'-separated; "
+        "roles/ beside the playbook is always searched first."},
+       OptionalPathSetting(&Config::ansible_roles_path)},
       {{"log_level", "trace|debug|info|warn|error", "info", "Least severe log message written."},
        [](const std::string& v, const std::string&, Config& c) {
          static const char* levels[] = {"trace", "debug", "info", "warn", "error"};

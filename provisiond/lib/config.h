@@ -33,6 +33,8 @@ struct Config {
   std::string profiles_dir;
   std::string images_dir;
   std::string playbooks_dir;
+  std::string ansible_playbook;    // playbooks outside the native runner's subset
+  std::string ansible_roles_path;  // ':'-separated, after <playbook dir>/roles
   std::string log_level;
   uint64_t max_body_bytes = 0;
 

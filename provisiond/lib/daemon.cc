@@ -28,13 +28,26 @@
 #include "images/image_catalog.h"
 #include "images/image_service.h"
 #include "images/nfs.h"
+#include "playbook/runner_choice.h"
 #include "profiles/inventory.h"
 #include "profiles/profile.h"
 #include "store/store.h"
 
 namespace prov {
 
+namespace {
+
+void UseAnsibleOf(const Config& config) {
+  AnsibleTool tool;
+  tool.program = config.ansible_playbook;
+  tool.roles_path = config.ansible_roles_path;
+  SetDefaultAnsibleTool(tool);
+}
+
+}  // namespace
+
 std::vector<std::string> CheckAll(const Config& config) {
+  UseAnsibleOf(config);
   std::vector<std::string> errors;
   auto profiles = LoadAllProfiles(config.profiles_dir, config.playbooks_dir, errors);
   if (profiles.empty() && errors.empty())
@@ -168,6 +181,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     if (!s.ok()) return s;
   }
 
+  UseAnsibleOf(config);
   std::vector<std::string> errors;
   auto profiles = LoadAllProfiles(config.profiles_dir, config.playbooks_dir, errors);
   for (const auto& e : errors) spdlog::warn("profile not loaded: {}", e);
@@ -232,6 +246,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   configure.ssh_port = config.ssh_port;
   configure.workers = config.configure_workers;
   configure.task_timeout_s = config.task_timeout_s;
+  configure.ansible_dir = config.data_dir + "/ansible";
   impl->configurator = std::make_unique<Configurator>(*impl->inventory, configure);
   impl->phonehome = std::make_unique<PhoneHome>(*impl->inventory, control_key->public_key,
                                                 [raw] { return raw->boot->boot_url(); });

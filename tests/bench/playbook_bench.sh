@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # playbook_bench.sh: one 20-task playbook (file, copy, template, lineinfile,
 # command, a no-op apt) on N real sshd targets on loopback, run by provisiond
-# (provisionctl playbook run) and by ansible-playbook (forks N, pipelining,
-# ControlPersist) against the very same targets, in one run, alternating.
+# on its native runner (provisionctl playbook run), by provisiond on its
+# Ansible runner (--runner ansible: provisiond's inventory, known_hosts and
+# callback around ansible-playbook) and by plain ansible-playbook (forks N,
+# pipelining, ControlPersist) against the very same targets, in one run,
+# alternating. Ratios: native/ansible (goal <= 0.05) and provisiond's Ansible
+# path over plain ansible-playbook (goal <= 1.1).
 #
 # Each round, per side: run 1 on fresh connections (provisiond restarted on
 # the same data dir; Ansible's control masters closed) into a new directory,
@@ -160,6 +164,7 @@ cat >"$tmp/play/bench.yml" <<'EOF'
 EOF
 tasks=$(grep -c '^    - name:' "$tmp/play/bench.yml")
 
+bench_playbooks_dir=$tmp/play  # provisiond runs playbooks from its playbooks_dir only
 start_targets
 start_provisiond
 enroll_nodes
@@ -231,11 +236,11 @@ check_output() {  # $1: base directory, $2: what for messages
 
 # One measured run; appends a row to the table and sets: wall, server, changed.
 rows=()
-run_provisiond() {  # $1: round, $2: run number, $3: base, $4: connections
-  local t0 t1 rc=0 out="$tmp/p-$1-$2.json"
+run_provisiond() {  # $1: round, $2: run number, $3: base, $4: connections; $runner
+  local t0 t1 rc=0 out="$tmp/p-$runner-$1-$2.json"
   t0=$(now)
   "$provisionctl" playbook run "$tmp/play/bench.yml" "$prefix[1-$nodes]" -e "base=$3" --json \
-    >"$out" 2>"$tmp/p-$1-$2.err" || rc=$?
+    --runner "$runner" >"$out" 2>"$tmp/p-$1-$2.err" || rc=$?
   t1=$(now)
   ((rc == 0)) || die "provisionctl playbook run exited $rc: $(tail -c 2000 "$tmp/p-$1-$2.err") $(jq -c '[.runs[] | select(.status != "ok") | {node, status, message}][:3]' "$out" 2>/dev/null)"
   wall=$(elapsed "$t0" "$t1")
@@ -244,8 +249,8 @@ run_provisiond() {  # $1: round, $2: run number, $3: base, $4: connections
   local ok_runs
   read -r ok_runs changed server < <(jq -r '[([.runs[] | select(.status == "ok")] | length),
       ([.runs[].changed] | add), (([.runs[].finished_ms] | max) - ([.runs[].started_ms] | min)) / 1000] | @tsv' "$out")
-  ((ok_runs == nodes)) || die "provisiond: $ok_runs of $nodes runs ok"
-  rows+=("$1 provisiond $2 $wall $server $changed $4")
+  ((ok_runs == nodes)) || die "provisiond ($runner): $ok_runs of $nodes runs ok: $(jq -c '[.runs[] | select(.status != "ok") | {node, status, message}][:3]' "$out")"
+  rows+=("$1 $side $2 $wall $server $changed $4")
 }
 run_ansible() {  # $1: round, $2: run number, $3: base, $4: connections
   local t0 t1 rc=0 log="$tmp/a-$1-$2.log" recap failed
@@ -265,15 +270,17 @@ run_ansible() {  # $1: round, $2: run number, $3: base, $4: connections
 
 # provisiond: restart (fresh sessions), run 1 and 2 on one directory, run 3
 # on another over the sessions kept open.
-side_provisiond() {  # $1: round
-  local base="$tmp/out/$1-provisiond"
-  start_provisiond
+side_provisiond() {  # $1: round, $2: runner (native, ansible)
+  local runner=$2 side base
+  side=$([[ $2 == native ]] && echo provisiond || echo prov-ansible)
+  base="$tmp/out/$1-$side"
+  start_provisiond  # a restart: fresh sessions (and no ssh control masters)
   run_provisiond "$1" 1 "$base-1" fresh
-  check_output "$base-1" "provisiond round $1 run 1"
+  check_output "$base-1" "$side round $1 run 1"
   run_provisiond "$1" 2 "$base-1" persistent
-  ((changed == 0)) || die "provisiond round $1 run 2 changed $changed task(s), expected none: $("$provisionctl" run show "$(jq '.runs[0].id' "$tmp/p-$1-2.json")" 2>&1 | grep -i changed)"
+  ((changed == 0)) || die "$side round $1 run 2 changed $changed task(s), expected none: $("$provisionctl" run show "$(jq '.runs[0].id' "$tmp/p-$runner-$1-2.json")" 2>&1 | grep -i changed)"
   run_provisiond "$1" 3 "$base-3" persistent
-  check_output "$base-3" "provisiond round $1 run 3"
+  check_output "$base-3" "$side round $1 run 3"
   rm -rf "$base-1" "$base-3"
 }
 side_ansible() {  # $1: round
@@ -293,7 +300,11 @@ side_ansible() {  # $1: round
 loads=()
 for ((r = 1; r <= runs; r++)); do
   loads+=("$(cut -d' ' -f1-3 /proc/loadavg)")
-  if ((r % 2)); then side_provisiond "$r"; side_ansible "$r"; else side_ansible "$r"; side_provisiond "$r"; fi
+  if ((r % 2)); then
+    side_provisiond "$r" native; side_ansible "$r"; side_provisiond "$r" ansible
+  else
+    side_provisiond "$r" ansible; side_ansible "$r"; side_provisiond "$r" native
+  fi
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -302,7 +313,7 @@ col() {  # $1: side, $2: run, $3: field (4 wall, 5 server, 6 changed)
   printf '%s\n' "${rows[@]}" | awk -v s="$1" -v r="$2" -v f="$3" '$2 == s && $3 == r { print $f }'
 }
 declare -A med
-for side in provisiond ansible; do
+for side in provisiond ansible prov-ansible; do
   for run in 1 2 3; do
     # shellcheck disable=SC2046
     med[$side$run]=$(median $(col "$side" "$run" 4))
@@ -331,6 +342,12 @@ for run in 1 2 3; do
     "${med[server$run]}" "${med[ansible$run]}" "$(ratio "${med[provisiond$run]}" "${med[ansible$run]}")"
 done
 echo "goal (issue 5): provisiond <= 0.05 of Ansible's time"
+echo "provisiond's Ansible runner (--runner ansible) over plain ansible-playbook"
+for run in 1 2 3; do
+  printf '  run %d: %-28s %9s %9s  %s\n' "$run" "${kinds[run]}" "${med[prov-ansible$run]}" \
+    "${med[ansible$run]}" "$(ratio "${med[prov-ansible$run]}" "${med[ansible$run]}")"
+done
+echo "goal (issue 15): <= 1.1"
 
 rows_json=$(printf '%s\n' "${rows[@]}" | awk 'BEGIN { printf "[" } {
   printf "%s{\"round\": %d, \"side\": \"%s\", \"run\": %d, \"wall_s\": %s, \"server_s\": %s, \"changed\": %d, \"connections\": \"%s\"}",
@@ -348,6 +365,10 @@ cat >"$json_out" <<EOF
   "provisiond": {"version": "$provisiond_version",
                  "median_s": {"run1": ${med[provisiond1]}, "run2": ${med[provisiond2]}, "run3": ${med[provisiond3]}},
                  "median_server_s": {"run1": ${med[server1]}, "run2": ${med[server2]}, "run3": ${med[server3]}}},
+  "provisiond_ansible_runner": {"median_s": {"run1": ${med[prov-ansible1]}, "run2": ${med[prov-ansible2]}, "run3": ${med[prov-ansible3]}}},
+  "ratio_ansible_runner_over_ansible": {"run1": $(ratio "${med[prov-ansible1]}" "${med[ansible1]}"),
+                                        "run2": $(ratio "${med[prov-ansible2]}" "${med[ansible2]}"),
+                                        "run3": $(ratio "${med[prov-ansible3]}" "${med[ansible3]}")},
   "ratio_provisiond_over_ansible": {"run1": $(ratio "${med[provisiond1]}" "${med[ansible1]}"),
                                     "run2": $(ratio "${med[provisiond2]}" "${med[ansible2]}"),
                                     "run3": $(ratio "${med[provisiond3]}" "${med[ansible3]}")},

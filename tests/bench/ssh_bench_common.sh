@@ -148,7 +148,7 @@ start_provisiond() {
 listen: 127.0.0.1:0
 data_dir: $tmp/data
 profiles_dir: $repo/profiles
-playbooks_dir: $repo/playbooks
+playbooks_dir: ${bench_playbooks_dir:-$repo/playbooks}
 ssh.port: $port
 configure.workers: $((nodes > 64 ? nodes : 64))
 configure.task_timeout: 120

@@ -31,14 +31,23 @@ Result<json> ExtraVars(const std::vector<std::string>& pairs) {
   return vars;
 }
 
+// The path provisiond is given for a playbook named on the command line.
+std::string PlaybookPath(const std::string& name) {
+  if (std::filesystem::exists(name)) return std::filesystem::absolute(name).lexically_normal();
+  return name;
+}
+
 int RunPlaybook(Context& ctx, const Args& a) {
   auto vars = ExtraVars(a.extra_vars);
   if (!vars.ok()) return UsageError(ctx, vars.status().message());
-  std::string path = a.playbook;
-  if (std::filesystem::exists(path)) path = std::filesystem::absolute(path).lexically_normal();
-  json body = {{"playbook", path}, {"nodes", a.target}, {"extra_vars", *vars}};
+  std::string path = PlaybookPath(a.playbook);
+  json body = {
+      {"playbook", path}, {"nodes", a.target}, {"extra_vars", *vars}, {"runner", a.runner}};
   auto started = ctx.client.Call("POST", kApi + "/playbook-runs", &body);
   if (!started.ok()) return Fail(ctx, started.status());
+  if (!a.json)
+    ctx.out << "RUNNER " << started->value("runner", "native") << " ("
+            << started->value("reason", "") << ")\n";
   std::string ids;
   std::map<int64_t, std::string> nodes;
   for (const auto& run : (*started)["runs"]) {
@@ -90,17 +99,41 @@ int RunPlaybook(Context& ctx, const Args& a) {
   return kExitOk;
 }
 
+int CheckPlaybook(Context& ctx, const Args& a) {
+  json body = {{"playbook", PlaybookPath(a.playbook)}, {"runner", a.runner}};
+  auto r = ctx.client.Call("POST", kApi + "/playbook-checks", &body);
+  if (!r.ok()) return Fail(ctx, r.status());
+  if (a.json) {
+    ctx.out << r->dump() << "\n";
+  } else if (r->value("accepted", false)) {
+    ctx.out << r->value("playbook", "") << ": runs on " << r->value("runner", "") << " ("
+            << r->value("reason", "") << ")\n";
+  } else {
+    ctx.err << r->value("playbook", "") << ": refused:\n" << r->value("error", "") << "\n";
+  }
+  return r->value("accepted", false) ? kExitOk : kExitFailed;
+}
+
+void AddRunnerOption(CLI::App& c, Args& a) {
+  c.add_option("--runner", a.runner, "auto (native when it loads there), native or ansible")
+      ->check(CLI::IsMember({"auto", "native", "ansible"}))
+      ->type_name("RUNNER");
+}
+
 }  // namespace
 
 std::vector<Verb> PlaybookVerbs() {
   return {
-      {"playbook run", "playbook run PLAYBOOK HOSTLIST [-e KEY=VALUE]... [--timeout SECONDS]",
+      {"playbook run",
+       "playbook run PLAYBOOK HOSTLIST [-e KEY=VALUE]... [--runner RUNNER] [--timeout SECONDS]",
        "Run a playbook on enrolled nodes, as ansible-playbook -l would",
-       R"(Runs PLAYBOOK (a path readable on the control node, or the name of a shipped
-playbook) on the nodes of HOSTLIST with provisiond's runner, each node on its
-own. -e sets extra variables (values that parse as JSON are JSON). Progress is
-printed per node, then a recap line per node; the exit status is 1 if any node
-failed. Each run is stored (run list, run show, run logs).
+       R"(Runs PLAYBOOK (a path under provisiond's playbooks_dir, or the name of a
+playbook there) on the nodes of HOSTLIST, each node on its own. It runs on
+provisiond's native runner when it loads there, else on ansible-playbook (the
+reason is printed first); --runner native|ansible forces one. -e sets extra
+variables (values that parse as JSON are JSON). Progress is printed per node,
+then a recap line per node; the exit status is 1 if any node failed. Each run
+is stored (run list, run show, run logs).
 
 Examples:
   provisionctl playbook run site.yml 'node[01-04]' -e compute_user=alice
@@ -111,9 +144,25 @@ Examples:
          c.add_option("-e,--extra-vars", a.extra_vars, "KEY=VALUE")->type_name("KEY=VALUE");
          c.add_option("--timeout", a.timeout_s, "Stop watching after this many seconds")
              ->type_name("SECONDS");
+         AddRunnerOption(c, a);
          AddJsonFlag(c, a);
        },
        RunPlaybook},
+      {"playbook check", "playbook check PLAYBOOK [--runner RUNNER]",
+       "Say which runner a playbook will use, and why",
+       R"(Loads PLAYBOOK as a run would, runs nothing: prints the runner it would
+run on (native, or ansible-playbook) and why, or, when neither accepts it,
+each one's refusal (Ansible's own error). Exit status 1 when refused.
+
+Examples:
+  provisionctl playbook check site.yml
+  provisionctl playbook check roles-site.yml --runner native)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("playbook", a.playbook, "Playbook file")->required();
+         AddRunnerOption(c, a);
+         AddJsonFlag(c, a);
+       },
+       CheckPlaybook},
   };
 }
 

@@ -61,6 +61,7 @@ constexpr ApiRoute kRoutes[] = {
   {"GET",    "/api/v1/runs",                       kRead,  ListRuns},          // runs
   {"GET",    "/api/v1/runs/{id}",                  kRead,  ShowRun},           // runs
   {"POST",   "/api/v1/playbook-runs",              kAdmin, StartPlaybookRuns}, // runs
+  {"POST",   "/api/v1/playbook-checks",            kAdmin, CheckPlaybook},     // runs
   {"POST",   "/api/v1/cmd",                        kAdmin, RunCommand},        // cmd
   {"GET",    "/api/v1/export/{format}",            kRead,  GetExport},         // exports
   // From nodes as they boot.

@@ -5,7 +5,9 @@
 #include <sstream>
 
 #include "api/exports.h"
+#include "base/file_util.h"
 #include "configure/configurator.h"
+#include "playbook/runner_choice.h"
 #include "profiles/inventory.h"
 
 namespace prov {
@@ -74,15 +76,16 @@ HttpResponse ConfigureNode(const ApiContext& ctx, const HttpRequest& r) {
   return HttpResponse::Json(202, {{"node", r.Param("node")}, {"result", "queued"}});
 }
 
-HttpResponse StartPlaybookRuns(const ApiContext& ctx, const HttpRequest& r) {
-  auto body = ParseJsonObject(r.body, {"playbook", "nodes", "extra_vars"});
-  if (!body.ok()) return HttpResponse::FromStatus(body.status());
-  if (!body->contains("playbook") || !(*body)["playbook"].is_string())
-    return HttpResponse::Error(400, "field 'playbook' (a path) is required");
-  std::string path = (*body)["playbook"];
-  // A name is one of playbooks_dir; an absolute path (provisionctl sends
-  // them) must lead into playbooks_dir too: no route reads a file of the
-  // control node that the caller names, nor repeats its content.
+namespace {
+
+// The playbook a request names: a name inside playbooks_dir, or an absolute
+// path (provisionctl sends them) that leads into playbooks_dir too. No route
+// reads a file of the control node that the caller names, nor repeats its
+// content.
+Result<std::string> PlaybookOf(const ApiContext& ctx, const json& body) {
+  if (!body.contains("playbook") || !body["playbook"].is_string())
+    return Status::Invalid("field 'playbook' (a path) is required");
+  std::string path = body["playbook"];
   namespace fs = std::filesystem;
   if (path.empty() || path[0] != '/') path = ctx.config.playbooks_dir + "/" + path;
   std::error_code ec;
@@ -94,22 +97,55 @@ HttpResponse StartPlaybookRuns(const ApiContext& ctx, const HttpRequest& r) {
   const fs::path file = resolved(path);
   auto [end, rest] = std::mismatch(root.begin(), root.end(), file.begin(), file.end());
   if (ec || end != root.end() || rest == file.end())
-    return HttpResponse::Error(403, "playbooks are run from playbooks_dir (" +
-                                        ctx.config.playbooks_dir + ") only; " +
-                                        (*body)["playbook"].get<std::string>() + " is outside it");
+    return Status::Error(Code::kForbidden,
+                         "playbooks are run from playbooks_dir (" + ctx.config.playbooks_dir +
+                             ") only; " + body["playbook"].get<std::string>() + " is outside it");
   if (!fs::is_regular_file(file))
-    return HttpResponse::Error(404, "no playbook " + file.string() + " in playbooks_dir (" +
-                                        ctx.config.playbooks_dir + ")");
-  path = file.string();
+    return Status::NotFound("no playbook " + file.string() + " in playbooks_dir (" +
+                            ctx.config.playbooks_dir + ")");
+  return file.string();
+}
+
+}  // namespace
+
+HttpResponse CheckPlaybook(const ApiContext& ctx, const HttpRequest& r) {
+  auto body = ParseJsonObject(r.body, {"playbook", "runner"});
+  if (!body.ok()) return HttpResponse::FromStatus(body.status());
+  auto path = PlaybookOf(ctx, *body);
+  if (!path.ok()) return HttpResponse::FromStatus(path.status());
+  auto wanted = ParsePlaybookRunner(body->value("runner", std::string("auto")));
+  if (!wanted.ok()) return HttpResponse::FromStatus(wanted.status());
+  auto text = ReadFile(*path);
+  if (!text.ok()) return HttpResponse::FromStatus(text.status());
+  auto choice = ChoosePlaybookRunner(*path, *text, *wanted, DefaultAnsibleTool());
+  if (!choice.ok())
+    return HttpResponse::Json(
+        200, {{"playbook", *path}, {"accepted", false}, {"error", choice.status().message()}});
+  return HttpResponse::Json(200, {{"playbook", *path},
+                                  {"accepted", true},
+                                  {"runner", ToString(choice->runner)},
+                                  {"reason", choice->reason}});
+}
+
+HttpResponse StartPlaybookRuns(const ApiContext& ctx, const HttpRequest& r) {
+  auto body = ParseJsonObject(r.body, {"playbook", "nodes", "extra_vars", "runner"});
+  if (!body.ok()) return HttpResponse::FromStatus(body.status());
+  auto file = PlaybookOf(ctx, *body);
+  if (!file.ok()) return HttpResponse::FromStatus(file.status());
+  std::string path = *file;
   json extra = body->value("extra_vars", json::object());
   if (!extra.is_object()) return HttpResponse::Error(400, "field 'extra_vars' must be an object");
   auto nodes = SelectNodesField(*ctx.inventory, *body);
   if (!nodes.ok()) return HttpResponse::FromStatus(nodes.status());
-  auto runs = ctx.configurator->StartPlaybook(path, *nodes, extra, r.who);
+  auto wanted = ParsePlaybookRunner(body->value("runner", std::string("auto")));
+  if (!wanted.ok()) return HttpResponse::FromStatus(wanted.status());
+  RunnerChoice choice;
+  auto runs = ctx.configurator->StartPlaybook(path, *nodes, extra, r.who, *wanted, &choice);
   if (!runs.ok()) return HttpResponse::FromStatus(runs.status());
   json list = json::array();
   for (const auto& run : *runs) list.push_back(ToJson(run));
-  return HttpResponse::Json(202, {{"runs", list}});
+  return HttpResponse::Json(
+      202, {{"runs", list}, {"runner", ToString(choice.runner)}, {"reason", choice.reason}});
 }
 
 }  // namespace prov

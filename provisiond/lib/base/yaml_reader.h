@@ -23,6 +23,8 @@ class YamlErrors {
   void Add(const YAML::Mark& mark, const std::string& message);
   void Add(const YAML::Node& at, const std::string& message) { Add(at.Mark(), message); }
   void AddFileLevel(const std::string& message) { errors_.push_back(file_ + ": " + message); }
+  // A message that names its own place (another file's error).
+  void AddPlaced(const std::string& message) { errors_.push_back(message); }
   bool empty() const { return errors_.empty(); }
   const std::vector<std::string>& list() const { return errors_; }
   const std::string& file() const { return file_; }

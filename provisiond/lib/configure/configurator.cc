@@ -2,11 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
 
 #include "base/clock.h"
+#include "base/file_util.h"
+#include "configure/ansible_runner.h"
 #include "configure/health.h"
 #include "configure/node_vars.h"
 #include "configure/play_runner.h"
@@ -65,6 +68,31 @@ struct Configurator::Impl {
       if (n.state != NodeState::kRetired && n.state != NodeState::kDiscovered)
         out.push_back(std::move(n));
     return out;
+  }
+
+  AnsibleRunSettings Ansible() const {
+    AnsibleRunSettings a;
+    a.tool = DefaultAnsibleTool();
+    a.key_path = settings.key_path;
+    a.ssh_user = settings.ssh_user;
+    a.connect_timeout_s = std::max(1, settings.connect_timeout_ms / 1000);
+    a.work_dir = settings.ansible_dir;
+    return a;
+  }
+
+  // The node as ansible-playbook sees it: its address, the host key pinned
+  // now (a first contact pins it when the node's session connects, so the
+  // record is read again), its variables, and where its results go.
+  AnsibleHost HostOf(const NodeRecord& node, const json& vars, RunSink* sink) {
+    AnsibleHost h;
+    h.name = node.name();
+    h.address = node.ip;
+    h.port = settings.ssh_port;
+    auto fresh = store.FindNode(node.name());
+    h.host_key = fresh.ok() ? fresh->host_key : node.host_key;
+    h.vars = vars;
+    h.sink = sink;
+    return h;
   }
 
   RunOptions Options() {
@@ -150,7 +178,7 @@ struct Configurator::Impl {
     json vars = node_vars.For(node, Group(node.profile_version));
     RunOptions options = Options();
     for (const auto& ref : profile.playbooks) {
-      if (!ref.parsed) {
+      if (!ref.parsed && ref.runs_on != PlaybookRunner::kAnsible) {
         run.status = "failed";
         run.message = ref.file + ": not loaded with profile " + profile.version;
         return;
@@ -166,8 +194,15 @@ struct Configurator::Impl {
       options.extra_vars = std::move(resolved->vars);
       options.secret_vars = std::move(resolved->secret_vars);
       options.secret_values = std::move(resolved->secret_values);
-      NodeRunOutcome out =
-          RunPlaybook(*ref.parsed, node.name(), **session, vars, &recorder, options);
+      NodeRunOutcome out;
+      if (ref.runs_on == PlaybookRunner::kAnsible) {
+        auto outs =
+            RunAnsiblePlaybook(ref.path, {HostOf(node, vars, &recorder)}, options.extra_vars,
+                               options.secret_values, Ansible(), &cancel);
+        out = outs[node.name()];
+      } else {
+        out = RunPlaybook(*ref.parsed, node.name(), **session, vars, &recorder, options);
+      }
       if (out.status != "ok") {
         run.status = out.status;
         run.message = ref.file + ": " + out.failed_task;
@@ -209,6 +244,55 @@ struct Configurator::Impl {
     }
     FinishRun(store, run, SinceMs(start));
   }
+
+  // A playbook run by hand under ansible-playbook: one process for all the
+  // run's nodes whose sessions connect (host keys checked or pinned first),
+  // each node's run recorded and finished on its own.
+  void RunAnsibleJob(const std::string& playbook_path, std::vector<RunRecord> runs,
+                     std::vector<json> vars, json extra_vars) {
+    auto start = std::chrono::steady_clock::now();
+    // Leases in node id order: two jobs never wait for each other.
+    std::vector<size_t> order(runs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return runs[a].node_id < runs[b].node_id; });
+    std::vector<Sessions::Lease> leases;
+    std::vector<std::unique_ptr<RunRecorder>> recorders(runs.size());
+    std::vector<AnsibleHost> hosts;
+    std::vector<size_t> host_run;  // hosts[i] is runs[host_run[i]]
+    for (size_t i : order) {
+      leases.push_back(sessions.Acquire(runs[i].node_id));
+      auto node = store.FindNode(runs[i].node);
+      if (!node.ok()) {
+        runs[i].status = "failed";
+        runs[i].message = node.status().message();
+        continue;
+      }
+      // A node seen for the first time is connected by provisiond, which
+      // pins its key; a pinned key is checked by ssh itself (known_hosts,
+      // StrictHostKeyChecking), so there is nothing to connect for.
+      if (node->host_key.empty()) {
+        auto session = leases.back().Get(*node);
+        if (!session.ok()) {
+          SessionFailed(runs[i], session.status());
+          continue;
+        }
+      }
+      recorders[i] = std::make_unique<RunRecorder>(store, runs[i]);
+      hosts.push_back(HostOf(*node, vars[i], recorders[i].get()));
+      host_run.push_back(i);
+    }
+    if (!hosts.empty()) {
+      auto outs = RunAnsiblePlaybook(playbook_path, hosts, extra_vars, {}, Ansible(), &cancel);
+      for (size_t h = 0; h < hosts.size(); ++h) {
+        RunRecord& run = runs[host_run[h]];
+        const NodeRunOutcome& out = outs[hosts[h].name];
+        run.status = out.status;
+        run.message = out.failed_task;
+      }
+    }
+    for (auto& run : runs) FinishRun(store, run, SinceMs(start));
+  }
 };
 
 Configurator::Configurator(Inventory& inventory, ConfigureSettings settings)
@@ -230,6 +314,7 @@ Configurator::~Configurator() {
   // Runs cut short by the stop are "interrupted" already (the runner saw
   // the cancel flag); anything else still running is marked now.
   impl_->store.InterruptRunningRuns();
+  if (!impl_->settings.ansible_dir.empty()) StopAnsibleMasters(impl_->Ansible());
 }
 
 int Configurator::active() const {
@@ -275,13 +360,16 @@ bool Configurator::Configure(const std::string& name, const std::string& who, bo
   return true;
 }
 
-Result<std::vector<RunRecord>> Configurator::StartPlaybook(const std::string& playbook_path,
-                                                           const std::vector<std::string>& nodes,
-                                                           const json& extra_vars,
-                                                           const std::string& who) {
-  auto playbook = LoadPlaybook(playbook_path);
-  if (!playbook.ok()) return playbook.status();
-  auto shared = std::make_shared<const Playbook>(std::move(*playbook));
+Result<std::vector<RunRecord>> Configurator::StartPlaybook(
+    const std::string& playbook_path, const std::vector<std::string>& nodes, const json& extra_vars,
+    const std::string& who, PlaybookRunner wanted, RunnerChoice* choice_out) {
+  auto text = ReadFile(playbook_path);
+  if (!text.ok())
+    return Status::NotFound("playbook " + playbook_path +
+                            " cannot be read: " + text.status().message());
+  auto choice = ChoosePlaybookRunner(playbook_path, *text, wanted, DefaultAnsibleTool());
+  if (!choice.ok()) return choice.status();
+  if (choice_out) *choice_out = *choice;
   std::vector<NodeRecord> records;
   for (const auto& name : nodes) {
     auto n = impl_->store.FindNode(name);
@@ -294,13 +382,15 @@ Result<std::vector<RunRecord>> Configurator::StartPlaybook(const std::string& pl
     records.push_back(*n);
   }
   std::vector<RunRecord> runs;
+  const std::string what =
+      playbook_path + (choice->runner == PlaybookRunner::kAnsible ? " (ansible-playbook)" : "");
   Status s = impl_->store.Transact([&](StoreTx& tx) -> Status {
     for (const auto& n : records) {
       RunRecord run;
       run.node_id = n.id;
       run.node = n.name();
       run.kind = "playbook";
-      run.what = playbook_path;
+      run.what = what;
       run.who = who;
       Status i = tx.InsertRun(run);
       if (!i.ok()) return i;
@@ -309,17 +399,24 @@ Result<std::vector<RunRecord>> Configurator::StartPlaybook(const std::string& pl
     return Status::Ok();
   });
   if (!s.ok()) return s;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    // The same inventory a configure run sees: the node's profile is its
-    // cluster (groups['all']); a node without one sees the nodes of this run.
-    const auto& node = records[i];
-    json vars = impl_->node_vars.For(
-        node, node.profile_version.empty() ? records : impl_->Group(node.profile_version));
-    Impl* impl = impl_.get();
-    impl_->queue.Submit([impl, shared, run = runs[i], vars = std::move(vars), extra_vars] {
+  // The same inventory a configure run sees: the node's profile is its
+  // cluster (groups['all']); a node without one sees the nodes of this run.
+  std::vector<json> vars;
+  for (const auto& node : records)
+    vars.push_back(impl_->node_vars.For(
+        node, node.profile_version.empty() ? records : impl_->Group(node.profile_version)));
+  Impl* impl = impl_.get();
+  if (choice->runner == PlaybookRunner::kAnsible) {
+    impl_->queue.Submit([impl, playbook_path, runs, vars = std::move(vars), extra_vars] {
+      impl->RunAnsibleJob(playbook_path, runs, vars, extra_vars);
+    });
+    return runs;
+  }
+  auto shared = choice->native;
+  for (size_t i = 0; i < runs.size(); ++i)
+    impl_->queue.Submit([impl, shared, run = runs[i], vars = std::move(vars[i]), extra_vars] {
       impl->RunPlaybookJob(*shared, run, vars, extra_vars);
     });
-  }
   return runs;
 }
 

@@ -21,6 +21,7 @@
 #include "base/result.h"
 #include "configure/command.h"       // CommandResult, ToJson(CommandResult)
 #include "configure/run_recorder.h"  // ToJson(RunRecord), ToJson(RunTaskRecord)
+#include "playbook/runner_choice.h"
 #include "profiles/inventory.h"
 #include "store/store.h"
 
@@ -39,6 +40,9 @@ struct ConfigureSettings {
   // Where vars that name a secret are filled from (owned by the daemon);
   // null: such vars fail the run.
   SecretStore* secrets = nullptr;
+  // Playbooks that run on ansible-playbook (ansible_runner.h) keep their
+  // ssh control sockets and private run folders here.
+  std::string ansible_dir;
 };
 
 class Configurator {
@@ -55,12 +59,17 @@ class Configurator {
   bool Configure(const std::string& node, const std::string& who, bool force = false,
                  std::string* why_not = nullptr);
 
-  // Starts `playbook_path` on `nodes` (enrolled nodes with an address);
-  // returns the runs it created, one per node, already recorded as running.
+  // Starts `playbook_path` on `nodes` (enrolled nodes with an address) on
+  // the runner `wanted` asks (auto: native when it loads there); returns the
+  // runs it created, one per node, already recorded as running, and the
+  // runner chosen (`choice`, when given). A playbook no runner accepts is
+  // refused before any node runs it.
   Result<std::vector<RunRecord>> StartPlaybook(const std::string& playbook_path,
                                                const std::vector<std::string>& nodes,
                                                const nlohmann::json& extra_vars,
-                                               const std::string& who);
+                                               const std::string& who,
+                                               PlaybookRunner wanted = PlaybookRunner::kAuto,
+                                               RunnerChoice* choice = nullptr);
 
   // Runs `command` on every node at once and waits for all of them.
   // `user` empty: the login user.

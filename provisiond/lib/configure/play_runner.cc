@@ -1,6 +1,7 @@
 #include "configure/play_runner.h"
 
 #include <chrono>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -84,18 +85,91 @@ class NodeRun {
     }
     for (const auto& [key, value] : options_.extra_vars.items()) vars[key] = value;
     play_vars_ = std::move(vars);
-    std::set<std::string> notified;
-    for (const Task& task : play.tasks) {
+    play_defaults_ = json::object();
+    // pre_tasks, then roles and tasks, then post_tasks; the handlers they
+    // notified run after each, as Ansible flushes them.
+    for (const std::vector<Task>* section : {&play.pre_tasks, &play.tasks, &play.post_tasks}) {
+      std::set<std::string> notified;
+      if (!RunTasks(play, *section, notified)) return false;
+      if (!RunHandlers(play, notified)) return false;
+    }
+    return true;
+  }
+
+  bool RunTasks(const Play& play, const std::vector<Task>& tasks, std::set<std::string>& notified) {
+    for (const Task& task : tasks) {
       if (Cancelled()) return Interrupted();
       if (!RunTask(play, task, notified)) return false;
     }
+    return true;
+  }
+
+  bool RunHandlers(const Play& play, const std::set<std::string>& notified) {
     for (const Task& handler : play.handlers) {
-      if (!notified.count(handler.name)) continue;
+      bool wanted = notified.count(handler.name) > 0;
+      for (const auto& topic : handler.listen) wanted = wanted || notified.count(topic) > 0;
+      if (!wanted) continue;
       if (Cancelled()) return Interrupted();
       std::set<std::string> unused;
       if (!RunTask(play, handler, unused)) return false;
     }
     return true;
+  }
+
+  // A block (block:, an include, a role): its condition once, then its
+  // tasks with its vars; a failure runs `rescue` (the node goes on when the
+  // rescue succeeds), and `always` runs after both.
+  bool RunBlock(const Play& play, const Task& block, std::set<std::string>& notified) {
+    TaskResult base;
+    base.playbook = playbook_.file;
+    base.play = play.name;
+    base.task = block.name.empty() ? "block" : block.name;
+    base.module = "block";
+    base.where = block.where();
+    // A role's defaults stay visible to the rest of the play, as Ansible
+    // exposes them.
+    for (const auto& [key, value] : block.defaults.items()) play_defaults_[key] = value;
+    scopes_.push_back(&block);
+    struct Pop {
+      std::vector<const Task*>& v;
+      ~Pop() { v.pop_back(); }
+    } pop{scopes_};
+    auto vars = TaskVars(block);
+    if (!vars.ok()) return TaskFailed(base, block, vars.status().message(), json::object());
+    for (const auto& cond : block.when) {
+      auto holds = EvalCondition(cond, *vars);
+      if (!holds.ok()) return TaskFailed(base, block, "when: " + holds.status().message(), {});
+      if (!*holds) {
+        base.status = "skipped";
+        base.msg = "when: " + cond + " is false";
+        Report(base);
+        return true;
+      }
+    }
+    bool ok = RunTasks(play, block.block, notified);
+    if (!ok && outcome_.status == "failed" && !block.rescue.empty()) {
+      // Rescued: the failure is the rescue's to handle.
+      registered_["ansible_failed_task"] = {{"name", last_failed_.task},
+                                            {"where", last_failed_.where}};
+      registered_["ansible_failed_result"] = {{"failed", true}, {"msg", last_failed_.msg}};
+      outcome_.status = "ok";
+      outcome_.failed_task.clear();
+      ok = RunTasks(play, block.rescue, notified);
+    }
+    if (!block.always.empty() && (ok || outcome_.status == "failed")) {
+      NodeRunOutcome before = outcome_;
+      if (!ok) {
+        outcome_.status = "ok";  // so the always tasks run
+        outcome_.failed_task.clear();
+      }
+      bool always_ok = RunTasks(play, block.always, notified);
+      if (!ok && always_ok) {
+        outcome_.status = before.status;
+        outcome_.failed_task = before.failed_task;
+      }
+      ok = ok && always_ok;
+    }
+    return ok;
   }
 
   bool Fail(const Play& play, const std::string& msg) {
@@ -152,19 +226,65 @@ class NodeRun {
   // The variables a task sees: host variables (with what was registered so
   // far), the play's vars, the task's own vars, the extra vars last.
   Result<json> TaskVars(const Task& task) {
+    // Every layer's values first, by precedence (roles' defaults lose to
+    // everything; then the play's vars; the blocks' and roles' vars, outer
+    // first; registered results; the task's vars; extra vars win), then the
+    // templated ones rendered against the result, so a default may use a
+    // var a role's parameters set, as Ansible's lazy templating allows.
     json vars = play_vars_;
-    for (const auto& [k, v] : registered_.items()) vars[k] = v;
-    for (const auto& [key, value] : task.vars.items()) {
-      auto rendered = RenderValue(value, vars);
-      if (!rendered.ok())
-        return Status::Invalid("vars: " + key + ": " + rendered.status().message());
-      vars[key] = *rendered;
+    json raw = json::object();
+    auto defaults = [&](const json& d) {
+      for (const auto& [key, value] : d.items())
+        if (!play_vars_.contains(key)) raw[key] = value;
+    };
+    defaults(play_defaults_);
+    for (const Task* scope : scopes_) defaults(scope->defaults);
+    defaults(task.defaults);
+    auto layer = [&](const json& v) {
+      for (const auto& [key, value] : v.items()) {
+        raw[key] = value;
+        vars.erase(key);
+      }
+    };
+    for (const Task* scope : scopes_)
+      if (scope != &task) layer(scope->vars);
+    for (const auto& [k, v] : registered_.items()) {
+      vars[k] = v;
+      raw.erase(k);
     }
-    for (const auto& [key, value] : options_.extra_vars.items()) vars[key] = value;
+    layer(task.vars);
+    for (const auto& [key, value] : options_.extra_vars.items()) {
+      vars[key] = value;
+      raw.erase(key);
+    }
+    Status s = RenderPending(raw, vars);
+    if (!s.ok()) return s;
     return vars;
   }
 
+  // Renders each of `pending` into `vars`, in as many passes as their
+  // references to each other need; what still fails names its variable.
+  static Status RenderPending(json& pending, json& vars) {
+    while (!pending.empty()) {
+      std::string first_error;
+      std::vector<std::string> done;
+      for (const auto& [key, value] : pending.items()) {
+        auto rendered = RenderValue(value, vars);
+        if (rendered.ok()) {
+          vars[key] = std::move(*rendered);
+          done.push_back(key);
+        } else if (first_error.empty()) {
+          first_error = "vars: " + key + ": " + rendered.status().message();
+        }
+      }
+      if (done.empty()) return Status::Invalid(first_error);
+      for (const auto& key : done) pending.erase(key);
+    }
+    return Status::Ok();
+  }
+
   bool RunTask(const Play& play, const Task& task, std::set<std::string>& notified) {
+    if (task.is_block) return RunBlock(play, task, notified);
     TaskResult base;
     base.playbook = playbook_.file;
     base.play = play.name;
@@ -172,6 +292,7 @@ class NodeRun {
     base.module = task.module;
     base.where = task.where();
     base.no_log = task.no_log || play.no_log || UsesSecret(task);
+    for (const Task* scope : scopes_) base.no_log = base.no_log || scope->no_log;
     auto vars = TaskVars(task);
     if (!vars.ok()) return TaskFailed(base, task, vars.status().message(), json::object());
 
@@ -221,7 +342,10 @@ class NodeRun {
     r.status = "failed";
     r.msg = msg;
     Report(r);
-    if (task.ignore_errors) {
+    last_failed_ = r;
+    bool ignore = task.ignore_errors;
+    for (const Task* scope : scopes_) ignore = ignore || (scope != &task && scope->ignore_errors);
+    if (ignore) {
       if (!task.register_as.empty()) {
         json failed = result.is_object() ? result : json::object();
         failed["failed"] = true;
@@ -263,9 +387,17 @@ class NodeRun {
       return TaskFailed(r, task, "unknown module " + task.module, result) ? Step::kContinue
                                                                           : Step::kStop;
     }
-    bool become = task.become.value_or(play.become);
+    // A task's own become wins, then its blocks' (innermost first), then
+    // the play's.
+    std::optional<bool> become_set = task.become;
+    std::string user_set = task.become_user;
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      if (!become_set && (*it)->become) become_set = (*it)->become;
+      if (user_set.empty()) user_set = (*it)->become_user;
+    }
+    bool become = become_set.value_or(play.become);
     std::string become_user;
-    if (become) become_user = !task.become_user.empty() ? task.become_user : play.become_user;
+    if (become) become_user = !user_set.empty() ? user_set : play.become_user;
     const int timeout_s = task.timeout_s > 0 ? task.timeout_s : options_.default_timeout_s;
     const int attempts = task.until.empty() ? 1 : std::max(1, task.retries + 1);
     ModuleOutcome outcome;
@@ -280,7 +412,8 @@ class NodeRun {
         result = {{"failed", true}, {"msg", error}};
         break;
       }
-      ModuleContext ctx{remote_, become_user, timeout_s * 1000, playbook_.dir, vars};
+      ModuleContext ctx{remote_, become_user, timeout_s * 1000,
+                        task.files_dir.empty() ? playbook_.dir : task.files_dir, vars};
       outcome = spec->run(*args, ctx);
       if (outcome.unreachable) {
         r.status = "unreachable";
@@ -374,6 +507,9 @@ class NodeRun {
   json host_vars_;
   json play_vars_;
   json registered_ = json::object();
+  json play_defaults_ = json::object();  // the defaults of the play's roles so far
+  std::vector<const Task*> scopes_;      // the blocks (and roles) the task runs in, outer first
+  TaskResult last_failed_;               // for a rescue's ansible_failed_task
   RunSink* sink_;
   const RunOptions& options_;
   NodeRunOutcome outcome_;

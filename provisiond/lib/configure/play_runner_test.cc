@@ -309,4 +309,121 @@ TEST_CASE("runner: a play's no_log covers its tasks") {
   CHECK(rec.results[0].status == "changed");
 }
 
+void WriteFile(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+TEST_CASE("runner: roles with dependencies, defaults, vars, handlers; includes; blocks") {
+  TempDir d;
+  const std::string dir = d.path();
+  WriteFile(dir + "/roles/base/defaults/main.yml", "base_dir: " + dir + "/out\n");
+  WriteFile(dir + "/roles/base/tasks/main.yml",
+            "- name: the folder\n  file: path={{ base_dir }} state=directory\n");
+  WriteFile(dir + "/roles/app/meta/main.yml", "dependencies:\n  - role: base\n");
+  WriteFile(dir + "/roles/app/defaults/main.yml",
+            "app_port: 80\napp_name: default-name\napp_label: \"{{ app_name }}-{{ app_port }}\"\n");
+  WriteFile(dir + "/roles/app/vars/main.yml", "app_owner: role-vars\n");
+  WriteFile(
+      dir + "/roles/app/templates/app.conf.j2",
+      "port={{ app_port }} name={{ app_name }} label={{ app_label }} owner={{ app_owner }}\n");
+  WriteFile(dir + "/roles/app/tasks/main.yml", R"(
+- name: the config
+  template:
+    src: app.conf.j2
+    dest: "{{ base_dir }}/app.conf"
+  notify: app changed
+- include_tasks: extra.yml
+- name: try
+  block:
+    - name: fails
+      command: /bin/false
+    - name: skipped by the failure
+      file: path={{ base_dir }}/not-reached state=touch
+  rescue:
+    - name: rescued
+      copy: content="rescued {{ ansible_failed_task.name }}\n" dest={{ base_dir }}/rescued
+  always:
+    - name: always
+      file: path={{ base_dir }}/always state=touch
+- name: a block for RedHat only
+  when: false
+  block:
+    - name: never
+      file: path={{ base_dir }}/redhat state=touch
+)");
+  WriteFile(dir + "/roles/app/tasks/extra.yml",
+            "- name: from the include\n  lineinfile: path={{ base_dir }}/extra line=included "
+            "create=yes\n  notify: topic-a\n");
+  WriteFile(dir + "/roles/other/meta/main.yml", "dependencies: [base]\n");
+  WriteFile(dir + "/roles/other/tasks/main.yml",
+            "- name: other's own\n  file: path={{ base_dir }}/other state=touch\n");
+  WriteFile(dir + "/roles/app/handlers/main.yml", R"(
+- name: app changed
+  shell: echo "{{ app_name }}" >> {{ base_dir }}/handler.log
+- name: listener
+  listen: topic-a
+  shell: echo listened >> {{ base_dir }}/handler.log
+)");
+  Recorder rec;
+  auto out = Run(dir, R"(
+- hosts: all
+  pre_tasks:
+    - name: before the roles
+      file: path=DIR/pre state=touch
+  roles:
+    - role: app
+      app_name: from-params
+    - other
+  post_tasks:
+    - name: after
+      file: path=DIR/post state=touch
+)",
+                 rec);
+  CHECK_MESSAGE(out.status == "ok", out.failed_task);
+  CHECK(Read(dir + "/out/app.conf") ==
+        "port=80 name=from-params label=from-params-80 owner=role-vars\n");
+  CHECK(Read(dir + "/out/extra") == "included\n");
+  CHECK(Read(dir + "/out/rescued") == "rescued fails\n");
+  CHECK(std::filesystem::exists(dir + "/out/always"));
+  CHECK(!std::filesystem::exists(dir + "/out/not-reached"));
+  CHECK(!std::filesystem::exists(dir + "/out/redhat"));
+  CHECK(std::filesystem::exists(dir + "/pre"));
+  CHECK(std::filesystem::exists(dir + "/post"));
+  CHECK(std::filesystem::exists(dir + "/out/other"));
+  // The handlers ran once each, after the roles and tasks, with the role's
+  // vars; `base` ran once, though both roles depend on it.
+  CHECK(Read(dir + "/out/handler.log") == "from-params\nlistened\n");
+  std::string titles;
+  for (const auto& r : rec.results) titles += r.task + "=" + r.status + ";";
+  CHECK_MESSAGE(titles.find("fails=failed;") != std::string::npos, titles);
+  CHECK_MESSAGE(titles.find("a block for RedHat only=skipped;") != std::string::npos, titles);
+  size_t first = titles.find("the folder=");
+  CHECK_MESSAGE(titles.find("the folder=", first + 1) == std::string::npos, titles);
+}
+
+TEST_CASE("runner: a failure in a rescue fails the node, after always") {
+  TempDir d;
+  Recorder rec;
+  auto out = Run(d.path(), R"(
+- hosts: all
+  tasks:
+    - block:
+        - command: /bin/false
+      rescue:
+        - name: the rescue fails too
+          command: /bin/false
+      always:
+        - name: cleanup
+          file: path=DIR/cleaned state=touch
+    - name: never reached
+      file: path=DIR/after state=touch
+)",
+                 rec);
+  CHECK(out.status == "failed");
+  CHECK(out.failed_task.find("the rescue fails too") != std::string::npos);
+  CHECK(std::filesystem::exists(d.path() + "/cleaned"));
+  CHECK(!std::filesystem::exists(d.path() + "/after"));
+}
+
 }  // namespace prov

@@ -15,6 +15,7 @@
 #include "playbook/jinja/jinja.h"
 #include "playbook/jinja/regex.h"
 #include "playbook/modules/modules.h"
+#include "playbook/runner_choice.h"
 
 namespace prov {
 namespace {
@@ -27,14 +28,18 @@ using json = nlohmann::json;
 const std::set<std::string> kTaskKeywords = {
     "name",          "when", "register",   "changed_when", "failed_when", "until",  "retries",
     "delay",         "loop", "with_items", "loop_control", "notify",      "become", "become_user",
-    "ignore_errors", "vars", "timeout",    "tags",         "args",        "no_log"};
+    "ignore_errors", "vars", "timeout",    "tags",         "args",        "no_log", "listen"};
+
+// What makes a task a block (block:, or an include of a literal task file).
+const std::set<std::string> kBlockKeys = {"block", "rescue", "always", "include_tasks",
+                                          "import_tasks"};
+
+// Includes and roles nest at most this deep (a file that includes itself).
+constexpr int kMaxNesting = 16;
 
 // Ansible keywords a playbook may reasonably use that this runner does not
 // implement: named as unsupported rather than as unknown.
-const std::set<std::string> kUnsupportedTaskKeywords = {"block",
-                                                        "rescue",
-                                                        "always",
-                                                        "delegate_to",
+const std::set<std::string> kUnsupportedTaskKeywords = {"delegate_to",
                                                         "delegate_facts",
                                                         "run_once",
                                                         "local_action",
@@ -47,7 +52,6 @@ const std::set<std::string> kUnsupportedTaskKeywords = {"block",
                                                         "become_method",
                                                         "become_flags",
                                                         "become_exe",
-                                                        "listen",
                                                         "connection",
                                                         "remote_user",
                                                         "throttle",
@@ -69,8 +73,6 @@ const std::set<std::string> kUnsupportedTaskKeywords = {"block",
                                                         "with_random_choice",
                                                         "with_flattened",
                                                         "with_inventory_hostnames",
-                                                        "include_tasks",
-                                                        "import_tasks",
                                                         "include_role",
                                                         "import_role",
                                                         "include",
@@ -83,15 +85,35 @@ const std::set<std::string> kUnsupportedTaskKeywords = {"block",
                                                         "vars_files",
                                                         "vars_prompt"};
 
-const std::set<std::string> kUnsupportedPlayKeywords = {
-    "any_errors_fatal",    "serial",         "strategy",     "roles",
-    "pre_tasks",           "post_tasks",     "vars_files",   "vars_prompt",
-    "max_fail_percentage", "order",          "remote_user",  "connection",
-    "environment",         "become_method",  "become_flags", "collections",
-    "module_defaults",     "run_once",       "throttle",     "force_handlers",
-    "ignore_unreachable",  "check_mode",     "diff",         "fact_path",
-    "gather_subset",       "gather_timeout", "port",         "debugger",
-    "ignore_errors",       "when",           "tags",         "import_playbook"};
+const std::set<std::string> kUnsupportedPlayKeywords = {"any_errors_fatal",
+                                                        "serial",
+                                                        "strategy",
+                                                        "vars_files",
+                                                        "vars_prompt",
+                                                        "max_fail_percentage",
+                                                        "order",
+                                                        "remote_user",
+                                                        "connection",
+                                                        "environment",
+                                                        "become_method",
+                                                        "become_flags",
+                                                        "collections",
+                                                        "module_defaults",
+                                                        "run_once",
+                                                        "throttle",
+                                                        "force_handlers",
+                                                        "ignore_unreachable",
+                                                        "check_mode",
+                                                        "diff",
+                                                        "fact_path",
+                                                        "gather_subset",
+                                                        "gather_timeout",
+                                                        "port",
+                                                        "debugger",
+                                                        "ignore_errors",
+                                                        "when",
+                                                        "tags",
+                                                        "import_playbook"};
 
 const jinja::Regex kIdentifier = jinja::FixedRegex("[A-Za-z_][A-Za-z0-9_]*");
 
@@ -196,6 +218,72 @@ std::string Found(const YAML::Node& n) {
   return ScalarText(n);
 }
 
+}  // namespace
+
+Result<json> ParseKeyValues(const std::string& text) {
+  json out = json::object();
+  size_t i = 0;
+  const size_t n = text.size();
+  while (i < n) {
+    while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n')) ++i;
+    if (i >= n) break;
+    // One word: up to whitespace outside quotes and {{ }}/{% %}.
+    std::string word;
+    char quote = 0;
+    int braces = 0;
+    for (; i < n; ++i) {
+      char c = text[i];
+      if (quote) {
+        if (c == '\\' && i + 1 < n) {
+          char e = text[++i];
+          switch (e) {
+            case 'n':
+              word += '\n';
+              break;
+            case 't':
+              word += '\t';
+              break;
+            case 'r':
+              word += '\r';
+              break;
+            default:
+              word += e;
+          }
+          continue;
+        }
+        if (c == quote) {
+          quote = 0;
+          continue;
+        }
+        word += c;
+        continue;
+      }
+      if (c == '{' && i + 1 < n && (text[i + 1] == '{' || text[i + 1] == '%')) ++braces;
+      if ((c == '}' || c == '%') && i + 1 < n && text[i + 1] == '}' && braces > 0) --braces;
+      if ((c == '"' || c == '\'') && braces == 0) {
+        quote = c;
+        continue;
+      }
+      if ((c == ' ' || c == '\t' || c == '\n') && braces == 0) break;
+      word += c;
+    }
+    if (quote) return Status::Invalid("unbalanced quotes in '" + text + "'");
+    size_t eq = word.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Status::Invalid("'" + word +
+                             "' is not key=value (a module without free-form "
+                             "arguments takes key=value pairs or a mapping)");
+    std::string key = word.substr(0, eq);
+    if (!jinja::Matches(kIdentifier, key))
+      return Status::Invalid("'" + key + "' is not an argument name");
+    if (out.contains(key)) return Status::Invalid("argument '" + key + "' is given twice");
+    out[key] = word.substr(eq + 1);
+  }
+  return out;
+}
+
+namespace {
+
 class PlaybookParser {
  public:
   PlaybookParser(const std::string& file, std::string dir) : errors_(file), dir_(std::move(dir)) {}
@@ -274,23 +362,38 @@ class PlaybookParser {
     std::vector<NotifyRef> notified;
     std::set<std::string> handler_names;
     std::vector<YAML::Mark> task_marks, handler_marks;
+    TaskList(m.Raw("pre_tasks"), "pre_tasks", play.pre_tasks, notified, task_marks);
+    role_runs_.clear();
+    role_handlers_.clear();
+    notified_elsewhere_.clear();
+    Roles(m.Raw("roles"), play.tasks, notified);
     TaskList(m.Raw("tasks"), "tasks", play.tasks, notified, task_marks);
+    TaskList(m.Raw("post_tasks"), "post_tasks", play.post_tasks, notified, task_marks);
     TaskList(m.Raw("handlers"), "handlers", play.handlers, notified, handler_marks);
     for (size_t i = 0; i < play.handlers.size(); ++i) {
       const Task& h = play.handlers[i];
-      if (h.name.empty())
+      if (h.name.empty() && h.listen.empty())
         errors_.Add(handler_marks[i], "a handler needs a name (notify finds it by name)");
-      else if (!handler_names.insert(h.name).second)
+      else if (!h.name.empty() && !handler_names.insert(h.name).second)
         errors_.Add(handler_marks[i], "two handlers named '" + h.name + "'");
     }
-    for (const auto& ref : notified) {
-      if (!handler_names.count(ref.name)) {
-        std::vector<std::string> names(handler_names.begin(), handler_names.end());
-        errors_.Add(ref.mark, "notify: no handler named '" + ref.name + "' in this play" +
-                                  (names.empty() ? " (it has no handlers)"
-                                                 : " (handlers: " + Join(names, ", ") + ")"));
-      }
-    }
+    // Roles' handlers run after the play's own, as Ansible orders them.
+    for (auto& h : role_handlers_)
+      if (h.name.empty() || handler_names.insert(h.name).second)
+        play.handlers.push_back(std::move(h));
+    role_handlers_.clear();
+    for (const auto& h : play.handlers)
+      for (const auto& topic : h.listen) handler_names.insert(topic);
+    std::vector<std::string> names(handler_names.begin(), handler_names.end());
+    const std::string known =
+        names.empty() ? " (it has no handlers)" : " (handlers: " + Join(names, ", ") + ")";
+    for (const auto& ref : notified)
+      if (!handler_names.count(ref.name))
+        errors_.Add(ref.mark, "notify: no handler named '" + ref.name + "' in this play" + known);
+    for (const auto& ref : notified_elsewhere_)
+      if (!handler_names.count(ref.name))
+        errors_.AddPlaced(ref.where + ": notify: no handler named '" + ref.name + "' in this play" +
+                          known);
     m.Finish();
   }
 
@@ -341,15 +444,17 @@ class PlaybookParser {
   }
 
   void TaskList(const YAML::Node& n, const std::string& key, std::vector<Task>& out,
-                std::vector<NotifyRef>& notified, std::vector<YAML::Mark>& marks) {
+                std::vector<NotifyRef>& notified, std::vector<YAML::Mark>& marks,
+                std::string what = "") {
     if (!n.IsDefined() || n.IsNull()) return;
     if (!n.IsSequence()) {
       errors_.Add(n, "'" + key + "' must be a list of tasks, found " + ScalarText(n));
       return;
     }
+    if (what.empty()) what = key == "handlers" ? "handler" : "task";
     for (const auto& item : n) {
       Task task;
-      if (ParseTask(item, task, key == "handlers" ? "handler" : "task", notified)) {
+      if (ParseTask(item, task, what, notified)) {
         out.push_back(std::move(task));
         marks.push_back(item.Mark());
       }
@@ -433,6 +538,10 @@ class PlaybookParser {
       return false;
     }
     MapReader m(node, errors_, what);
+    task.files_dir = files_dir_;
+    for (const auto& kv : node)
+      if (kv.first.IsScalar() && kBlockKeys.count(kv.first.Scalar()))
+        return ParseBlock(node, m, task, what, notified);
     std::vector<YAML::Node> module_keys;
     bool reported_key = false;
     for (const auto& kv : node) {
@@ -492,12 +601,10 @@ class PlaybookParser {
         notified.push_back({notify[i], notify_nodes[i].Mark()});
     }
     task.notify = std::move(notify);
-    bool b = false;
-    if (m.GetBool("become", b)) task.become = b;
-    m.GetString("become_user", task.become_user);
-    m.GetBool("ignore_errors", task.ignore_errors);
-    m.GetBool("no_log", task.no_log);
-    task.vars = Vars(m.Raw("vars"));
+    StringOrList(m.Raw("listen"), "listen", task.listen);
+    if (!task.listen.empty() && what != "handler")
+      errors_.Add(m.Raw("listen"), "'listen' is for handlers");
+    InheritedKeywords(m, task);
     YAML::Node tags = m.Raw("tags");  // accepted, ignored: every task runs
     if (tags.IsDefined() && !tags.IsNull() && !tags.IsScalar() && !tags.IsSequence())
       errors_.Add(tags, "'tags' must be a string or a list, found " + ScalarText(tags));
@@ -577,6 +684,19 @@ class PlaybookParser {
     } else if (value.IsScalar() && spec->free_form) {
       args["_raw_params"] = value.Scalar();
       CheckTemplate(value, written);
+    } else if (value.IsScalar() && value.Tag() == "?") {
+      // key=value arguments, as Ansible's parse_kv reads them.
+      auto kv = ParseKeyValues(value.Scalar());
+      if (!kv.ok()) {
+        errors_.Add(value, "the arguments of module '" + written + "': " + kv.status().message());
+        return;
+      }
+      args = std::move(*kv);
+      for (const auto& [k, v] : args.items())
+        if (v.is_string() && IsTemplated(v.get<std::string>())) {
+          Status st = CheckTemplateSyntax(v.get<std::string>());
+          if (!st.ok()) errors_.Add(value, "template error in '" + k + "': " + st.message());
+        }
     } else {
       errors_.Add(value, "the arguments of module '" + written + "' must be a mapping" +
                              (value.IsScalar() ? " (key=value strings are not supported)" : "") +
@@ -608,8 +728,8 @@ class PlaybookParser {
       Status s = CheckExpressionSyntax(value["var"].Scalar());
       if (!s.ok()) errors_.Add(value["var"], "invalid expression in 'var': " + s.message());
     }
-    if (task.module == "template") CheckLocalFile(value, "templates", true);
-    if (task.module == "copy") CheckLocalFile(value, "files", false);
+    if (task.module == "template") CheckLocalFile(value, task.args, "templates", true);
+    if (task.module == "copy") CheckLocalFile(value, task.args, "files", false);
   }
 
   // Where a module argument problem points: the argument it names, else the
@@ -638,39 +758,364 @@ class PlaybookParser {
   // A literal src: of template or copy must exist (playbook dir/<subdir>/src,
   // then playbook dir/src, as Ansible and the module look); a template's
   // syntax is checked too.
-  void CheckLocalFile(const YAML::Node& value, const std::string& subdir, bool is_template) {
-    if (!value.IsMap()) return;
-    YAML::Node src = value["src"];
-    if (!src.IsDefined() || !src.IsScalar() || src.Scalar().empty()) return;
-    if (IsTemplated(src.Scalar())) {
-      reached_dirs_.insert(dir_ + "/" + subdir);
+  void CheckLocalFile(const YAML::Node& value, const json& args, const std::string& subdir,
+                      bool is_template) {
+    auto it = args.find("src");
+    if (it == args.end() || !it->is_string() || it->get<std::string>().empty()) return;
+    const std::string text = it->get<std::string>();
+    YAML::Node src = value.IsMap() && value["src"].IsDefined() ? value["src"] : value;
+    const std::string base = files_dir_.empty() ? dir_ : files_dir_;
+    if (IsTemplated(text)) {
+      reached_dirs_.insert(base + "/" + subdir);
       return;
     }
-    std::string path = FindPlaybookFile(dir_, subdir, src.Scalar());
+    std::string path = FindPlaybookFile(base, subdir, text);
     if (path.empty()) {
-      errors_.Add(src, std::string(is_template ? "template" : "file") + " '" + src.Scalar() +
-                           "' not found (looked at " + CandidatePaths(subdir, src.Scalar()) + ")");
+      errors_.Add(src, std::string(is_template ? "template" : "file") + " '" + text +
+                           "' not found (looked at " + CandidatePaths(base, subdir, text) + ")");
       return;
     }
     reached_files_.insert(path);
     if (!is_template) return;
-    auto text = ReadFile(path);
-    if (!text.ok()) {
-      errors_.Add(src, "template '" + src.Scalar() + "': " + text.status().message());
+    auto content = ReadFile(path);
+    if (!content.ok()) {
+      errors_.Add(src, "template '" + text + "': " + content.status().message());
       return;
     }
-    Status s = CheckTemplateSyntax(*text, path);
-    if (!s.ok()) errors_.Add(src, "template '" + src.Scalar() + "' has an error: " + s.message());
+    Status s = CheckTemplateSyntax(*content, path);
+    if (!s.ok()) errors_.Add(src, "template '" + text + "' has an error: " + s.message());
   }
 
-  std::string CandidatePaths(const std::string& subdir, const std::string& src) const {
+  static std::string CandidatePaths(const std::string& base, const std::string& subdir,
+                                    const std::string& src) {
     if (!src.empty() && src[0] == '/') return src;
-    return dir_ + "/" + subdir + "/" + src + ", " + dir_ + "/" + src;
+    return base + "/" + subdir + "/" + src + ", " + base + "/" + src;
+  }
+
+  // --- blocks, includes and roles --------------------------------------------
+
+  // The keywords a task and a block share (a block's apply to its tasks).
+  void InheritedKeywords(MapReader& m, Task& task) {
+    bool b = false;
+    if (m.GetBool("become", b)) task.become = b;
+    m.GetString("become_user", task.become_user);
+    m.GetBool("ignore_errors", task.ignore_errors);
+    m.GetBool("no_log", task.no_log);
+    task.vars = Vars(m.Raw("vars"));
+  }
+
+  // A task with block:/rescue:/always:, or include_tasks/import_tasks of a
+  // literal file: a block whose tasks run in place.
+  bool ParseBlock(const YAML::Node& node, MapReader& m, Task& task, const std::string& what,
+                  std::vector<NotifyRef>& notified) {
+    task.is_block = true;
+    if (m.GetString("name", task.name)) CheckTemplate(m.Raw("name"), "name");
+    std::vector<YAML::Node> when_nodes;
+    StringOrList(m.Raw("when"), "when", task.when, &when_nodes);
+    for (size_t i = 0; i < task.when.size(); ++i)
+      CheckCondition(when_nodes[i], task.when[i], "when");
+    InheritedKeywords(m, task);
+    m.Raw("tags");
+    std::string include;
+    YAML::Node include_at;
+    for (const char* key : {"include_tasks", "import_tasks"}) {
+      YAML::Node n = m.Raw(key);
+      if (!n.IsDefined()) continue;
+      if (!include.empty() || m.Has("block"))
+        errors_.Add(
+            n, std::string("'") + key + "' cannot be combined with another include or a block");
+      include_at = n;
+      if (n.IsMap() && n["file"].IsScalar()) {
+        include = n["file"].Scalar();
+      } else if (n.IsScalar()) {
+        include = n.Scalar();
+      } else {
+        errors_.Add(n, std::string("'") + key + "' needs a file name");
+        return false;
+      }
+      if (IsTemplated(include)) {
+        errors_.Add(n, std::string(key) + " '" + include +
+                           "': a templated file name is resolved only when it runs, which "
+                           "provisiond's runner does not do (ansible-playbook runs it)");
+        return false;
+      }
+    }
+    if (!include.empty()) {
+      if (m.Has("rescue") || m.Has("always"))
+        errors_.Add(node, "an include takes no rescue or always");
+      YAML::Node apply = m.Raw("apply");
+      if (apply.IsDefined()) errors_.Add(apply, "'apply' is not supported by provisiond's runner");
+      IncludeFile(include_at, include, task.block);
+      if (task.name.empty()) task.name = "include " + include;
+      m.Finish();
+      return true;
+    }
+    YAML::Node block = m.Raw("block");
+    if (!block.IsDefined() || !block.IsSequence()) {
+      errors_.Add(node, "'rescue' and 'always' need a 'block' (a list of tasks)");
+      return false;
+    }
+    std::vector<YAML::Mark> marks;
+    TaskList(block, "block", task.block, notified, marks, what);
+    TaskList(m.Raw("rescue"), "rescue", task.rescue, notified, marks, what);
+    TaskList(m.Raw("always"), "always", task.always, notified, marks, what);
+    m.Finish();
+    return true;
+  }
+
+  // The tasks of `file` (relative to the folder of the file being read, a
+  // role's tasks/ folder, or the playbook's), parsed as a task list with
+  // their own file:line in messages.
+  void IncludeFile(const YAML::Node& at, const std::string& file, std::vector<Task>& out) {
+    std::vector<std::string> candidates;
+    if (!file.empty() && file[0] == '/') {
+      candidates.push_back(file);
+    } else {
+      candidates.push_back(fs::path(errors_.file()).parent_path().string() + "/" + file);
+      if (!files_dir_.empty()) candidates.push_back(files_dir_ + "/tasks/" + file);
+      candidates.push_back(dir_ + "/" + file);
+    }
+    std::string path;
+    std::error_code ec;
+    for (const auto& c : candidates)
+      if (fs::is_regular_file(c, ec)) {
+        path = fs::path(c).lexically_normal().string();
+        break;
+      }
+    if (path.empty()) {
+      errors_.Add(at,
+                  "task file '" + file + "' not found (looked at " + Join(candidates, ", ") + ")");
+      return;
+    }
+    ParseTaskFile(at, path, "tasks", out);
+  }
+
+  // Parses a file of tasks (an include, a role's tasks or handlers) into
+  // `out`; its errors carry its own name.
+  void ParseTaskFile(const YAML::Node& at, const std::string& path, const std::string& key,
+                     std::vector<Task>& out) {
+    if (depth_ >= kMaxNesting) {
+      errors_.Add(at, "includes and roles nest deeper than " + std::to_string(kMaxNesting) +
+                          " (does " + path + " include itself?)");
+      return;
+    }
+    auto text = ReadFile(path);
+    if (!text.ok()) {
+      errors_.Add(at, text.status().message());
+      return;
+    }
+    reached_files_.insert(path);
+    YamlErrors mine(path);
+    std::swap(errors_, mine);
+    ++depth_;
+    YAML::Node root = ParseYaml(*text, errors_);
+    std::vector<YAML::Mark> marks;
+    // The notify references of this file point into it: checked by the
+    // play with marks that would name the wrong file, so they are checked
+    // by name only, with this file's mark kept in the message.
+    std::vector<NotifyRef> local;
+    if (errors_.empty() && root.IsDefined() && !root.IsNull())
+      TaskList(root, key, out, local, marks, key == "handlers" ? "handler" : "task");
+    --depth_;
+    std::swap(errors_, mine);
+    for (const auto& e : mine.list()) errors_.AddPlaced(e);
+    for (const auto& ref : local)
+      notified_elsewhere_.push_back({ref.name, path + ":" + std::to_string(ref.mark.line + 1) +
+                                                   ":" + std::to_string(ref.mark.column + 1)});
+  }
+
+  // roles: each entry a role name or {role: NAME, vars..., when...}.
+  void Roles(const YAML::Node& n, std::vector<Task>& out, std::vector<NotifyRef>& notified) {
+    if (!n.IsDefined() || n.IsNull()) return;
+    if (!n.IsSequence()) {
+      errors_.Add(n, "'roles' must be a list of roles, found " + ScalarText(n));
+      return;
+    }
+    for (const auto& entry : n) {
+      Task role;
+      if (RoleEntry(entry, role, notified)) out.push_back(std::move(role));
+    }
+  }
+
+  // One roles: or dependencies: entry, as a block: the role's dependencies,
+  // then its tasks, with its vars (vars/main.yml, then the entry's params)
+  // and defaults (defaults/main.yml).
+  bool RoleEntry(const YAML::Node& entry, Task& role, std::vector<NotifyRef>& notified) {
+    std::string name;
+    json params = json::object();
+    std::vector<std::string> when;
+    if (entry.IsScalar()) {
+      name = entry.Scalar();
+    } else if (entry.IsMap()) {
+      for (const auto& kv : entry) {
+        const std::string key = kv.first.Scalar();
+        if (key == "role" || key == "name") {
+          if (kv.second.IsScalar()) name = kv.second.Scalar();
+        } else if (key == "when") {
+          StringOrList(kv.second, "when", when);
+          for (const auto& c : when) CheckCondition(kv.second, c, "when");
+        } else if (key == "tags") {
+          continue;
+        } else if (key == "vars") {
+          json v = Vars(kv.second);
+          for (const auto& [k, val] : v.items()) params[k] = val;
+        } else if (key == "become" || key == "become_user" || key == "delegate_to" ||
+                   key == "tasks_from" || key == "vars_from" || key == "defaults_from" ||
+                   key == "handlers_from" || key == "public" || key == "allow_duplicates" ||
+                   key == "collections" || key == "environment") {
+          errors_.Add(kv.first,
+                      "role keyword '" + key +
+                          "' is not supported by provisiond's runner (docs/playbooks.md)");
+        } else {
+          if (!jinja::Matches(kIdentifier, key))
+            errors_.Add(kv.first, "role parameter '" + key + "' is not a variable name");
+          CheckTemplates(kv.second, key);
+          params[key] = YamlToJson(kv.second);
+        }
+      }
+    } else {
+      errors_.Add(entry, "a role is a name or a mapping with 'role', found " + ScalarText(entry));
+      return false;
+    }
+    if (name.empty()) {
+      errors_.Add(entry, "a role entry needs 'role' (the role's name)");
+      return false;
+    }
+    if (IsTemplated(name)) {
+      errors_.Add(entry, "role '" + name + "': templated role names are not supported natively");
+      return false;
+    }
+    std::string dir = FindRole(name);
+    if (dir.empty()) {
+      errors_.Add(entry,
+                  "role '" + name + "' not found (looked in " + Join(RolesPath(), ", ") + ")");
+      return false;
+    }
+    // A role runs once per play for the same parameters, as in Ansible.
+    if (!role_runs_.insert(name + "\n" + params.dump()).second) return false;
+    if (depth_ >= kMaxNesting) {
+      errors_.Add(entry, "roles nest deeper than " + std::to_string(kMaxNesting) + " (does role '" +
+                             name + "' depend on itself?)");
+      return false;
+    }
+    role.is_block = true;
+    role.name = "role " + name;
+    role.file = errors_.file();
+    role.line = entry.Mark().line + 1;
+    role.when = when;
+    role.files_dir = dir;
+    role.defaults = RoleVarsFile(entry, dir + "/defaults/main");
+    role.vars = RoleVarsFile(entry, dir + "/vars/main");
+    for (const auto& [k, v] : params.items()) role.vars[k] = v;
+    const std::string saved_files_dir = files_dir_;
+    files_dir_ = dir;
+    ++depth_;
+    // meta/main.yml dependencies run first.
+    std::string meta = FirstExisting(dir + "/meta/main");
+    if (!meta.empty()) {
+      auto text = ReadFile(meta);
+      reached_files_.insert(meta);
+      YamlErrors mine(meta);
+      std::swap(errors_, mine);
+      YAML::Node root = text.ok() ? ParseYaml(*text, errors_) : YAML::Node();
+      if (root.IsMap() && root["dependencies"].IsDefined()) {
+        YAML::Node deps = root["dependencies"];
+        if (!deps.IsSequence() && !deps.IsNull()) {
+          errors_.Add(deps, "'dependencies' must be a list of roles");
+        } else if (deps.IsSequence()) {
+          for (const auto& d : deps) {
+            Task dep;
+            if (RoleEntry(d, dep, notified)) role.block.push_back(std::move(dep));
+          }
+        }
+      }
+      std::swap(errors_, mine);
+      for (const auto& e : mine.list()) errors_.AddPlaced(e);
+    }
+    std::string tasks = FirstExisting(dir + "/tasks/main");
+    if (!tasks.empty()) ParseTaskFile(entry, tasks, "tasks", role.block);
+    std::string handlers = FirstExisting(dir + "/handlers/main");
+    if (!handlers.empty()) {
+      std::vector<Task> hs;
+      ParseTaskFile(entry, handlers, "handlers", hs);
+      for (auto& h : hs) {
+        h.defaults = role.defaults;
+        for (const auto& [k, v] : role.vars.items()) h.vars.emplace(k, v);
+        role_handlers_.push_back(std::move(h));
+      }
+    }
+    --depth_;
+    files_dir_ = saved_files_dir;
+    // The role's templates/ and files/ are what its tasks may reach.
+    for (const char* sub : {"/templates", "/files"}) reached_dirs_.insert(dir + sub);
+    return true;
+  }
+
+  // The folders roles are looked up in: roles/ beside the playbook, then the
+  // configured roles path.
+  std::vector<std::string> RolesPath() const {
+    std::vector<std::string> out = {dir_ + "/roles"};
+    std::string extra = DefaultAnsibleTool().roles_path;
+    size_t start = 0;
+    while (start <= extra.size() && !extra.empty()) {
+      size_t colon = extra.find(':', start);
+      std::string part =
+          extra.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+      if (!part.empty()) out.push_back(part);
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+    return out;
+  }
+
+  std::string FindRole(const std::string& name) const {
+    if (name.find('/') != std::string::npos || name.find("..") != std::string::npos) return "";
+    std::error_code ec;
+    for (const auto& d : RolesPath())
+      if (fs::is_directory(d + "/" + name, ec)) return d + "/" + name;
+    return "";
+  }
+
+  // <base>.yml, <base>.yaml or <base> (Ansible's order); "" when none.
+  static std::string FirstExisting(const std::string& base) {
+    std::error_code ec;
+    for (const char* ext : {".yml", ".yaml", ""})
+      if (fs::is_regular_file(base + ext, ec)) return base + ext;
+    return "";
+  }
+
+  // A role's vars or defaults file: a mapping of variables, {} when absent.
+  json RoleVarsFile(const YAML::Node& at, const std::string& base) {
+    std::string path = FirstExisting(base);
+    if (path.empty()) return json::object();
+    reached_files_.insert(path);
+    auto text = ReadFile(path);
+    if (!text.ok()) {
+      errors_.Add(at, text.status().message());
+      return json::object();
+    }
+    YamlErrors mine(path);
+    std::swap(errors_, mine);
+    YAML::Node root = ParseYaml(*text, errors_);
+    json out = json::object();
+    if (errors_.empty() && root.IsDefined() && !root.IsNull()) out = Vars(root);
+    std::swap(errors_, mine);
+    for (const auto& e : mine.list()) errors_.AddPlaced(e);
+    return out;
   }
 
   YamlErrors errors_;
   std::string dir_;
   std::set<std::string> reached_files_, reached_dirs_;
+  std::string files_dir_;  // the role being read; empty: the playbook itself
+  int depth_ = 0;
+  std::set<std::string> role_runs_;  // roles of this play: name + params
+  std::vector<Task> role_handlers_;  // handlers of this play's roles
+  struct PlacedRef {
+    std::string name;
+    std::string where;
+  };
+  std::vector<PlacedRef> notified_elsewhere_;  // notify in included files
 };
 
 }  // namespace

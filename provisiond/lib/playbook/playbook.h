@@ -1,8 +1,11 @@
 // Playbooks in Ansible's syntax (the subset in docs/playbooks.md): a list of
-// plays with hosts, become, vars, tasks and handlers; tasks with a module and
-// the keywords name, when, register, changed_when, failed_when,
-// until/retries/delay, loop, notify, become, become_user, ignore_errors,
-// vars, timeout. Parsing checks every module and argument against the module
+// plays with hosts, become, vars, pre_tasks, roles, tasks, post_tasks and
+// handlers; tasks with a module and the keywords name, when, register,
+// changed_when, failed_when, until/retries/delay, loop, notify, become,
+// become_user, ignore_errors, vars, timeout; blocks with rescue and always;
+// include_tasks/import_tasks of a literal file; roles from roles/ beside the
+// playbook (tasks, defaults, vars, handlers, templates, files, meta
+// dependencies). Parsing checks every module and argument against the module
 // table, so an unknown module or argument is an error with file:line:col when
 // the profile loads, not when a node runs it.
 #pragma once
@@ -46,6 +49,21 @@ struct Task {
   std::string file;
   int line = 0;
 
+  // A block: `block:` with its `rescue:` and `always:`, and what expands to
+  // one when the playbook loads: include_tasks/import_tasks of a literal
+  // file, a role (its dependencies first, then its tasks). `module` is
+  // empty; `when` is evaluated once, when the block starts, and `vars` are
+  // seen by every task inside.
+  bool is_block = false;
+  std::vector<Task> block, rescue, always;
+  // A role's defaults/main.yml: below every other variable, inside the role.
+  nlohmann::json defaults = nlohmann::json::object();
+  // Where template and copy look for src: first (a role's folder); empty:
+  // the playbook's.
+  std::string files_dir;
+  // Handlers: the topics they also answer to (`listen:`).
+  std::vector<std::string> listen;
+
   // "file:line" for messages.
   std::string where() const;
 };
@@ -57,8 +75,12 @@ struct Play {
   std::string become_user = "root";
   bool no_log = false;  // every task's
   nlohmann::json vars = nlohmann::json::object();
+  // In the order they run: pre_tasks, then the roles (each a block) and
+  // tasks, then post_tasks; notified handlers run after each of the three.
+  std::vector<Task> pre_tasks;
   std::vector<Task> tasks;
-  std::vector<Task> handlers;  // run at the end of the play when notified
+  std::vector<Task> post_tasks;
+  std::vector<Task> handlers;  // the play's and its roles'; run when notified
   std::string file;
   int line = 0;
 };
@@ -89,6 +111,11 @@ bool HostsMatch(const std::string& hosts, const std::string& hostname);
 // and true/false are booleans, plain numbers are numbers (an unquoted 0644
 // is octal, 420), ~/null/empty are null; quoted scalars stay strings.
 nlohmann::json YamlToJson(const YAML::Node& node);
+
+// Module arguments written as key=value words (`file: path=/x state=directory`),
+// as Ansible reads them: values are strings, quotes group words and are
+// removed, \n and \t inside quotes are decoded.
+Result<nlohmann::json> ParseKeyValues(const std::string& text);
 
 // Where a copy/template `src` lives: absolute, or <dir>/<subdir>/<src>, or
 // <dir>/<src> (subdir "templates" or "files", as Ansible looks). "" when

@@ -10,6 +10,7 @@
 #include "base/hostlist.h"
 #include "base/yaml_reader.h"
 #include "playbook/playbook.h"
+#include "playbook/runner_choice.h"
 #include "store/node_state.h"
 
 namespace prov {
@@ -210,6 +211,14 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
   std::vector<std::string> file_errors;
   top.GetMapList("playbooks", [&](MapReader& pb) {
     PlaybookRef ref;
+    std::string runner;
+    if (pb.GetString("runner", runner)) {
+      auto wanted = ParsePlaybookRunner(runner);
+      if (!wanted.ok())
+        pb.errors().Add(pb.Raw("runner"), wanted.status().message());
+      else
+        ref.runner = *wanted;
+    }
     if (pb.GetString("playbook", ref.file, true)) {
       ref.line = pb.Raw("playbook").Mark().line + 1;
       if (ref.file.find("..") != std::string::npos || ref.file.empty() || ref.file[0] == '/') {
@@ -223,24 +232,33 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
                           "playbook '" + ref.file + "' not found (looked for " + path + ")");
         } else {
           // A profile with a broken playbook is a broken profile: its errors
-          // (each with the playbook's own file:line:col) are the profile's.
-          auto loaded = ParsePlaybook(*content, path);
-          if (!loaded.ok()) {
+          // (the native loader's with file:line:col, or Ansible's own) are
+          // the profile's.
+          auto choice = ChoosePlaybookRunner(path, *content, ref.runner, DefaultAnsibleTool());
+          if (!choice.ok()) {
             pb.errors().Add(pb.Raw("playbook"), "playbook '" + ref.file + "' does not load:\n" +
-                                                    loaded.status().message());
+                                                    choice.status().message());
           } else {
             std::string name = "playbooks/" + fs::path(ref.file).lexically_normal().string();
             files[name] = ProfileFile{name, Sha256Hex(*content), path};
-            for (const auto& reached : loaded->reached_files)
-              AddPlaybookFile(reached, playbooks_dir, files, file_errors);
-            for (const auto& dir : loaded->reached_dirs) {
-              std::error_code ec;
-              if (!fs::is_directory(dir, ec)) continue;
-              for (const auto& e : fs::recursive_directory_iterator(dir, ec))
-                if (e.is_regular_file())
-                  AddPlaybookFile(e.path().string(), playbooks_dir, files, file_errors);
+            ref.path = path;
+            ref.runs_on = choice->runner;
+            ref.runner_reason = choice->reason;
+            if (choice->native) {
+              for (const auto& reached : choice->native->reached_files)
+                AddPlaybookFile(reached, playbooks_dir, files, file_errors);
+              for (const auto& dir : choice->native->reached_dirs) {
+                std::error_code ec;
+                if (!fs::is_directory(dir, ec)) continue;
+                for (const auto& e : fs::recursive_directory_iterator(dir, ec))
+                  if (e.is_regular_file())
+                    AddPlaybookFile(e.path().string(), playbooks_dir, files, file_errors);
+              }
+              ref.parsed = choice->native;
+            } else {
+              for (const auto& reached : AnsibleReachedFiles(path))
+                AddPlaybookFile(reached, playbooks_dir, files, file_errors);
             }
-            ref.parsed = std::make_shared<const Playbook>(std::move(*loaded));
           }
         }
       }
@@ -348,7 +366,10 @@ nlohmann::json ToJson(const Profile& p) {
   for (const auto& o : p.overlay) overlay.push_back({{"path", o.path}, {"mode", o.mode}});
   nlohmann::json playbooks = nlohmann::json::array();
   for (const auto& pb : p.playbooks)
-    playbooks.push_back({{"playbook", pb.file}, {"vars", pb.vars}});
+    playbooks.push_back({{"playbook", pb.file},
+                         {"vars", pb.vars},
+                         {"runner", ToString(pb.runs_on)},
+                         {"runner_reason", pb.runner_reason}});
   nlohmann::json secrets = nlohmann::json::array();
   for (const auto& d : p.secrets)
     secrets.push_back({{"name", d.name}, {"generate", d.generate}, {"bytes", d.bytes}});

@@ -17,6 +17,7 @@
 
 #include "base/result.h"
 #include "playbook/playbook.h"
+#include "playbook/runner_choice.h"
 
 namespace prov {
 
@@ -47,8 +48,15 @@ struct PlaybookRef {
   // Extra vars; a value {"secret": NAME} is filled from the secrets store
   // when the playbook runs (see SecretDecl).
   nlohmann::json vars = nlohmann::json::object();
-  int line = 0;  // where the profile names it, for messages
-  // Parsed once with the profile; what nodes run.
+  int line = 0;      // where the profile names it, for messages
+  std::string path;  // the file it was loaded from
+  // `runner:` as the profile asks (auto when absent), the runner chosen, and
+  // why (runner_choice.h).
+  PlaybookRunner runner = PlaybookRunner::kAuto;
+  PlaybookRunner runs_on = PlaybookRunner::kNative;
+  std::string runner_reason;
+  // Parsed once with the profile; what nodes run natively. Null when the
+  // playbook runs on ansible-playbook.
   std::shared_ptr<const Playbook> parsed;
 };
 

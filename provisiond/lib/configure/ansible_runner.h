@@ -1,0 +1,89 @@
+// Runs a playbook with Debian's ansible-playbook for nodes the native runner
+// cannot serve (runner_choice.h), with what the native runner gives them:
+// the same inventory (each node's variables as host vars: its facts, its
+// profile's group), the profile's vars and secrets as extra vars (a file
+// only the run can read, removed after it), the control key, host keys
+// checked against the pinned ones (a known_hosts written from the store,
+// StrictHostKeyChecking on), and every task result per host recorded through
+// a RunSink as it happens (provisiond's stdout callback, ansible/provisiond.py).
+//
+// One ansible-playbook serves all the hosts of one run (forks = hosts); its
+// strategy is Ansible's, but each host's outcome is its own: a host that
+// fails never fails another. When ansible-playbook dies mid-way, each host
+// it left without a recap is failed with the output's tail.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "configure/play_runner.h"
+#include "playbook/runner_choice.h"
+
+namespace prov {
+
+struct AnsibleHost {
+  std::string name;
+  std::string address;
+  int port = 22;
+  std::string host_key;     // pinned, "type base64"
+  nlohmann::json vars;      // NodeVarsBuilder::For (the magic vars are Ansible's own)
+  RunSink* sink = nullptr;  // this host's task results
+};
+
+struct AnsibleRunSettings {
+  AnsibleTool tool;
+  std::string key_path;  // the control key
+  std::string ssh_user = "root";
+  int connect_timeout_s = 10;
+  // Persistent state: ssh control sockets (so runs reuse connections as
+  // Ansible's own ~/.ansible/cp does) and each run's private folder.
+  std::string work_dir;
+  int timeout_s = 6 * 3600;  // the whole run
+};
+
+// One line of what provisiond's callback prints, read back.
+struct AnsibleEvent {
+  enum class Kind { kPlay, kTask, kResult, kStats } kind = Kind::kResult;
+  std::string host;
+  TaskResult result;
+  bool ignored = false;  // a failure under ignore_errors
+  std::string task;      // kPlay: the play's name; kTask: the task's
+  // kStats: per host ok/changed/failed/unreachable/skipped/rescued/ignored.
+  nlohmann::json stats;
+};
+// nullopt for a line that is not the callback's (Ansible's own output).
+std::optional<AnsibleEvent> ParseAnsibleEvent(const std::string& line);
+
+// The inventory provisiond writes (YAML's JSON subset): every host under
+// `all` with ansible_host/ansible_port and its vars, the groups of the hosts'
+// profile. Magic vars (inventory_hostname, groups, hostvars) are left out.
+nlohmann::json AnsibleInventory(const std::vector<AnsibleHost>& hosts);
+
+// known_hosts lines for the hosts' pinned keys, each under the host's key
+// alias (ssh's HostKeyAlias, set per host in the inventory).
+std::string AnsibleKnownHosts(const std::vector<AnsibleHost>& hosts);
+
+// The ansible.cfg of one run whose private folder is `run_dir`.
+std::string AnsibleConfig(const AnsibleRunSettings& settings, const std::string& run_dir,
+                          const std::string& playbook_dir, size_t forks);
+
+// The ssh option that names provisiond's control sockets: what the ssh
+// control masters Ansible leaves behind carry on their command line, so
+// StopAnsibleMasters finds them.
+std::string AnsibleControlPathArg(const AnsibleRunSettings& settings);
+// Stops those masters (when provisiond stops).
+void StopAnsibleMasters(const AnsibleRunSettings& settings);
+
+// Runs `playbook_path` for `hosts`; returns each host's outcome (by name).
+// `secret_values` are redacted from everything recorded.
+std::map<std::string, NodeRunOutcome> RunAnsiblePlaybook(
+    const std::string& playbook_path, const std::vector<AnsibleHost>& hosts,
+    const nlohmann::json& extra_vars, const std::vector<std::string>& secret_values,
+    const AnsibleRunSettings& settings, const std::atomic<bool>* cancel);
+
+}  // namespace prov

@@ -1,0 +1,63 @@
+// Which runner a playbook runs on. provisiond has two behind one interface:
+// its native runner (playbook.h: a subset of Ansible, about twenty times
+// faster) and Debian's ansible-playbook (all of Ansible). A playbook runs
+// natively when it loads there, under Ansible when it does not, with the
+// native loader's refusal as the reason; a profile entry (`runner:`) or
+// `provisionctl playbook run --runner` can force either. A playbook neither
+// accepts is refused before any node runs it, with Ansible's own error.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "playbook/playbook.h"
+
+namespace prov {
+
+enum class PlaybookRunner { kAuto, kNative, kAnsible };
+
+const char* ToString(PlaybookRunner r);
+// "auto", "native" or "ansible".
+Result<PlaybookRunner> ParsePlaybookRunner(const std::string& text);
+
+struct RunnerChoice {
+  PlaybookRunner runner = PlaybookRunner::kNative;  // never kAuto
+  // Why this runner: "loads natively", "forced by runner: ansible", or the
+  // native loader's first refusal ("file:line:col: ...").
+  std::string reason;
+  std::shared_ptr<const Playbook> native;  // set when runner is kNative
+};
+
+// Where ansible-playbook is, and what it sees besides the playbook.
+struct AnsibleTool {
+  std::string program = "/usr/bin/ansible-playbook";
+  std::string roles_path;  // extra roles folders (':'-separated), after <playbook dir>/roles
+};
+
+// The tool as provisiond's settings give it (ansible_playbook,
+// ansible_roles_path): set once at start, before any profile loads; read
+// by every profile load and run.
+const AnsibleTool& DefaultAnsibleTool();
+void SetDefaultAnsibleTool(AnsibleTool tool);
+
+// Chooses the runner for the playbook at `path` whose content is `text`.
+// Under Ansible, the playbook is checked with `ansible-playbook
+// --syntax-check` (roles, includes and vars files it names resolved as a
+// run would); its refusal is the error, quoted as Ansible gave it.
+Result<RunnerChoice> ChoosePlaybookRunner(const std::string& path, const std::string& text,
+                                          PlaybookRunner wanted, const AnsibleTool& tool);
+
+// `ansible-playbook --syntax-check` of `path`: OK, or Invalid with Ansible's
+// own message (its warnings left out).
+Status AnsibleSyntaxCheck(const std::string& path, const AnsibleTool& tool);
+
+// The controller-side files a playbook run by Ansible can reach, by
+// Ansible's layout beside it: every file in the playbook's folder and,
+// recursively, in its roles/, tasks/, handlers/, vars/, defaults/,
+// templates/, files/, group_vars/, host_vars/, library/, module_utils/ and
+// filter_plugins/ folders. Sorted; hidden files left out.
+std::vector<std::string> AnsibleReachedFiles(const std::string& path);
+
+}  // namespace prov
