@@ -1,5 +1,7 @@
 #include "base/process.h"
 
+#include <set>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -25,8 +27,14 @@ namespace {
 
 constexpr size_t kMaxOutput = 64 * 1024;
 
+// Ours, with `extra` replacing what it names (an inherited ANSIBLE_CONFIG
+// never shadows the one a run sets: getenv(3) returns the first).
 std::vector<char*> MakeEnv(const std::vector<std::string>& extra, std::vector<std::string>& store) {
-  for (char** e = environ; e && *e; ++e) store.emplace_back(*e);
+  auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+  std::set<std::string> replaced;
+  for (const auto& x : extra) replaced.insert(name_of(x));
+  for (char** e = environ; e && *e; ++e)
+    if (!replaced.count(name_of(*e))) store.emplace_back(*e);
   for (const auto& x : extra) store.push_back(x);
   std::vector<char*> out;
   for (auto& s : store) out.push_back(s.data());

@@ -248,6 +248,22 @@ std::map<std::string, NodeRunOutcome> RunAnsiblePlaybook(
                "@" + run_dir + "/extra.json", playbook_path};
   spec.env = {"ANSIBLE_CONFIG=" + run_dir + "/ansible.cfg", "ANSIBLE_NOCOLOR=1",
               "ANSIBLE_FORCE_COLOR=0", "PYTHONUNBUFFERED=1"};
+  // Environment variables win over ansible.cfg: those that would change
+  // what is checked or recorded are set to the config's values, whatever
+  // provisiond's own environment holds.
+  const std::string cfg = AnsibleConfig(settings, run_dir, playbook_dir, hosts.size());
+  for (const auto& [key, env] : std::vector<std::pair<std::string, std::string>>{
+           {"stdout_callback", "ANSIBLE_STDOUT_CALLBACK"},
+           {"callback_plugins", "ANSIBLE_CALLBACK_PLUGINS"},
+           {"remote_user", "ANSIBLE_REMOTE_USER"},
+           {"private_key_file", "ANSIBLE_PRIVATE_KEY_FILE"},
+           {"host_key_checking", "ANSIBLE_HOST_KEY_CHECKING"},
+           {"ssh_args", "ANSIBLE_SSH_ARGS"}}) {
+    size_t at = cfg.find("\n" + key + " = ");
+    if (at == std::string::npos) continue;
+    at += key.size() + 4;
+    spec.env.push_back(env + "=" + cfg.substr(at, cfg.find('\n', at) - at));
+  }
   json stats;
   bool have_stats = false;
   std::string other;  // Ansible's own lines: errors and warnings
