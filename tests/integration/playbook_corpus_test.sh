@@ -27,13 +27,13 @@ for f in "$CORPUS"/*.yml; do
     fail "$name: ansible-playbook --syntax-check refuses it: $(tail -n 5 "$WORK/ansible.out")"
     continue
   fi
-  if ctl playbook check "$f" --json >"$WORK/check.json" 2>&1 &&
-    [ "$(jq -r .accepted "$WORK/check.json")" = true ]; then
-    runner="$(jq -r .runner "$WORK/check.json")"
+  # "<path>: runs on <runner> (<why>)"
+  if ctl playbook check "$f" >"$WORK/check.out" 2>&1; then
+    runner="$(sed -n 's/.*: runs on \([a-z]*\) (.*/\1/p' "$WORK/check.out")"
     pass "$name: accepted, runs on $runner"
     printf '%s %s\n' "$name" "$runner" >>"$WORK/runners.txt"
   else
-    fail "$name: Ansible accepts it, provisiond refuses it: $(head -c 1500 "$WORK/check.json")"
+    fail "$name: Ansible accepts it, provisiond refuses it: $(head -c 1500 "$WORK/check.out")"
   fi
 done
 echo "-- runners (tests/playbooks/corpus/runners.txt)"
