@@ -155,6 +155,20 @@ node_hello() {
     -H "X-Provision-Ticket: $ticket" -d "$facts" "$url/api/v1/nodes/$mac/hello"
 }
 
+# start_sshd_targets N PUBKEY_FILE: N real sshd targets (tests/sshd/sshd-targets.sh)
+# t1..tN on one port, t1 on 127.0.1.1 and so on, that PUBKEY_FILE's key logs in
+# to; stopped at cleanup. Sets TARGETS (their folder) and PORT. key_of tN and
+# addr_of tN print a target's host key ("type base64") and address.
+start_sshd_targets() {
+  TARGETS="$WORK/targets"
+  mkdir -p "$TARGETS"
+  CLEANUP_HOOKS+=("bash '$REPO/tests/sshd/sshd-targets.sh' stop '$TARGETS' >/dev/null 2>&1")
+  SSHD_TARGETS_SHARED_PORT=1 bash "$REPO/tests/sshd/sshd-targets.sh" start "$1" "$TARGETS" "$2" >/dev/null
+  PORT="$(awk 'NR==1 {print $2}' "$TARGETS/targets")"
+}
+key_of() { awk -v n="$1" '$1 == n {print $3 " " $4}' "$TARGETS/targets"; }
+addr_of() { awk -v n="$1" '$1 == n {print $5}' "$TARGETS/targets"; }
+
 finish() {
   if [ "$FAILURES" -ne 0 ]; then
     echo "$FAILURES check(s) failed"

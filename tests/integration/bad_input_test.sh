@@ -283,16 +283,10 @@ c="$(code -X POST -H "Authorization: Bearer $(awk '!/^#/ && NF {print $1; exit}'
 kill "$BPID"; wait "$BPID" 2>/dev/null || true
 
 echo "== a node that vanishes mid-playbook fails alone, named"
-TARGETS="$WORK/targets"
 NODES="$WORK/nodes"
-mkdir -p "$TARGETS" "$NODES" "$WORK/vn/data/ssh" "$WORK/vprofiles/vanish" "$WORK/vplaybooks"
-CLEANUP_HOOKS+=("bash '$REPO/tests/sshd/sshd-targets.sh' stop '$TARGETS' >/dev/null 2>&1")
+mkdir -p "$NODES" "$WORK/vn/data/ssh" "$WORK/vprofiles/vanish" "$WORK/vplaybooks"
 ssh-keygen -q -t ed25519 -N '' -C provisiond-vanish -f "$WORK/vn/data/ssh/id_ed25519"
-SSHD_START_TIMEOUT="${SSHD_START_TIMEOUT:-60}" SSHD_TARGETS_SHARED_PORT=1 bash "$REPO/tests/sshd/sshd-targets.sh" start 2 "$TARGETS" \
-  "$WORK/vn/data/ssh/id_ed25519.pub" >/dev/null
-PORT="$(awk 'NR==1 {print $2}' "$TARGETS/targets")"
-key_of() { awk -v n="$1" '$1 == n {print $3 " " $4}' "$TARGETS/targets"; }
-addr_of() { awk -v n="$1" '$1 == n {print $5}' "$TARGETS/targets"; }
+SSHD_START_TIMEOUT="${SSHD_START_TIMEOUT:-60}" start_sshd_targets 2 "$WORK/vn/data/ssh/id_ed25519.pub"
 echo 60 >"$NODES/sleep-vn1"
 echo 0 >"$NODES/sleep-vn2"
 printf 'version: vanish\nimage: {name: lab}\nplaybooks:\n  - playbook: vanish.yml\n    vars: {base: %s}\nnodes:\n  pattern: vn*\n' \

@@ -10,20 +10,14 @@ PROVISIONCTL="$(realpath "$2")"
 source "$(dirname "$0")/../lib.sh"
 ctl() { "$PROVISIONCTL" "$@"; }
 
-TARGETS="$WORK/targets"
 NODES="$WORK/nodes" # what the playbooks write, one directory per node
 USER_NAME="pvt$$"   # a user and group the playbook creates and the cleanup removes
-mkdir -p "$TARGETS" "$NODES" "$WORK/it/data/ssh" "$WORK/profiles/itest" "$WORK/playbooks/templates"
-CLEANUP_HOOKS+=("bash '$REPO/tests/sshd/sshd-targets.sh' stop '$TARGETS' >/dev/null 2>&1")
+mkdir -p "$NODES" "$WORK/it/data/ssh" "$WORK/profiles/itest" "$WORK/playbooks/templates"
 CLEANUP_HOOKS+=("userdel -r $USER_NAME >/dev/null 2>&1; groupdel ${USER_NAME}g >/dev/null 2>&1")
 
 # provisiond's control key, made before it starts so the targets trust it.
 ssh-keygen -q -t ed25519 -N '' -C provisiond-test -f "$WORK/it/data/ssh/id_ed25519"
-SSHD_TARGETS_SHARED_PORT=1 bash "$REPO/tests/sshd/sshd-targets.sh" start 5 "$TARGETS" \
-  "$WORK/it/data/ssh/id_ed25519.pub" >/dev/null
-PORT="$(awk 'NR==1 {print $2}' "$TARGETS/targets")"
-key_of() { awk -v n="$1" '$1 == n {print $3 " " $4}' "$TARGETS/targets"; }
-addr_of() { awk -v n="$1" '$1 == n {print $5}' "$TARGETS/targets"; }
+start_sshd_targets 5 "$WORK/it/data/ssh/id_ed25519.pub"
 
 cat >"$WORK/profiles/itest/profile.yaml" <<EOF
 version: itest

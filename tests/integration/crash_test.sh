@@ -97,16 +97,10 @@ expect_eq "integrity_check after the restart" "$(sqlite3 "$DB" 'PRAGMA integrity
 fi
 
 echo "== (b) SIGKILL in the middle of profile apply with playbooks running"
-TARGETS="$WORK/targets"
 NODES="$WORK/nodes"
-mkdir -p "$TARGETS" "$NODES" "$WORK/ap/data/ssh" "$WORK/profiles/crash" "$WORK/playbooks"
-CLEANUP_HOOKS+=("bash '$REPO/tests/sshd/sshd-targets.sh' stop '$TARGETS' >/dev/null 2>&1")
+mkdir -p "$NODES" "$WORK/ap/data/ssh" "$WORK/profiles/crash" "$WORK/playbooks"
 ssh-keygen -q -t ed25519 -N '' -C provisiond-crash -f "$WORK/ap/data/ssh/id_ed25519"
-SSHD_START_TIMEOUT="${SSHD_START_TIMEOUT:-60}" SSHD_TARGETS_SHARED_PORT=1 bash "$REPO/tests/sshd/sshd-targets.sh" start 3 "$TARGETS" \
-  "$WORK/ap/data/ssh/id_ed25519.pub" >/dev/null
-PORT="$(awk 'NR==1 {print $2}' "$TARGETS/targets")"
-key_of() { awk -v n="$1" '$1 == n {print $3 " " $4}' "$TARGETS/targets"; }
-addr_of() { awk -v n="$1" '$1 == n {print $5}' "$TARGETS/targets"; }
+SSHD_START_TIMEOUT="${SSHD_START_TIMEOUT:-60}" start_sshd_targets 3 "$WORK/ap/data/ssh/id_ed25519.pub"
 # The long task sleeps as many seconds as the file says: 60 while provisiond
 # is killed, 0 for the apply after the restart.
 echo 60 >"$NODES/sleep_s"

@@ -23,12 +23,9 @@ REPO="$(cd "$HERE/../.." && pwd)"
 TOOLS="$(dirname "$PROVISIOND")"
 TIMEOUT="${LAB_TIMEOUT:-480}"
 dump() {
-  [ -n "${LAB_DIR:-}" ] && [ -d "$LAB_DIR" ] || return 0
-  for f in "$LAB_DIR"/provisiond.log "$LAB_DIR"/data/netboot/dnsmasq.log "$LAB_DIR"/*.serial; do
-    [ -f "$f" ] && { echo "--- last 30 lines of $f"; tail -n 30 "$f" | tr -cd '\11\12\40-\176'; }
-  done
-  [ -n "${LAB_NS:-}" ] && { echo "--- events"; lab_exec "$PROVISIONCTL" events --limit 400 2>&1 | tail -n 40; }
-} >&2
+  [ -n "${LAB_DIR:-}" ] || return 0
+  lab_dump 30 "$LAB_DIR"/provisiond.log "$LAB_DIR"/data/netboot/dnsmasq.log "$LAB_DIR"/*.serial
+}
 source "$HERE/lab-test.sh"
 start_provisiond() {
   lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/provisiond.yaml"

@@ -25,12 +25,9 @@ REPO="$(cd "$HERE/../.." && pwd)"
 TOOLS="$(dirname "$PROVISIOND")"
 TIMEOUT="${LAB_TIMEOUT:-420}"
 dump() {
-  [ -n "${LAB_DIR:-}" ] && [ -d "$LAB_DIR" ] || return 0
-  for f in "$LAB_DIR"/provisiond.log "$LAB_DIR"/data/nfs/ganesha.log "$LAB_DIR"/*.serial; do
-    [ -f "$f" ] && { echo "--- last 25 lines of $f"; tail -n 25 "$f" | tr -cd '\11\12\40-\176'; }
-  done
-  [ -n "${LAB_NS:-}" ] && { echo "--- events"; lab_exec "$PROVISIONCTL" events --limit 400 2>&1 | tail -n 40; }
-} >&2
+  [ -n "${LAB_DIR:-}" ] || return 0
+  lab_dump 25 "$LAB_DIR"/provisiond.log "$LAB_DIR"/data/nfs/ganesha.log "$LAB_DIR"/*.serial
+}
 source "$HERE/lab-test.sh"
 node_json() { ctl node show "$1" --json; }
 field() { node_json "$1" | sed -n "s/.*\"$2\":\"\\([^\"]*\\)\".*/\\1/p"; }

@@ -7,6 +7,9 @@
 #   wait_for WHAT TIMEOUT_S CMD...  polls CMD (every LAB_POLL_S, default 0.5 s) until it succeeds
 #   has_event NODE TEXT          true if one of NODE's events contains TEXT
 #   wait_ready HOSTLIST [TIMEOUT_S] `provisionctl wait --state ready`, or fail with node why
+#   lab_dump LINES FILE...       for a test's `dump`: the last LINES lines of each FILE that
+#                                exists (printable characters: consoles carry escapes), then
+#                                the last events when the lab is up
 LAB_TEST_T0="${EPOCHREALTIME//[!0-9]/}"
 say() { printf '[%6.1fs] %s\n' "$(((${EPOCHREALTIME//[!0-9]/} - LAB_TEST_T0) / 100000))e-1" "$*"; }
 fail() {
@@ -15,6 +18,20 @@ fail() {
   exit 1
 }
 trap 'fail "line $LINENO: $BASH_COMMAND"' ERR
+lab_dump() {
+  local lines="$1" f
+  shift
+  for f in "$@"; do
+    [ -f "$f" ] || continue
+    echo "--- last $lines lines of $f"
+    tail -n "$lines" "$f" | tr -cd '\11\12\40-\176'
+  done
+  if [ -n "${LAB_NS:-}" ]; then
+    echo "--- events"
+    lab_exec "$PROVISIONCTL" events --limit 400 2>&1 | tail -n 40
+  fi
+  return 0
+} >&2
 ctl() { lab_exec "$PROVISIONCTL" "$@"; }
 wait_for() {
   local what="$1" timeout="$2"

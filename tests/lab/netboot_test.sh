@@ -23,12 +23,9 @@ CACHE="${LAB_CACHE_DIR:-/var/tmp/provisiond-lab-cache}"
 TIMEOUT="${LAB_TIMEOUT:-150}"
 MARKER='PROVISION-LAB-MARKER kernel started'
 dump() {
-  [ -n "${LAB_DIR:-}" ] && [ -d "$LAB_DIR" ] || return 0
-  for f in "$LAB_DIR"/provisiond.log "$LAB_DIR"/data/netboot/dnsmasq.log "$LAB_DIR"/power.log; do
-    [ -f "$f" ] && { echo "--- last 40 lines of $f"; tail -n 40 "$f"; }
-  done
-  [ -n "${PROVISIOND_URL:-}" ] && [ -n "${LAB_NS:-}" ] && { echo "--- events"; lab_exec "$PROVISIONCTL" events --limit 200 2>&1 | tail -n 40; }
-} >&2
+  [ -n "${LAB_DIR:-}" ] || return 0
+  lab_dump 40 "$LAB_DIR"/provisiond.log "$LAB_DIR"/data/netboot/dnsmasq.log "$LAB_DIR"/power.log
+}
 LAB_POLL_S=0.2
 source "$HERE/lab-test.sh"
 node_field() { ctl node show "$1" --json | sed -n "s/.*\"$2\":\"\\([^\"]*\\)\".*/\\1/p"; }

@@ -15,10 +15,9 @@ CACHE="${LAB_CACHE_DIR:-/var/tmp/provisiond-lab-cache}"
 TIMEOUT="${LAB_TIMEOUT:-150}"
 MARKER='PROVISION-LAB-MARKER kernel started'
 dump() {
-  for f in "${LAB_DIR:-/nonexistent}"/provisiond*.log "${LAB_DIR:-/nonexistent}"/site-dhcp.log; do
-    [ -f "$f" ] && { echo "--- last 30 lines of $f"; tail -n 30 "$f"; }
-  done
-} >&2
+  [ -n "${LAB_DIR:-}" ] || return 0
+  lab_dump 30 "$LAB_DIR"/provisiond*.log "$LAB_DIR"/site-dhcp.log
+}
 LAB_POLL_S=0.2
 source "$HERE/lab-test.sh"
 

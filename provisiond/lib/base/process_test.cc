@@ -25,6 +25,17 @@ TEST_CASE("process: exit status, output, no shell") {
   CHECK(f->output == "oops\n");
 }
 
+TEST_CASE("process: the spec's environment replaces what it names of ours") {
+  setenv("PROVISION_TEST_VAR", "inherited", 1);
+  ProcessSpec spec =
+      Cmd({"/bin/sh", "-c", "echo \"$PROVISION_TEST_VAR\"; env | grep -c '^PROVISION_TEST_VAR='"});
+  spec.env = {"PROVISION_TEST_VAR=ours"};
+  auto r = RunProcess(spec, 5000);
+  unsetenv("PROVISION_TEST_VAR");
+  REQUIRE(r.ok());
+  CHECK(r->output == "ours\n1\n");
+}
+
 TEST_CASE("process: output lines reach the callback as they come") {
   std::vector<std::string> lines;
   auto r = RunProcess(Cmd({"/bin/sh", "-c", "echo one; echo two >&2; printf three"}), 5000,

@@ -88,7 +88,7 @@ class Grub final : public BootLoader {
     return templates_.Render("start", c, {});
   }
   Result<std::string> NodeScript(const NodeBootConfig& b) const override {
-    TemplateValues v = NodeValues(b.context);
+    TemplateValues v;
     v["profile"] = b.profile;
     v["image"] = b.image;
     v["kernel"] = b.kernel_url;
@@ -99,14 +99,14 @@ class Grub final : public BootLoader {
     return templates_.Render("node", b.context, std::move(v));
   }
   Result<std::string> DiscoveredScript(const ScriptContext& c) const override {
-    return templates_.Render("discovered", c, NodeValues(c));
+    return templates_.Render("discovered", c, {});
   }
   Result<std::string> LocalScript(const ScriptContext& c) const override {
-    return templates_.Render("local", c, NodeValues(c));
+    return templates_.Render("local", c, {});
   }
   Result<std::string> UnavailableScript(const ScriptContext& c,
                                         const std::string& reason) const override {
-    TemplateValues v = NodeValues(c);
+    TemplateValues v;
     // A grub string in double quotes (and a comment): no quote, dollar,
     // backslash or line break from the reason can end it or expand.
     std::string quoted;
@@ -119,9 +119,6 @@ class Grub final : public BootLoader {
   }
 
  private:
-  static TemplateValues NodeValues(const ScriptContext& c) {
-    return {{"mac", c.mac}, {"hostname", c.hostname}, {"name", c.name}, {"state", c.state}};
-  }
   LoaderSettings settings_;
   ScriptTemplates templates_;
 };

@@ -6,7 +6,6 @@
 #include <map>
 
 #include "base/file_util.h"
-#include "base/mac.h"
 #include "base/template.h"
 #include "boot/loader.h"
 
@@ -91,7 +90,7 @@ class Ipxe final : public BootLoader {
   }
 
   Result<std::string> NodeScript(const NodeBootConfig& b) const override {
-    TemplateValues v = NodeValues(b.context);
+    TemplateValues v;
     // The script sets ${base} to the node's files once and names each file
     // relative to it.
     v["files_url"] = b.files_url;
@@ -110,27 +109,19 @@ class Ipxe final : public BootLoader {
   }
 
   Result<std::string> DiscoveredScript(const ScriptContext& c) const override {
-    return templates_.Render("discovered", c, NodeValues(c));
+    return templates_.Render("discovered", c, {});
   }
   Result<std::string> LocalScript(const ScriptContext& c) const override {
-    return templates_.Render("local", c, NodeValues(c));
+    return templates_.Render("local", c, {});
   }
   Result<std::string> UnavailableScript(const ScriptContext& c,
                                         const std::string& reason) const override {
-    TemplateValues v = NodeValues(c);
+    TemplateValues v;
     v["reason"] = reason;
     return templates_.Render("unavailable", c, std::move(v));
   }
 
  private:
-  static TemplateValues NodeValues(const ScriptContext& c) {
-    return {{"mac", c.mac},
-            {"mac_hyphen", HyphenatedMac(c.mac)},
-            {"hostname", c.hostname},
-            {"name", c.name},
-            {"state", c.state}};
-  }
-
   static std::string UnderBase(const NodeBootConfig& b, const std::string& url) {
     const std::string prefix = b.files_url + "/";
     if (!b.files_url.empty() && url.starts_with(prefix))

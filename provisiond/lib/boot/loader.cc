@@ -4,6 +4,7 @@
 #include "boot/loader.h"
 
 #include "base/file_util.h"
+#include "base/mac.h"
 
 namespace prov {
 
@@ -42,6 +43,13 @@ Result<std::string> ScriptTemplates::Render(const std::string& name, const Scrip
                                             TemplateValues values) const {
   values["boot_url"] = c.boot_url;
   values["delay"] = std::to_string(c.retry_delay_s);
+  // The node's own values, for every loader's per-node scripts (empty in a
+  // start script).
+  values.emplace("mac", c.mac);
+  values.emplace("mac_hyphen", HyphenatedMac(c.mac));
+  values.emplace("hostname", c.hostname);
+  values.emplace("name", c.name);
+  values.emplace("state", c.state);
   return RenderTemplate(text_.at(name), values, Path(name));
 }
 

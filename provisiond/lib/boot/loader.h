@@ -149,6 +149,8 @@ class ScriptTemplates {
   // A missing template is an error naming its file.
   Status Load(const std::string& dir, const std::vector<std::string>& names,
               const std::string& suffix);
+  // `values`, with the context's boot_url and delay, and its node's mac,
+  // mac_hyphen, hostname, name and state unless `values` sets them.
   Result<std::string> Render(const std::string& name, const ScriptContext& context,
                              TemplateValues values) const;
 

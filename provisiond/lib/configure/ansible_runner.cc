@@ -156,42 +156,49 @@ std::string AnsibleControlPathArg(const AnsibleRunSettings& settings) {
   return "ControlPath=" + ControlDir(settings) + "/%r@%k";
 }
 
-std::string AnsibleConfig(const AnsibleRunSettings& s, const std::string& run_dir,
-                          const std::string& playbook_dir, size_t forks) {
-  // Ansible reads its ini file without interpolation: values are written
-  // as they are ("%r" reaches ssh as "%r").
-  auto escape = [](std::string v) { return v; };
+std::vector<AnsibleSetting> AnsibleSettings(const AnsibleRunSettings& s, const std::string& run_dir,
+                                            const std::string& playbook_dir, size_t forks,
+                                            bool reuse_connections) {
   std::string roles = playbook_dir + "/roles";
   if (!s.tool.roles_path.empty()) roles += ":" + s.tool.roles_path;
   std::string ssh_args =
       "-o UserKnownHostsFile=" + run_dir + "/known_hosts" +
       " -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes" +
       " -o BatchMode=yes -o PasswordAuthentication=no";
-  std::string control = ControlDir(s);
-  if (OwnPrivateDir(control))
+  if (reuse_connections)
     ssh_args += " -o ControlMaster=auto -o ControlPersist=60s -o " + AnsibleControlPathArg(s);
   else
     ssh_args += " -o ControlMaster=no";
-  std::string cfg;
-  cfg += "[defaults]\n";
-  cfg += "stdout_callback = provisiond\n";
-  cfg += "callback_plugins = " + escape(run_dir) + "/callback_plugins\n";
-  cfg += "callbacks_enabled =\n";
-  cfg += "remote_user = " + escape(s.ssh_user) + "\n";
-  cfg += "private_key_file = " + escape(s.key_path) + "\n";
-  cfg += "host_key_checking = True\n";
-  cfg += "retry_files_enabled = False\n";
-  cfg += "interpreter_python = auto_silent\n";
-  cfg += "forks = " + std::to_string(std::max<size_t>(1, std::min<size_t>(forks, 64))) + "\n";
-  cfg += "roles_path = " + escape(roles) + "\n";
-  cfg += "local_tmp = " + escape(run_dir) + "/tmp\n";
-  cfg += "timeout = " + std::to_string(s.connect_timeout_s) + "\n";
-  cfg += "deprecation_warnings = False\n";
-  cfg += "localhost_warning = False\n";
-  cfg += "nocolor = True\n";
-  cfg += "[ssh_connection]\n";
-  cfg += "ssh_args = " + escape(ssh_args) + "\n";
-  cfg += "pipelining = True\n";
+  const std::string n = std::to_string(std::max<size_t>(1, std::min<size_t>(forks, 64)));
+  return {
+      {"defaults", "stdout_callback", "ANSIBLE_STDOUT_CALLBACK", "provisiond"},
+      {"defaults", "callback_plugins", "ANSIBLE_CALLBACK_PLUGINS", run_dir + "/callback_plugins"},
+      {"defaults", "callbacks_enabled", "ANSIBLE_CALLBACKS_ENABLED", ""},
+      {"defaults", "remote_user", "ANSIBLE_REMOTE_USER", s.ssh_user},
+      {"defaults", "private_key_file", "ANSIBLE_PRIVATE_KEY_FILE", s.key_path},
+      {"defaults", "host_key_checking", "ANSIBLE_HOST_KEY_CHECKING", "True"},
+      {"defaults", "retry_files_enabled", "ANSIBLE_RETRY_FILES_ENABLED", "False"},
+      {"defaults", "interpreter_python", "ANSIBLE_PYTHON_INTERPRETER", "auto_silent"},
+      {"defaults", "forks", "ANSIBLE_FORKS", n},
+      {"defaults", "roles_path", "ANSIBLE_ROLES_PATH", roles},
+      {"defaults", "local_tmp", "ANSIBLE_LOCAL_TEMP", run_dir + "/tmp"},
+      {"defaults", "timeout", "ANSIBLE_TIMEOUT", std::to_string(s.connect_timeout_s)},
+      {"defaults", "deprecation_warnings", "ANSIBLE_DEPRECATION_WARNINGS", "False"},
+      {"defaults", "localhost_warning", "ANSIBLE_LOCALHOST_WARNING", "False"},
+      {"defaults", "nocolor", "ANSIBLE_NOCOLOR", "True"},
+      {"ssh_connection", "ssh_args", "ANSIBLE_SSH_ARGS", ssh_args},
+      {"ssh_connection", "pipelining", "ANSIBLE_PIPELINING", "True"},
+  };
+}
+
+std::string AnsibleConfig(const std::vector<AnsibleSetting>& settings) {
+  // Ansible reads its ini file without interpolation: values are written as
+  // they are ("%r" reaches ssh as "%r").
+  std::string cfg, section;
+  for (const auto& x : settings) {
+    if (x.section != section) cfg += "[" + (section = x.section) + "]\n";
+    cfg += x.key + " = " + x.value + "\n";
+  }
   return cfg;
 }
 
@@ -232,11 +239,13 @@ std::map<std::string, NodeRunOutcome> RunAnsiblePlaybook(
     }
   } cleanup{run_dir};
   std::string playbook_dir = fs::path(playbook_path).parent_path().string();
+  const auto config = AnsibleSettings(settings, run_dir, playbook_dir, hosts.size(),
+                                      OwnPrivateDir(ControlDir(settings)));
   for (const auto& [file, content] : std::vector<std::pair<std::string, std::string>>{
            {"inventory.yml", AnsibleInventory(hosts).dump(2)},
            {"known_hosts", AnsibleKnownHosts(hosts)},
            {"extra.json", extra_vars.is_object() ? extra_vars.dump() : "{}"},
-           {"ansible.cfg", AnsibleConfig(settings, run_dir, playbook_dir, hosts.size())},
+           {"ansible.cfg", AnsibleConfig(config)},
            {"callback_plugins/provisiond.py", kAnsibleCallbackPlugin}}) {
     std::string path = run_dir + "/" + file;
     Status s = MakeDirs(fs::path(path).parent_path().string(), 0700);
@@ -246,24 +255,13 @@ std::map<std::string, NodeRunOutcome> RunAnsiblePlaybook(
   ProcessSpec spec;
   spec.argv = {settings.tool.program,         "-i",         run_dir + "/inventory.yml", "-e",
                "@" + run_dir + "/extra.json", playbook_path};
-  spec.env = {"ANSIBLE_CONFIG=" + run_dir + "/ansible.cfg", "ANSIBLE_NOCOLOR=1",
-              "ANSIBLE_FORCE_COLOR=0", "PYTHONUNBUFFERED=1"};
-  // Environment variables win over ansible.cfg: those that would change
-  // what is checked or recorded are set to the config's values, whatever
-  // provisiond's own environment holds.
-  const std::string cfg = AnsibleConfig(settings, run_dir, playbook_dir, hosts.size());
-  for (const auto& [key, env] : std::vector<std::pair<std::string, std::string>>{
-           {"stdout_callback", "ANSIBLE_STDOUT_CALLBACK"},
-           {"callback_plugins", "ANSIBLE_CALLBACK_PLUGINS"},
-           {"remote_user", "ANSIBLE_REMOTE_USER"},
-           {"private_key_file", "ANSIBLE_PRIVATE_KEY_FILE"},
-           {"host_key_checking", "ANSIBLE_HOST_KEY_CHECKING"},
-           {"ssh_args", "ANSIBLE_SSH_ARGS"}}) {
-    size_t at = cfg.find("\n" + key + " = ");
-    if (at == std::string::npos) continue;
-    at += key.size() + 4;
-    spec.env.push_back(env + "=" + cfg.substr(at, cfg.find('\n', at) - at));
-  }
+  // The environment wins over ansible.cfg: every setting is also set
+  // there, so nothing in provisiond's own environment changes what a run
+  // checks or records. The file keeps other config files out and shows
+  // what the run used.
+  spec.env = {"ANSIBLE_CONFIG=" + run_dir + "/ansible.cfg", "ANSIBLE_FORCE_COLOR=0",
+              "PYTHONUNBUFFERED=1"};
+  for (const auto& x : config) spec.env.push_back(x.env + "=" + x.value);
   json stats;
   bool have_stats = false;
   std::string other;  // Ansible's own lines: errors and warnings

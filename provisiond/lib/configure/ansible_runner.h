@@ -68,9 +68,19 @@ nlohmann::json AnsibleInventory(const std::vector<AnsibleHost>& hosts);
 // alias (ssh's HostKeyAlias, set per host in the inventory).
 std::string AnsibleKnownHosts(const std::vector<AnsibleHost>& hosts);
 
-// The ansible.cfg of one run whose private folder is `run_dir`.
-std::string AnsibleConfig(const AnsibleRunSettings& settings, const std::string& run_dir,
-                          const std::string& playbook_dir, size_t forks);
+// One Ansible setting of a run: its ini section and key, and the
+// environment variable that sets it too (the environment wins over the file).
+struct AnsibleSetting {
+  std::string section, key, env, value;
+};
+// The settings of one run whose private folder is `run_dir`; ssh control
+// sockets (connections kept between runs) when `reuse_connections`.
+std::vector<AnsibleSetting> AnsibleSettings(const AnsibleRunSettings& settings,
+                                            const std::string& run_dir,
+                                            const std::string& playbook_dir, size_t forks,
+                                            bool reuse_connections);
+// Them as ansible.cfg.
+std::string AnsibleConfig(const std::vector<AnsibleSetting>& settings);
 
 // The ssh option that names provisiond's control sockets: what the ssh
 // control masters Ansible leaves behind carry on their command line, so

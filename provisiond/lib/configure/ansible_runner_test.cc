@@ -19,8 +19,10 @@ class AnsibleSink : public RunSink {
   void OnTask(const std::string& node, const TaskResult& r) override {
     results.push_back(node + ":" + r.task + "=" + r.status +
                       (r.msg.empty() ? "" : "(" + r.msg + ")"));
+    stdouts.push_back(r.stdout_tail);
   }
   std::vector<std::string> results;
+  std::vector<std::string> stdouts;
 };
 
 AnsibleHost Host(const std::string& name, const std::string& ip, RunSink* sink) {
@@ -92,7 +94,8 @@ TEST_CASE("ansible: inventory, known_hosts and config") {
   AnsibleRunSettings s;
   s.work_dir = work.path();
   s.key_path = "/k/id_ed25519";
-  std::string cfg = AnsibleConfig(s, "/r/run.1", "/p", 2);
+  auto settings = AnsibleSettings(s, "/r/run.1", "/p", 2, true);
+  std::string cfg = AnsibleConfig(settings);
   CHECK(cfg.find("StrictHostKeyChecking=yes") != std::string::npos);
   CHECK(cfg.find("UserKnownHostsFile=/r/run.1/known_hosts") != std::string::npos);
   CHECK(cfg.find("GlobalKnownHostsFile=/dev/null") != std::string::npos);
@@ -102,6 +105,15 @@ TEST_CASE("ansible: inventory, known_hosts and config") {
   // One control socket per login user and host key alias ('%' as written:
   // Ansible reads its ini file without interpolation).
   CHECK(cfg.find("ControlPath=" + work.path() + "/cp/%r@%k") != std::string::npos);
+  CHECK(cfg.rfind("[defaults]\nstdout_callback = provisiond\n", 0) == 0);
+  CHECK(cfg.find("[ssh_connection]\nssh_args = ") != std::string::npos);
+  // Each setting is in the environment too, where it wins over any other.
+  for (const auto& x : settings) {
+    INFO(x.key);
+    CHECK(x.env.rfind("ANSIBLE_", 0) == 0);
+  }
+  CHECK(AnsibleConfig(AnsibleSettings(s, "/r", "/p", 1, false)).find("ControlMaster=no") !=
+        std::string::npos);
 }
 
 TEST_CASE("ansible: results per host; a host's failure is its own; secrets redacted") {
@@ -126,6 +138,7 @@ TEST_CASE("ansible: results per host; a host's failure is its own; secrets redac
   REQUIRE(sink.results.size() == 3);  // "other" is not a host of this run
   CHECK(sink.results[0] == "n1:a=changed");
   CHECK(sink.results[1] == "n2:a=failed(bad)");
+  CHECK(sink.stdouts[0] == "the secret ********");
   // The run's private folder (extra vars with the secret) is gone.
   CHECK(std::filesystem::is_empty(s.work_dir + "/runs"));
   CHECK(((std::filesystem::status(s.work_dir).permissions() & std::filesystem::perms::others_all) ==

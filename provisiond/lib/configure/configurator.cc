@@ -80,16 +80,17 @@ struct Configurator::Impl {
     return a;
   }
 
-  // The node as ansible-playbook sees it: its address, the host key pinned
-  // now (a first contact pins it when the node's session connects, so the
-  // record is read again), its variables, and where its results go.
+  // The node as ansible-playbook sees it: its address, its pinned host key
+  // (read again when `node` had none: its session's first contact pinned
+  // it since), its variables, and where its results go.
   AnsibleHost HostOf(const NodeRecord& node, const json& vars, RunSink* sink) {
     AnsibleHost h;
     h.name = node.name();
     h.address = node.ip;
     h.port = settings.ssh_port;
-    auto fresh = store.FindNode(node.name());
-    h.host_key = fresh.ok() ? fresh->host_key : node.host_key;
+    h.host_key = node.host_key;
+    if (h.host_key.empty())
+      if (auto fresh = store.FindNode(node.name()); fresh.ok()) h.host_key = fresh->host_key;
     h.vars = vars;
     h.sink = sink;
     return h;

@@ -157,15 +157,16 @@ class NodeRun {
       ok = RunTasks(play, block.rescue, notified);
     }
     if (!block.always.empty() && (ok || outcome_.status == "failed")) {
-      NodeRunOutcome before = outcome_;
-      if (!ok) {
-        outcome_.status = "ok";  // so the always tasks run
-        outcome_.failed_task.clear();
-      }
+      // The failure stands aside while the always tasks run, and comes back
+      // unless one of them fails in its turn.
+      std::string status = std::move(outcome_.status);
+      std::string failed_task = std::move(outcome_.failed_task);
+      outcome_.status = "ok";
+      outcome_.failed_task.clear();
       bool always_ok = RunTasks(play, block.always, notified);
-      if (!ok && always_ok) {
-        outcome_.status = before.status;
-        outcome_.failed_task = before.failed_task;
+      if (always_ok) {
+        outcome_.status = std::move(status);
+        outcome_.failed_task = std::move(failed_task);
       }
       ok = ok && always_ok;
     }

@@ -899,26 +899,16 @@ class PlaybookParser {
                           " (does " + path + " include itself?)");
       return;
     }
-    auto text = ReadFile(path);
-    if (!text.ok()) {
-      errors_.Add(at, text.status().message());
-      return;
-    }
-    reached_files_.insert(path);
-    YamlErrors mine(path);
-    std::swap(errors_, mine);
-    ++depth_;
-    YAML::Node root = ParseYaml(*text, errors_);
-    std::vector<YAML::Mark> marks;
     // The notify references of this file point into it: checked by the
     // play with marks that would name the wrong file, so they are checked
     // by name only, with this file's mark kept in the message.
     std::vector<NotifyRef> local;
-    if (errors_.empty() && root.IsDefined() && !root.IsNull())
+    ++depth_;
+    InFile(at, path, [&](const YAML::Node& root) {
+      std::vector<YAML::Mark> marks;
       TaskList(root, key, out, local, marks, key == "handlers" ? "handler" : "task");
+    });
     --depth_;
-    std::swap(errors_, mine);
-    for (const auto& e : mine.list()) errors_.AddPlaced(e);
     for (const auto& ref : local)
       notified_elsewhere_.push_back({ref.name, path + ":" + std::to_string(ref.mark.line + 1) +
                                                    ":" + std::to_string(ref.mark.column + 1)});
@@ -1013,24 +1003,18 @@ class PlaybookParser {
     // meta/main.yml dependencies run first.
     std::string meta = FirstExisting(dir + "/meta/main");
     if (!meta.empty()) {
-      auto text = ReadFile(meta);
-      reached_files_.insert(meta);
-      YamlErrors mine(meta);
-      std::swap(errors_, mine);
-      YAML::Node root = text.ok() ? ParseYaml(*text, errors_) : YAML::Node();
-      if (root.IsMap() && root["dependencies"].IsDefined()) {
-        YAML::Node deps = root["dependencies"];
-        if (!deps.IsSequence() && !deps.IsNull()) {
+      InFile(entry, meta, [&](const YAML::Node& root) {
+        YAML::Node deps = root.IsMap() ? root["dependencies"] : YAML::Node();
+        if (!deps.IsDefined() || deps.IsNull()) return;
+        if (!deps.IsSequence()) {
           errors_.Add(deps, "'dependencies' must be a list of roles");
-        } else if (deps.IsSequence()) {
-          for (const auto& d : deps) {
-            Task dep;
-            if (RoleEntry(d, dep, notified)) role.block.push_back(std::move(dep));
-          }
+          return;
         }
-      }
-      std::swap(errors_, mine);
-      for (const auto& e : mine.list()) errors_.AddPlaced(e);
+        for (const auto& d : deps) {
+          Task dep;
+          if (RoleEntry(d, dep, notified)) role.block.push_back(std::move(dep));
+        }
+      });
     }
     std::string tasks = FirstExisting(dir + "/tasks/main");
     if (!tasks.empty()) ParseTaskFile(entry, tasks, "tasks", role.block);
@@ -1087,21 +1071,29 @@ class PlaybookParser {
   // A role's vars or defaults file: a mapping of variables, {} when absent.
   json RoleVarsFile(const YAML::Node& at, const std::string& base) {
     std::string path = FirstExisting(base);
-    if (path.empty()) return json::object();
-    reached_files_.insert(path);
+    json out = json::object();
+    if (!path.empty()) InFile(at, path, [&](const YAML::Node& root) { out = Vars(root); });
+    return out;
+  }
+
+  // Reads and parses `path` (a file the playbook reaches: an include, a
+  // role's file) and hands its document to `body`, unless it is empty or
+  // does not parse; errors meanwhile name that file. One that cannot be
+  // read is an error at `at`.
+  template <class Body>
+  void InFile(const YAML::Node& at, const std::string& path, Body&& body) {
     auto text = ReadFile(path);
     if (!text.ok()) {
       errors_.Add(at, text.status().message());
-      return json::object();
+      return;
     }
+    reached_files_.insert(path);
     YamlErrors mine(path);
     std::swap(errors_, mine);
     YAML::Node root = ParseYaml(*text, errors_);
-    json out = json::object();
-    if (errors_.empty() && root.IsDefined() && !root.IsNull()) out = Vars(root);
+    if (errors_.empty() && root.IsDefined() && !root.IsNull()) body(root);
     std::swap(errors_, mine);
     for (const auto& e : mine.list()) errors_.AddPlaced(e);
-    return out;
   }
 
   YamlErrors errors_;
