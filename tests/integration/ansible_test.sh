@@ -240,9 +240,13 @@ expect_output "both ready" "2/2 ready"
 expect_eq "p2's role ran from the applied snapshot" "$(cat "$NODES/profile/p2/included.conf")" "included=yes"
 check "the snapshot carries the role" test -f "$(ls -d "$DATA"/data/snapshots/*/ | head -n 1)playbooks/roles/nodeconf/tasks/main.yml"
 
-# The ssh control masters of this provisiond's runs (their known_hosts is in
-# its data directory).
-masters() { ps -eo args | grep -F "UserKnownHostsFile=$DATA/data/ansible/" | grep -F ControlMaster=auto || true; }
+echo "== ssh connections are kept per node and pinned key, never shared across nodes"
+# ssh control masters rename themselves "ssh: <socket> [mux]"; provisiond's
+# sockets are named <login user>@<host key alias>. Tests run one at a time:
+# only this provisiond's masters have such names.
+masters() { ps -eo args | grep -E '^ssh: /.*/root@pv-[0-9a-f]{16} \[mux\]$' || true; }
+aliases="$(masters | sort -u | wc -l)"
+check "one control master per node and key ($aliases)" test "$aliases" -ge 3
 
 echo "== no ssh control master outlives provisiond"
 kill "$PROVISIOND_PID"

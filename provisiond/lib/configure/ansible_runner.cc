@@ -203,9 +203,22 @@ std::string AnsibleConfig(const std::vector<AnsibleSetting>& settings) {
 }
 
 void StopAnsibleMasters(const AnsibleRunSettings& settings) {
-  auto stopped = StopProcessesWithArg(AnsibleControlPathArg(settings), 2000);
-  if (!stopped.empty())
-    spdlog::info("stopped {} ssh control master(s) of ansible runs", stopped.size());
+  // A master renames itself ("ssh: <socket> [mux]"): it is asked to exit
+  // through its socket, as ssh -O exit does.
+  const std::string dir = ControlDir(settings);
+  std::error_code ec;
+  int stopped = 0;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_socket(ec)) continue;
+    ProcessSpec spec;
+    spec.argv = {"/usr/bin/ssh", "-F",   "/dev/null", "-o", "ControlPath=" + e.path().string(),
+                 "-O",           "exit", "provisiond"};
+    auto r = RunProcess(spec, 5000);
+    if (r.ok() && r->exit_code == 0) ++stopped;
+  }
+  if (stopped) spdlog::info("stopped {} ssh control master(s) of ansible runs", stopped);
+  // A folder of ours under /tmp goes with them.
+  if (dir.rfind("/tmp/provisiond-cp-", 0) == 0 && OwnPrivateDir(dir)) fs::remove_all(dir, ec);
 }
 
 std::map<std::string, NodeRunOutcome> RunAnsiblePlaybook(

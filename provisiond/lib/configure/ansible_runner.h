@@ -82,11 +82,12 @@ std::vector<AnsibleSetting> AnsibleSettings(const AnsibleRunSettings& settings,
 // Them as ansible.cfg.
 std::string AnsibleConfig(const std::vector<AnsibleSetting>& settings);
 
-// The ssh option that names provisiond's control sockets: what the ssh
-// control masters Ansible leaves behind carry on their command line, so
-// StopAnsibleMasters finds them.
+// The ssh option that names provisiond's control sockets (one per login
+// user and host key alias).
 std::string AnsibleControlPathArg(const AnsibleRunSettings& settings);
-// Stops those masters (when provisiond stops).
+// Asks the ssh control masters of those sockets to exit (when provisiond
+// stops), and removes their folder when it is provisiond's own under /tmp.
+
 void StopAnsibleMasters(const AnsibleRunSettings& settings);
 
 // Runs `playbook_path` for `hosts`; returns each host's outcome (by name).
