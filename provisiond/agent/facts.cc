@@ -200,15 +200,31 @@ nlohmann::json CollectFacts(const std::string& root) {
                           {"firmware", Firmware(root)},
                           {"image", CmdlineValue(cmdline, "provision.image")},
                           {"ssh_host_key", Read(root + "/etc/ssh/ssh_host_ed25519_key.pub")}};
+  // os-release: the pretty name for people, and the fields the playbooks'
+  // distribution facts (ansible_distribution, ...) are derived from.
   std::string os = Read(root + "/etc/os-release");
   std::istringstream in(os);
   std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("PRETTY_NAME=", 0) == 0) {
-      std::string v = line.substr(12);
-      if (v.size() >= 2 && v.front() == '"') v = v.substr(1, v.size() - 2);
-      facts["os"] = v;
-    }
+  nlohmann::json release = nlohmann::json::object();
+  while (std::getline(in, line)) {
+    size_t eq = line.find('=');
+    if (eq == std::string::npos || line[0] == '#') continue;
+    std::string key = line.substr(0, eq), v = line.substr(eq + 1);
+    if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front())
+      v = v.substr(1, v.size() - 2);
+    if (key == "PRETTY_NAME") facts["os"] = v;
+    for (const char* k : {"ID", "ID_LIKE", "NAME", "VERSION_ID", "VERSION_CODENAME"})
+      if (key == k) {
+        std::transform(key.begin(), key.end(), key.begin(), ::tolower);
+        release[key] = v;
+      }
+  }
+  if (!release.empty()) facts["os_release"] = release;
+  // The machine's architecture, as uname says it (x86_64, aarch64).
+  std::string arch = Read(root + "/proc/sys/kernel/arch");
+  struct utsname u {};
+  if (arch.empty() && (root.empty() || root == "/") && uname(&u) == 0) arch = u.machine;
+  if (!arch.empty()) facts["arch"] = arch;
   return facts;
 }
 

@@ -45,7 +45,10 @@ TEST_CASE("facts from a fake node: CPU, memory, PCI with names, NICs, disks, hos
   Put(r / "sys/block/nvme0n1/device/model", "Samsung SSD 990 PRO 2TB\n");
   Put(r / "sys/block/loop0/size", "0\n");
   Put(r / "etc/ssh/ssh_host_ed25519_key.pub", "ssh-ed25519 AAAAC3Nza root@node0\n");
-  Put(r / "etc/os-release", "NAME=\"Ubuntu\"\nPRETTY_NAME=\"Ubuntu 24.04.1 LTS\"\n");
+  Put(r / "etc/os-release",
+      "NAME=\"Ubuntu\"\nPRETTY_NAME=\"Ubuntu 24.04.1 LTS\"\nID=ubuntu\nID_LIKE=debian\n"
+      "VERSION_ID=\"24.04\"\nVERSION_CODENAME=noble\n# ID=not-this\n");
+  Put(r / "proc/sys/kernel/arch", "x86_64\n");
 
   auto f = CollectFacts(r.string());
   CHECK(f["cpu"]["model"] == "Intel(R) Core(TM) Ultra 9 285K");
@@ -67,6 +70,12 @@ TEST_CASE("facts from a fake node: CPU, memory, PCI with names, NICs, disks, hos
   CHECK(f["disks"][0]["size_bytes"] == 3907029168ULL * 512);
   CHECK(f["ssh_host_key"] == "ssh-ed25519 AAAAC3Nza root@node0");
   CHECK(f["os"] == "Ubuntu 24.04.1 LTS");
+  CHECK(f["os_release"] == nlohmann::json{{"name", "Ubuntu"},
+                                          {"id", "ubuntu"},
+                                          {"id_like", "debian"},
+                                          {"version_id", "24.04"},
+                                          {"version_codename", "noble"}});
+  CHECK(f["arch"] == "x86_64");
   CHECK(f["firmware"] == nlohmann::json{{"uefi", false}, {"secure_boot", false}});  // BIOS
 
   // UEFI: the SecureBoot variable's last byte (after 4 bytes of attributes).

@@ -4,7 +4,8 @@
 # meta dependencies, defaults, include_tasks, block/rescue/always and
 # handlers, on the native runner and on ansible-playbook with the same
 # results; a playbook outside the native subset (a collection module, a
-# lookup) under ansible-playbook with per-task results in `run show`; host
+# lookup) under ansible-playbook with per-task results in `run show`;
+# run_once and delegate_to: localhost alike on both runners; host
 # key pinning under Ansible; a profile whose playbook runs under Ansible
 # taking nodes to `ready`; refusals with Ansible's own error.
 # Every task writes below the test's own folder: the targets are this machine.
@@ -117,6 +118,25 @@ cat >"$PB/outside.yml" <<'EOF'
       ansible.builtin.command: /bin/false
       when: inventory_hostname == 'a3'
 EOF
+# Cluster-wide steps: a token made once for all the nodes of the run, a
+# record written on the control node (no SSH_CONNECTION there).
+cat >"$PB/cluster-once.yml" <<'EOF'
+- name: cluster-wide steps
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: the node's folder
+      ansible.builtin.file: path={{ base }}/{{ inventory_hostname }} state=directory
+    - name: a token made once for the cluster
+      ansible.builtin.shell: echo "token-$(cat /proc/sys/kernel/random/uuid)" | tee -a {{ base }}/once.log
+      register: token
+      run_once: true
+    - name: every node keeps the token
+      ansible.builtin.copy: content="{{ token.stdout }}\n" dest={{ base }}/{{ inventory_hostname }}/token
+    - name: a record on the control node
+      ansible.builtin.shell: echo "{{ inventory_hostname }} ${SSH_CONNECTION:-on-the-control-node}" > {{ base }}/{{ inventory_hostname }}/delegated
+      delegate_to: localhost
+EOF
 cat >"$PB/broken.yml" <<'EOF'
 - hosts: all
   tasks:
@@ -177,6 +197,21 @@ always "
 done
 expect_eq "the runs say which ran under ansible-playbook" \
   "$(sqlite3 "$DB" "select count(*) from runs where what = '$PB/roles-site.yml (ansible-playbook)'")" 4
+
+for runner in native ansible; do
+  echo "== run_once and delegate_to: localhost on the $runner runner"
+  check "playbook run cluster-once.yml --runner $runner" ctl playbook run "$PB/cluster-once.yml" 'a[1-3]' \
+    --runner "$runner" -e base="$NODES/once-$runner"
+  expect_eq "$runner: the run_once task ran once" "$(wc -l <"$NODES/once-$runner/once.log")" 1
+  for n in a1 a2 a3; do
+    expect_eq "$runner $n: has the one token" "$(cat "$NODES/once-$runner/$n/token")" \
+      "$(cat "$NODES/once-$runner/once.log")"
+    expect_eq "$runner $n: the delegated task ran on the control node, with $n's vars" \
+      "$(cat "$NODES/once-$runner/$n/delegated")" "$n on-the-control-node"
+  done
+done
+check "cluster-once.yml loads natively" ctl playbook check "$PB/cluster-once.yml"
+expect_output "cluster-once.yml runs natively" "runs on native (loads natively)"
 
 echo "== outside the native subset: ansible-playbook, one node's failure its own"
 expect_exit 1 "outside.yml on a[1-3] exits 1 (a3 fails)" ctl playbook run "$PB/outside.yml" 'a[1-3]' \

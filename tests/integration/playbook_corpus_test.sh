@@ -31,6 +31,7 @@ for f in "$CORPUS"/*.yml; do
   if ctl playbook check "$f" >"$WORK/check.out" 2>&1; then
     runner="$(sed -n 's/.*: runs on \([a-z]*\) (.*/\1/p' "$WORK/check.out")"
     pass "$name: accepted, runs on $runner"
+    sed -n 's/.*: runs on [a-z]* (\(.*\))$/     why: \1/p' "$WORK/check.out" | head -c 300
     printf '%s %s\n' "$name" "$runner" >>"$WORK/runners.txt"
   else
     fail "$name: Ansible accepts it, provisiond refuses it: $(head -c 1500 "$WORK/check.out")"

@@ -22,11 +22,12 @@ namespace {
 
 constexpr const char* kEventPrefix = "@@provisiond ";
 
-// Variables Ansible sets itself for every host: theirs win, so ours are
-// left out of the inventory.
+// Variables Ansible sets itself for every host (its magic vars, the facts
+// it gathers, the connection vars provisiond sets below): theirs win, so
+// ours are left out of the inventory.
 bool IsMagicVar(const std::string& name) {
   return name == "inventory_hostname" || name == "inventory_hostname_short" || name == "groups" ||
-         name == "hostvars" || name == "ansible_host";
+         name == "hostvars" || name.rfind("ansible_", 0) == 0;
 }
 
 // The folder of provisiond's ssh control sockets: <work_dir>/cp when a

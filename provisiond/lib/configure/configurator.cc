@@ -49,6 +49,9 @@ struct Configurator::Impl {
   NodeVarsBuilder node_vars{settings.public_key};
   Sessions sessions;
   std::atomic<bool> cancel{false};
+  // Where playbooks' delegate_to: localhost tasks run: this machine, as
+  // provisiond's own user.
+  LocalRemote control_node{"localhost"};
   // Last: its workers use everything above, and it is stopped first.
   WorkQueue queue;
 
@@ -100,6 +103,7 @@ struct Configurator::Impl {
     RunOptions o;
     o.default_timeout_s = settings.task_timeout_s;
     o.cancel = &cancel;
+    o.local = &control_node;
     o.sleep = [this](int ms) {
       // Sleeps in small steps so a stopping provisiond does not wait.
       auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
@@ -221,7 +225,8 @@ struct Configurator::Impl {
   }
 
   // A playbook run by hand on one node (its run recorded as running).
-  void RunPlaybookJob(const Playbook& playbook, RunRecord run, const json& vars, json extra_vars) {
+  void RunPlaybookJob(const Playbook& playbook, RunRecord run, const json& vars, json extra_vars,
+                      std::shared_ptr<RunOnceTable> once) {
     auto start = std::chrono::steady_clock::now();
     auto lease = sessions.Acquire(run.node_id);
     auto node = store.FindNode(run.node);
@@ -238,6 +243,7 @@ struct Configurator::Impl {
     } else {
       RunOptions options = Options();
       options.extra_vars = std::move(extra_vars);
+      options.once = std::move(once);
       NodeRunOutcome out = RunPlaybook(playbook, node->name(), **session, vars, &recorder, options);
       run.status = out.status;
       run.message = out.failed_task;
@@ -414,9 +420,11 @@ Result<std::vector<RunRecord>> Configurator::StartPlaybook(
     return runs;
   }
   auto shared = choice->native;
+  // The nodes of this run share its run_once tasks.
+  auto once = std::make_shared<RunOnceTable>();
   for (size_t i = 0; i < runs.size(); ++i)
-    impl_->queue.Submit([impl, shared, run = runs[i], vars = std::move(vars[i]), extra_vars] {
-      impl->RunPlaybookJob(*shared, run, vars, extra_vars);
+    impl_->queue.Submit([impl, shared, once, run = runs[i], vars = std::move(vars[i]), extra_vars] {
+      impl->RunPlaybookJob(*shared, run, vars, extra_vars, once);
     });
   return runs;
 }

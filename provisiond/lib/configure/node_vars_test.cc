@@ -59,3 +59,51 @@ TEST_CASE("node vars: N nodes of a group parse N facts, not N squared; a change 
 }
 
 }  // namespace prov
+
+namespace prov {
+
+TEST_CASE("node vars: setup's facts from what the node reported") {
+  NodeVarsBuilder vars("key");
+  NodeRecord n = Node(1, "gpu0.cluster.lan", R"J({
+      "os": "Debian GNU/Linux 12 (bookworm)",
+      "os_release": {"id": "debian", "version_id": "12", "version_codename": "bookworm"},
+      "arch": "x86_64", "kernel": "6.1.0-26-amd64", "memory_bytes": 68719476736,
+      "cpu": {"threads": 32, "cores": 16, "sockets": 1},
+      "firmware": {"uefi": true},
+      "nics": [{"name": "enp1s0", "mac": "52:54:00:00:00:01"}]})J");
+  auto v = vars.For(n, {n});
+  CHECK(v["ansible_distribution"] == "Debian");
+  CHECK(v["ansible_os_family"] == "Debian");
+  CHECK(v["ansible_distribution_version"] == "12");
+  CHECK(v["ansible_distribution_major_version"] == "12");
+  CHECK(v["ansible_distribution_release"] == "bookworm");
+  CHECK(v["ansible_architecture"] == "x86_64");
+  CHECK(v["ansible_hostname"] == "gpu0");
+  CHECK(v["ansible_fqdn"] == "gpu0.cluster.lan");
+  CHECK(v["ansible_memtotal_mb"] == 65536);
+  CHECK(v["ansible_processor_vcpus"] == 32);
+  CHECK(v["ansible_processor_cores"] == 16);
+  CHECK(v["ansible_pkg_mgr"] == "apt");
+  CHECK(v["ansible_default_ipv4"]["address"] == "10.99.0.11");
+  CHECK(v["ansible_default_ipv4"]["interface"] == "enp1s0");
+  CHECK(v["ansible_facts"]["os_family"] == "Debian");
+  CHECK(v["hostvars"]["gpu0.cluster.lan"]["ansible_default_ipv4"]["address"] == "10.99.0.11");
+
+  // Derivatives by ID_LIKE; older agents' pretty name alone.
+  n.facts = R"({"os_release": {"id": "pika", "id_like": "ubuntu debian", "version_id": "24.04"}})";
+  auto f = AnsibleFacts(n, nlohmann::json::parse(n.facts));
+  CHECK(f["os_family"] == "Debian");
+  CHECK(f["distribution_major_version"] == "24");
+  f = AnsibleFacts(n, {{"os", "Rocky Linux 9.4 (Blue Onyx)"}});
+  CHECK(f["distribution"] == "Rocky");
+  CHECK(f["os_family"] == "RedHat");
+  CHECK(f["distribution_version"] == "9.4");
+  CHECK(f["distribution_release"] == "Blue Onyx");
+  // Nothing reported: nothing made up.
+  f = AnsibleFacts(n, nlohmann::json::object());
+  CHECK_FALSE(f.contains("distribution"));
+  CHECK_FALSE(f.contains("memtotal_mb"));
+  CHECK(f["hostname"] == "gpu0");
+}
+
+}  // namespace prov

@@ -296,10 +296,52 @@ class NodeRun {
     for (const Task* scope : scopes_) base.no_log = base.no_log || scope->no_log;
     auto vars = TaskVars(task);
     if (!vars.ok()) return TaskFailed(base, task, vars.status().message(), json::object());
+    if (task.run_once && options_.once) return RunTaskOnce(play, task, *vars, base, notified);
+    return RunTaskBody(play, task, *vars, base, notified);
+  }
 
+  // A run_once task: run here, or take the result of the node that ran it.
+  bool RunTaskOnce(const Play& play, const Task& task, json& vars, TaskResult& base,
+                   std::set<std::string>& notified) {
+    // The same task reached again (a handler flushed twice, a loop over an
+    // include) is another turn.
+    const std::string key = std::to_string(reinterpret_cast<uintptr_t>(&task)) + "#" +
+                            std::to_string(once_seen_[&task]++);
+    RunOnceTable::Done done;
+    switch (options_.once->Take(key, options_.cancel, &done)) {
+      case RunOnceTable::Turn::kCancelled:
+        return Interrupted();
+      case RunOnceTable::Turn::kRun: {
+        last_status_.clear();
+        bool go_on = RunTaskBody(play, task, vars, base, notified);
+        if (last_status_.empty() || outcome_.status == "unreachable" ||
+            outcome_.status == "interrupted") {
+          options_.once->Finish(key, std::nullopt);
+        } else {
+          options_.once->Finish(
+              key, RunOnceTable::Done{hostname_, last_status_, last_msg_, last_result_});
+        }
+        return go_on;
+      }
+      case RunOnceTable::Turn::kTaken:
+        break;
+    }
+    TaskResult r = base;
+    r.msg = "run_once: ran on " + done.node + " (" + done.status + ")" +
+            (done.msg.empty() ? "" : ": " + done.msg);
+    if (done.status == "failed") return TaskFailed(r, task, r.msg, done.result);
+    r.status = done.status == "skipped" ? "skipped" : "ok";
+    Report(r);
+    return Finish(task, done.result, notified);
+  }
+
+  // A task's module, once or once per loop item; then register and notify.
+  bool RunTaskBody(const Play& play, const Task& task, json& vars_in, TaskResult& base,
+                   std::set<std::string>& notified) {
+    json* vars = &vars_in;
     if (!task.loop) {
       json result;
-      Step step = RunOnce(play, task, *vars, base, result);
+      Step step = RunItem(play, task, *vars, base, result);
       if (step == Step::kStop) return false;
       return Finish(task, result, notified);
     }
@@ -311,13 +353,20 @@ class NodeRun {
       return TaskFailed(base, task, "loop: expected a list, got " + items->dump(), {});
     json results = json::array();
     bool changed = false, failed = false;
+    size_t index = 0;
     for (const json& item : *items) {
       json item_vars = *vars;
       item_vars[task.loop_var] = item;
+      if (!task.index_var.empty()) item_vars[task.index_var] = index;
+      ++index;
       TaskResult r = base;
       r.item = item.is_string() ? item.get<std::string>() : item.dump();
+      if (!task.loop_label.empty()) {
+        auto label = RenderValue(json(task.loop_label), item_vars);
+        if (label.ok()) r.item = label->is_string() ? label->get<std::string>() : label->dump();
+      }
       json result;
-      Step step = RunOnce(play, task, item_vars, r, result);
+      Step step = RunItem(play, task, item_vars, r, result);
       result[task.loop_var] = item;
       results.push_back(result);
       if (step == Step::kStop) return false;
@@ -331,6 +380,13 @@ class NodeRun {
 
   // After a task (all its items): register, set_fact, notify.
   bool Finish(const Task& task, const json& result, std::set<std::string>& notified) {
+    last_result_ = result;
+    if (last_status_.empty()) {
+      last_status_ = result.value("skipped", false)   ? "skipped"
+                     : result.value("changed", false) ? "changed"
+                                                      : "ok";
+      last_msg_ = result.contains("msg") && result["msg"].is_string() ? result["msg"] : "";
+    }
     if (!task.register_as.empty()) registered_[task.register_as] = result;
     if (auto facts = result.find("ansible_facts"); facts != result.end() && facts->is_object())
       for (const auto& [k, v] : facts->items()) registered_[k] = v;
@@ -344,6 +400,11 @@ class NodeRun {
     r.msg = msg;
     Report(r);
     last_failed_ = r;
+    last_status_ = "failed";
+    last_msg_ = msg;
+    last_result_ = result.is_object() ? result : json::object();
+    last_result_["failed"] = true;
+    last_result_["msg"] = msg;
     bool ignore = task.ignore_errors;
     for (const Task* scope : scopes_) ignore = ignore || (scope != &task && scope->ignore_errors);
     if (ignore) {
@@ -364,7 +425,7 @@ class NodeRun {
 
   // Runs the module once for one item (with until/retries), fills `result`
   // and reports the task. kStop: the node must stop here.
-  Step RunOnce(const Play& play, const Task& task, json& vars, TaskResult r, json& result) {
+  Step RunItem(const Play& play, const Task& task, json& vars, TaskResult r, json& result) {
     auto start = std::chrono::steady_clock::now();
     for (const auto& cond : task.when) {
       auto holds = EvalCondition(cond, vars);
@@ -413,7 +474,13 @@ class NodeRun {
         result = {{"failed", true}, {"msg", error}};
         break;
       }
-      ModuleContext ctx{remote_, become_user, timeout_s * 1000,
+      if (task.delegate_local && !options_.local) {
+        error = "delegate_to: localhost is not available to this run";
+        result = {{"failed", true}, {"msg", error}};
+        break;
+      }
+      Remote& target = task.delegate_local ? *options_.local : remote_;
+      ModuleContext ctx{target, become_user, timeout_s * 1000,
                         task.files_dir.empty() ? playbook_.dir : task.files_dir, vars};
       outcome = spec->run(*args, ctx);
       if (outcome.unreachable) {
@@ -511,6 +578,11 @@ class NodeRun {
   json play_defaults_ = json::object();  // the defaults of the play's roles so far
   std::vector<const Task*> scopes_;      // the blocks (and roles) the task runs in, outer first
   TaskResult last_failed_;               // for a rescue's ansible_failed_task
+  // The last task's result and status (ok, changed, skipped, failed), which a
+  // run_once task hands to the other nodes.
+  json last_result_;
+  std::string last_status_, last_msg_;
+  std::map<const Task*, int> once_seen_;  // run_once tasks reached so far, by task
   RunSink* sink_;
   const RunOptions& options_;
   NodeRunOutcome outcome_;
@@ -520,6 +592,36 @@ class NodeRun {
 };
 
 }  // namespace
+
+RunOnceTable::Turn RunOnceTable::Take(const std::string& key, const std::atomic<bool>* cancel,
+                                      Done* done) {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    auto it = tasks_.find(key);
+    if (it == tasks_.end()) {
+      tasks_.emplace(key, std::nullopt);
+      return Turn::kRun;
+    }
+    if (it->second) {
+      *done = *it->second;
+      return Turn::kTaken;
+    }
+    if (cancel && cancel->load()) return Turn::kCancelled;
+    // Bounded waits, so a cancel is seen while another node runs the task.
+    cv_.wait_for(lock, std::chrono::milliseconds(100));
+  }
+}
+
+void RunOnceTable::Finish(const std::string& key, std::optional<Done> done) {
+  {
+    std::lock_guard lock(mu_);
+    if (done)
+      tasks_[key] = std::move(done);
+    else
+      tasks_.erase(key);
+  }
+  cv_.notify_all();
+}
 
 std::string OutputTail(std::string_view output, size_t bytes) {
   return std::string(output.size() <= bytes ? output : output.substr(output.size() - bytes));

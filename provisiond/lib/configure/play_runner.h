@@ -7,8 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +65,33 @@ struct NodeRunOutcome {
   nlohmann::json registered = nlohmann::json::object();  // vars set by register
 };
 
+// run_once across the nodes of one run (a playbook run on several nodes):
+// the first node to reach such a task runs it; the others wait for it and
+// take its result as theirs (registered value, facts, handlers notified). A
+// failure there fails them all, as Ansible fails every host of the play; a
+// node that could not finish it (unreachable, cancelled) leaves it to the
+// next one. A configure run has one node, so there run_once just runs.
+class RunOnceTable {
+ public:
+  struct Done {
+    std::string node;    // who ran it
+    std::string status;  // ok | changed | skipped | failed
+    std::string msg;
+    nlohmann::json result;
+  };
+  enum class Turn { kRun, kTaken, kCancelled };
+  // kRun: the caller runs the task and then calls Finish; kTaken: `done`
+  // holds the result; kCancelled: `cancel` was set while waiting.
+  Turn Take(const std::string& key, const std::atomic<bool>* cancel, Done* done);
+  // The result of a task the caller ran; nullopt: it could not finish it.
+  void Finish(const std::string& key, std::optional<Done> done);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::optional<Done>> tasks_;  // nullopt: running
+};
+
 struct RunOptions {
   int default_timeout_s = 600;
   // Delays of until/retries and wait_for/reboot polls go through here so
@@ -74,6 +106,11 @@ struct RunOptions {
   // and the outcome pass through RedactSecrets).
   std::vector<std::string> secret_vars;
   std::vector<std::string> secret_values;
+  // Where delegate_to: localhost runs (the control node); null: such a task
+  // fails.
+  Remote* local = nullptr;
+  // Shared by the nodes of one run; null: run_once tasks run on each node.
+  std::shared_ptr<RunOnceTable> once;
 };
 
 // Runs every play of `playbook` that selects `hostname` on `remote`.

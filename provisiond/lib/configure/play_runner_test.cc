@@ -3,9 +3,13 @@
 #include <doctest/doctest.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <thread>
 
 #include "base/temp_dir.h"
 #include "playbook/playbook.h"
@@ -424,6 +428,182 @@ TEST_CASE("runner: a failure in a rescue fails the node, after always") {
   CHECK(out.failed_task.find("the rescue fails too") != std::string::npos);
   CHECK(std::filesystem::exists(d.path() + "/cleaned"));
   CHECK(!std::filesystem::exists(d.path() + "/after"));
+}
+
+// Several nodes at once, each with its own thread, as the configurator runs
+// them; every result is kept by node.
+class NodeRecorder : public RunSink {
+ public:
+  void OnTask(const std::string& node, const TaskResult& r) override {
+    std::lock_guard lock(mu);
+    by_node[node].push_back(r);
+  }
+  std::mutex mu;
+  std::map<std::string, std::vector<TaskResult>> by_node;
+};
+
+// A node's Remote that counts the scripts it ran.
+class CountingRemote : public Remote {
+ public:
+  explicit CountingRemote(std::string name) : local_(name) {}
+  const std::string& node() const override { return local_.node(); }
+  Result<RemoteResult> Run(const std::string& script, const std::string& input,
+                           const std::string& become_user, int timeout_ms) override {
+    ++runs;
+    return local_.Run(script, input, become_user, timeout_ms);
+  }
+  std::atomic<int> runs{0};
+
+ private:
+  LocalRemote local_;
+};
+
+std::map<std::string, NodeRunOutcome> RunNodes(const std::string& dir, std::string text,
+                                               const std::vector<std::string>& nodes,
+                                               NodeRecorder& rec) {
+  for (size_t p; (p = text.find("DIR")) != std::string::npos;) text.replace(p, 3, dir);
+  const std::string file = dir + "/play.yml";
+  std::ofstream(file) << text;
+  auto pb = LoadPlaybook(file);
+  REQUIRE_MESSAGE(pb.ok(), pb.status().message());
+  RunOptions options;
+  options.sleep = [](int) { return true; };
+  options.once = std::make_shared<RunOnceTable>();
+  std::map<std::string, NodeRunOutcome> outs;
+  std::mutex mu;
+  std::vector<std::thread> threads;
+  for (const auto& name : nodes)
+    threads.emplace_back([&, name] {
+      LocalRemote remote(name);
+      json vars = {{"inventory_hostname", name}};
+      auto out = RunPlaybook(*pb, name, remote, vars, &rec, options);
+      std::lock_guard lock(mu);
+      outs[name] = out;
+    });
+  for (auto& t : threads) t.join();
+  return outs;
+}
+
+TEST_CASE("runner: run_once runs on one node of the run; the others take its result") {
+  TempDir d;
+  NodeRecorder rec;
+  auto outs = RunNodes(d.path(), R"(
+- hosts: all
+  tasks:
+    - name: make the cluster's token once
+      shell: echo "token-from-{{ inventory_hostname }}" | tee -a DIR/once.log
+      register: token
+      run_once: true
+    - name: every node keeps it
+      copy:
+        dest: DIR/{{ inventory_hostname }}.txt
+        content: "{{ token.stdout }}"
+)",
+                       {"n1", "n2", "n3"}, rec);
+  std::string log = Read(d.path() + "/once.log");
+  CHECK(std::count(log.begin(), log.end(), '\n') == 1);
+  const std::string ran = log.substr(std::string("token-from-").size(),
+                                     log.size() - 1 - std::string("token-from-").size());
+  for (const std::string n : {"n1", "n2", "n3"}) {
+    CHECK(outs[n].status == "ok");
+    CHECK(Read(d.path() + "/" + n + ".txt") == "token-from-" + ran);
+    const TaskResult& first = rec.by_node[n].at(0);
+    if (n == ran) {
+      CHECK(first.status == "changed");
+    } else {
+      CHECK(first.status == "ok");
+      CHECK_MESSAGE(first.msg.find("run_once: ran on " + ran) == 0, first.msg);
+    }
+  }
+}
+
+TEST_CASE("runner: a run_once task that fails fails every node of the run") {
+  TempDir d;
+  NodeRecorder rec;
+  auto outs = RunNodes(d.path(), R"(
+- hosts: all
+  tasks:
+    - name: once, and it fails
+      command: /bin/false
+      run_once: true
+    - name: never reached
+      file: path=DIR/{{ inventory_hostname }} state=touch
+)",
+                       {"n1", "n2"}, rec);
+  for (const std::string n : {"n1", "n2"}) {
+    CHECK(outs[n].status == "failed");
+    CHECK(!std::filesystem::exists(d.path() + "/" + n));
+  }
+}
+
+TEST_CASE("runner: delegate_to localhost runs on the control node with the node's vars") {
+  TempDir d;
+  const std::string text = R"(
+- hosts: all
+  tasks:
+    - name: on the control node
+      copy:
+        dest: DIR/from-{{ inventory_hostname }}
+        content: "{{ inventory_hostname }}"
+      delegate_to: localhost
+    - name: on the node
+      command: "true"
+)";
+  std::string t = text;
+  for (size_t p; (p = t.find("DIR")) != std::string::npos;) t.replace(p, 3, d.path());
+  std::ofstream(d.path() + "/play.yml") << t;
+  auto pb = LoadPlaybook(d.path() + "/play.yml");
+  REQUIRE_MESSAGE(pb.ok(), pb.status().message());
+  CountingRemote node("node1"), control("localhost");
+  Recorder rec;
+  RunOptions options;
+  options.local = &control;
+  auto out = RunPlaybook(*pb, "node1", node, {{"inventory_hostname", "node1"}}, &rec, options);
+  CHECK(out.status == "ok");
+  CHECK(Read(d.path() + "/from-node1") == "node1");
+  CHECK(control.runs > 0);
+  CHECK(node.runs == 1);  // the command only
+
+  // Without a control node to run on, the task says so.
+  Recorder rec2;
+  options.local = nullptr;
+  out = RunPlaybook(*pb, "node1", node, {{"inventory_hostname", "node1"}}, &rec2, options);
+  CHECK(out.status == "failed");
+  CHECK(out.failed_task.find("delegate_to: localhost is not available") != std::string::npos);
+
+  // Any other host is left to ansible-playbook.
+  std::ofstream(d.path() + "/other.yml")
+      << "- hosts: all\n  tasks:\n    - command: 'true'\n      delegate_to: node2\n";
+  auto other = LoadPlaybook(d.path() + "/other.yml");
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.status().message().find("delegates to localhost (the control node) only") !=
+        std::string::npos);
+}
+
+TEST_CASE("runner: loop_control's index_var and label") {
+  TempDir d;
+  Recorder rec;
+  auto out = Run(d.path(), R"(
+- hosts: all
+  tasks:
+    - name: numbered
+      copy:
+        dest: "DIR/{{ idx }}-{{ item.name }}"
+        content: "{{ item.secret }}"
+      loop:
+        - {name: a, secret: s1}
+        - {name: b, secret: s2}
+      loop_control:
+        index_var: idx
+        label: "{{ item.name }}"
+)",
+                 rec);
+  CHECK(out.status == "ok");
+  CHECK(Read(d.path() + "/0-a") == "s1");
+  CHECK(Read(d.path() + "/1-b") == "s2");
+  REQUIRE(rec.results.size() == 2);
+  CHECK(rec.results[0].item == "a");
+  CHECK(rec.results[1].item == "b");
 }
 
 }  // namespace prov

@@ -98,6 +98,18 @@ Status ValidateFacts(const json& facts) {
           c != ':' && c != '+')
         return Bad("facts.image", "must be NAME@VERSION");
   }
+  if (facts.contains("os_release")) {
+    const json& r = facts["os_release"];
+    if (!r.is_object()) return Bad("facts.os_release", "must be an object");
+    for (const auto& [key, value] : r.items())
+      if (!value.is_string()) return Bad("facts.os_release." + key, "must be a string");
+  }
+  if (facts.contains("arch")) {
+    if (!facts["arch"].is_string()) return Bad("facts.arch", "must be a string");
+    for (char c : facts["arch"].get<std::string>())
+      if (!isalnum(static_cast<unsigned char>(c)) && c != '_')
+        return Bad("facts.arch", "must be letters, digits and '_' (x86_64, aarch64)");
+  }
   if (facts.contains("firmware")) {
     const json& fw = facts["firmware"];
     if (!fw.is_object()) return Bad("facts.firmware", "must be an object");

@@ -15,7 +15,9 @@ TEST_CASE("facts: what the agent sends passes; lines, markup carriers and wrong 
       {"nics", {{{"name", "enp1s0"}, {"mac", "52:54:00:00:00:01"}, {"speed_mbps", 1000}}}},
       {"disks", {{{"name", "nvme0n1"}, {"size_bytes", 1000204886016ULL}}}},
       {"pci", {{{"vendor_id", "10de"}, {"device", "AD102 [GeForce RTX 4090] <b>"}}}},
-      {"firmware", {{"uefi", true}, {"secure_boot", true}}}};
+      {"firmware", {{"uefi", true}, {"secure_boot", true}}},
+      {"os_release", {{"id", "debian"}, {"version_id", "12"}, {"version_codename", "bookworm"}}},
+      {"arch", "x86_64"}};
   CHECK(ValidateFacts(good).ok());
 
   auto refused = [&](json facts, const std::string& where) {
@@ -55,6 +57,12 @@ TEST_CASE("facts: what the agent sends passes; lines, markup carriers and wrong 
   f = good;
   f["disks"][0]["size_bytes"] = 1.5;
   refused(f, "facts.disks[0].size_bytes");
+  f = good;
+  f["arch"] = "x86_64 evil";
+  refused(f, "facts.arch: must be letters");
+  f = good;
+  f["os_release"]["version_id"] = 12;
+  refused(f, "facts.os_release.version_id: must be a string");
   f = good;
   f["firmware"]["secure_boot"] = "yes";
   refused(f, "facts.firmware.secure_boot: must be true, false or null");

@@ -26,22 +26,29 @@ using json = nlohmann::json;
 // The task keywords this runner implements (docs/playbooks.md); `args` holds
 // module arguments, `tags` is accepted and ignored.
 const std::set<std::string> kTaskKeywords = {
-    "name",          "when", "register",   "changed_when", "failed_when", "until",  "retries",
-    "delay",         "loop", "with_items", "loop_control", "notify",      "become", "become_user",
-    "ignore_errors", "vars", "timeout",    "tags",         "args",        "no_log", "listen"};
+    "name",    "when",        "register",      "changed_when", "failed_when",  "until",
+    "retries", "delay",       "loop",          "with_items",   "loop_control", "notify",
+    "become",  "become_user", "ignore_errors", "vars",         "timeout",      "tags",
+    "args",    "no_log",      "listen",        "run_once",     "delegate_to"};
 
 // What makes a task a block (block:, or an include of a literal task file).
 const std::set<std::string> kBlockKeys = {"block", "rescue", "always", "include_tasks",
                                           "import_tasks"};
+
+// A keyword written with its collection (ansible.builtin.import_tasks), as
+// its short name; other keys as written.
+std::string ShortKeyword(const std::string& key) {
+  for (const char* prefix : {"ansible.builtin.", "ansible.legacy."})
+    if (key.rfind(prefix, 0) == 0) return key.substr(std::string(prefix).size());
+  return key;
+}
 
 // Includes and roles nest at most this deep (a file that includes itself).
 constexpr int kMaxNesting = 16;
 
 // Ansible keywords a playbook may reasonably use that this runner does not
 // implement: named as unsupported rather than as unknown.
-const std::set<std::string> kUnsupportedTaskKeywords = {"delegate_to",
-                                                        "delegate_facts",
-                                                        "run_once",
+const std::set<std::string> kUnsupportedTaskKeywords = {"delegate_facts",
                                                         "local_action",
                                                         "action",
                                                         "async",
@@ -85,35 +92,14 @@ const std::set<std::string> kUnsupportedTaskKeywords = {"delegate_to",
                                                         "vars_files",
                                                         "vars_prompt"};
 
-const std::set<std::string> kUnsupportedPlayKeywords = {"any_errors_fatal",
-                                                        "serial",
-                                                        "strategy",
-                                                        "vars_files",
-                                                        "vars_prompt",
-                                                        "max_fail_percentage",
-                                                        "order",
-                                                        "remote_user",
-                                                        "connection",
-                                                        "environment",
-                                                        "become_method",
-                                                        "become_flags",
-                                                        "collections",
-                                                        "module_defaults",
-                                                        "run_once",
-                                                        "throttle",
-                                                        "force_handlers",
-                                                        "ignore_unreachable",
-                                                        "check_mode",
-                                                        "diff",
-                                                        "fact_path",
-                                                        "gather_subset",
-                                                        "gather_timeout",
-                                                        "port",
-                                                        "debugger",
-                                                        "ignore_errors",
-                                                        "when",
-                                                        "tags",
-                                                        "import_playbook"};
+const std::set<std::string> kUnsupportedPlayKeywords = {
+    "any_errors_fatal",    "serial",         "strategy",       "vars_prompt",
+    "max_fail_percentage", "order",          "remote_user",    "connection",
+    "environment",         "become_method",  "become_flags",   "collections",
+    "module_defaults",     "run_once",       "throttle",       "force_handlers",
+    "ignore_unreachable",  "check_mode",     "diff",           "fact_path",
+    "gather_subset",       "gather_timeout", "port",           "debugger",
+    "ignore_errors",       "when",           "import_playbook"};
 
 const jinja::Regex kIdentifier = jinja::FixedRegex("[A-Za-z_][A-Za-z0-9_]*");
 
@@ -356,8 +342,12 @@ class PlaybookParser {
     m.GetString("become_user", play.become_user);
     m.GetBool("no_log", play.no_log);
     bool gather = false;
-    m.GetBool("gather_facts", gather);  // accepted; provisiond_facts replaces setup
+    m.GetBool("gather_facts", gather);  // accepted; the phone-home facts replace setup
+    YAML::Node tags = m.Raw("tags");    // accepted, ignored: every task runs
+    if (tags.IsDefined() && !tags.IsNull() && !tags.IsScalar() && !tags.IsSequence())
+      errors_.Add(tags, "'tags' must be a string or a list, found " + ScalarText(tags));
     play.vars = Vars(m.Raw("vars"));
+    VarsFiles(m.Raw("vars_files"), play.vars);
 
     std::vector<NotifyRef> notified;
     std::set<std::string> handler_names;
@@ -395,6 +385,66 @@ class PlaybookParser {
         errors_.AddPlaced(ref.where + ": notify: no handler named '" + ref.name + "' in this play" +
                           known);
     m.Finish();
+  }
+
+  // vars_files: files of variables beside the playbook, read in order over
+  // the play's vars (a later file wins). An entry that is a list is read as
+  // its first file that exists, as Ansible does.
+  void VarsFiles(const YAML::Node& n, json& vars) {
+    if (!n.IsDefined() || n.IsNull()) return;
+    if (!n.IsSequence() && !n.IsScalar()) {
+      errors_.Add(n, "'vars_files' must be a list of files, found " + ScalarText(n));
+      return;
+    }
+    std::vector<YAML::Node> entries;
+    if (n.IsScalar())
+      entries.push_back(n);
+    else
+      for (const auto& e : n) entries.push_back(e);
+    for (const auto& e : entries) {
+      std::vector<std::string> names;
+      if (e.IsScalar()) {
+        names.push_back(e.Scalar());
+      } else if (e.IsSequence()) {
+        for (const auto& x : e)
+          if (x.IsScalar()) names.push_back(x.Scalar());
+      }
+      if (names.empty()) {
+        errors_.Add(e, "a 'vars_files' entry must be a file name or a list of them");
+        continue;
+      }
+      bool templated = false;
+      for (const auto& name : names)
+        if (!templated && IsTemplated(name)) {
+          templated = true;
+          errors_.Add(e, "vars_files '" + name +
+                             "': a templated file name is resolved only when it runs, which "
+                             "provisiond's runner does not do (ansible-playbook runs it)");
+        }
+      if (templated) continue;
+      std::string found;
+      for (const auto& name : names) {
+        std::string path = name[0] == '/' ? name : dir_ + "/" + name;
+        std::error_code ec;
+        if (fs::is_regular_file(path, ec)) {
+          found = fs::path(path).lexically_normal().string();
+          break;
+        }
+        if (e.IsScalar()) errors_.Add(e, "vars_files: '" + name + "' not found (" + path + ")");
+      }
+      if (found.empty()) {
+        if (e.IsSequence()) errors_.Add(e, "vars_files: none of these files exists");
+        continue;
+      }
+      InFile(e, found, [&](const YAML::Node& root) {
+        if (!root.IsMap()) {
+          errors_.Add(root, "a vars file must be a mapping of names to values");
+          return;
+        }
+        json more = Vars(root);
+        for (auto& [k, v] : more.items()) vars[k] = v;
+      });
+    }
   }
 
   void RejectUnsupported(MapReader& m, const std::set<std::string>& unsupported,
@@ -540,7 +590,7 @@ class PlaybookParser {
     MapReader m(node, errors_, what);
     task.files_dir = files_dir_;
     for (const auto& kv : node)
-      if (kv.first.IsScalar() && kBlockKeys.count(kv.first.Scalar()))
+      if (kv.first.IsScalar() && kBlockKeys.count(ShortKeyword(kv.first.Scalar())))
         return ParseBlock(node, m, task, what, notified);
     std::vector<YAML::Node> module_keys;
     bool reported_key = false;
@@ -605,6 +655,16 @@ class PlaybookParser {
     if (!task.listen.empty() && what != "handler")
       errors_.Add(m.Raw("listen"), "'listen' is for handlers");
     InheritedKeywords(m, task);
+    m.GetBool("run_once", task.run_once);
+    std::string delegate;
+    if (m.GetString("delegate_to", delegate)) {
+      if (delegate == "localhost" || delegate == "127.0.0.1" || delegate == "::1")
+        task.delegate_local = true;
+      else
+        errors_.Add(m.Raw("delegate_to"),
+                    "delegate_to '" + delegate +
+                        "': provisiond's runner delegates to localhost (the control node) only");
+    }
     YAML::Node tags = m.Raw("tags");  // accepted, ignored: every task runs
     if (tags.IsDefined() && !tags.IsNull() && !tags.IsScalar() && !tags.IsSequence())
       errors_.Add(tags, "'tags' must be a string or a list, found " + ScalarText(tags));
@@ -664,6 +724,11 @@ class PlaybookParser {
         if (c.GetString("loop_var", task.loop_var) && !jinja::Matches(kIdentifier, task.loop_var))
           errors_.Add(c.Raw("loop_var"),
                       "loop_var: '" + task.loop_var + "' is not a variable name");
+        if (c.GetString("index_var", task.index_var) &&
+            !jinja::Matches(kIdentifier, task.index_var))
+          errors_.Add(c.Raw("index_var"),
+                      "index_var: '" + task.index_var + "' is not a variable name");
+        if (c.GetString("label", task.loop_label)) CheckTemplate(c.Raw("label"), "label");
         c.Finish();
       }
       if (!task.loop) errors_.Add(control, "'loop_control' without 'loop'");
@@ -818,23 +883,26 @@ class PlaybookParser {
     m.Raw("tags");
     std::string include;
     YAML::Node include_at;
-    for (const char* key : {"include_tasks", "import_tasks"}) {
+    for (const char* short_key : {"include_tasks", "import_tasks"}) {
+      std::string key = short_key;
+      for (const auto& kv : node)
+        if (kv.first.IsScalar() && ShortKeyword(kv.first.Scalar()) == short_key)
+          key = kv.first.Scalar();
       YAML::Node n = m.Raw(key);
       if (!n.IsDefined()) continue;
       if (!include.empty() || m.Has("block"))
-        errors_.Add(
-            n, std::string("'") + key + "' cannot be combined with another include or a block");
+        errors_.Add(n, "'" + key + "' cannot be combined with another include or a block");
       include_at = n;
       if (n.IsMap() && n["file"].IsScalar()) {
         include = n["file"].Scalar();
       } else if (n.IsScalar()) {
         include = n.Scalar();
       } else {
-        errors_.Add(n, std::string("'") + key + "' needs a file name");
+        errors_.Add(n, "'" + key + "' needs a file name");
         return false;
       }
       if (IsTemplated(include)) {
-        errors_.Add(n, std::string(key) + " '" + include +
+        errors_.Add(n, key + " '" + include +
                            "': a templated file name is resolved only when it runs, which "
                            "provisiond's runner does not do (ansible-playbook runs it)");
         return false;

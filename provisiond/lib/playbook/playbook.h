@@ -1,8 +1,9 @@
 // Playbooks in Ansible's syntax (the subset in docs/playbooks.md): a list of
 // plays with hosts, become, vars, pre_tasks, roles, tasks, post_tasks and
 // handlers; tasks with a module and the keywords name, when, register,
-// changed_when, failed_when, until/retries/delay, loop, notify, become,
-// become_user, ignore_errors, vars, timeout; blocks with rescue and always;
+// changed_when, failed_when, until/retries/delay, loop (loop_control's
+// loop_var, index_var, label), notify, become, become_user, ignore_errors,
+// vars, timeout, run_once, delegate_to: localhost; blocks with rescue and always;
 // include_tasks/import_tasks of a literal file; roles from roles/ beside the
 // playbook (tasks, defaults, vars, handlers, templates, files, meta
 // dependencies). Parsing checks every module and argument against the module
@@ -39,12 +40,20 @@ struct Task {
   int delay_s = 5;
   std::optional<nlohmann::json> loop;  // a list, or a string expression
   std::string loop_var = "item";
+  std::string index_var;   // loop_control's: the item's index, from 0
+  std::string loop_label;  // loop_control's: how an item is shown (a template)
   std::vector<std::string> notify;
   std::optional<bool> become;
   std::string become_user;
   bool ignore_errors = false;
   bool no_log = false;  // nothing of its result is recorded but its status
   int timeout_s = 0;    // 0: the runner's default
+  // Once for all the nodes of a run: the first node to reach it runs it, the
+  // others take its result (RunOptions::once).
+  bool run_once = false;
+  // delegate_to: localhost: the module runs on the control node, with the
+  // node's variables (RunOptions::local).
+  bool delegate_local = false;
   nlohmann::json vars = nlohmann::json::object();
   std::string file;
   int line = 0;

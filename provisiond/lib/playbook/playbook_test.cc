@@ -1,7 +1,9 @@
 #include "playbook/playbook.h"
 
 #include <doctest/doctest.h>
+
 #include <unistd.h>
+#include <algorithm>
 
 #include <filesystem>
 
@@ -310,10 +312,14 @@ TEST_CASE("playbook: broken playbooks give file:line:col errors") {
        "pb.yml:4:13: 'loop' must be a list or a \"{{ expression }}\", found 'foo'"},
       {"loop and with_items", OneTask("command: ls\n      loop: [1]\n      with_items: [2]\n"),
        "pb.yml:5:19: a task takes 'loop' or 'with_items', not both"},
-      {"loop_control label",
+      {"loop_control pause",
        OneTask("command: ls\n      loop: [1]\n      loop_control:\n"
-               "        label: x\n"),
-       "pb.yml:6:9: unknown key 'label' in 'loop_control'"},
+               "        pause: 3\n"),
+       "pb.yml:6:9: unknown key 'pause' in 'loop_control'"},
+      {"delegate_to another node", OneTask("command: ls\n      delegate_to: node2\n"),
+       "pb.yml:4:20: delegate_to 'node2': provisiond's runner delegates to localhost"},
+      {"run_once not a bool", OneTask("command: ls\n      run_once: maybe\n"),
+       "pb.yml:4:17: 'run_once' must be true or false"},
       {"loop_control without loop", OneTask("command: ls\n      loop_control: {loop_var: x}\n"),
        "pb.yml:4:21: 'loop_control' without 'loop'"},
       {"notify unknown handler", OneTask("command: ls\n      notify: Restart x\n"),
@@ -369,6 +375,35 @@ TEST_CASE("playbook: template and copy sources are found and checked at load") {
   CHECK(FindPlaybookFile(dir, "templates", "good.j2") == dir + "/templates/good.j2");
   CHECK(FindPlaybookFile(dir, "templates", "beside.j2") == dir + "/beside.j2");
   CHECK(FindPlaybookFile(dir, "templates", "none.j2") == "");
+}
+
+TEST_CASE("playbook: vars_files over the play's vars, the first existing of a list") {
+  const std::string file = Dir().file();
+  const std::string dir = Dir().dir.string();
+  WriteFileAtomic(dir + "/common.yml", "port: 22\nname: common\n");
+  WriteFileAtomic(dir + "/debian.yml", "name: debian\n");
+  WriteFileAtomic(dir + "/broken.yml", "name: [unclosed\n");
+  auto pb = ParsePlaybook(
+      "- hosts: all\n  vars: {name: play, keep: 1}\n  vars_files:\n    - common.yml\n"
+      "    - [missing.yml, debian.yml]\n  tasks: []\n",
+      file);
+  REQUIRE_MESSAGE(pb.ok(), pb.status().message());
+  CHECK(pb->plays[0].vars == json{{"name", "debian"}, {"keep", 1}, {"port", 22}});
+  CHECK(std::find(pb->reached_files.begin(), pb->reached_files.end(), dir + "/debian.yml") !=
+        pb->reached_files.end());
+
+  auto errors = [&](const std::string& entry) {
+    auto bad = ParsePlaybook("- hosts: all\n  vars_files:\n    - " + entry + "\n", file);
+    REQUIRE_FALSE(bad.ok());
+    return bad.status().message();
+  };
+  CHECK(errors("none.yml").find(":3:7: vars_files: 'none.yml' not found") != std::string::npos);
+  CHECK(errors("[a.yml, b.yml]").find(":3:7: vars_files: none of these files exists") !=
+        std::string::npos);
+  CHECK(errors("\"{{ os }}.yml\"").find("a templated file name is resolved only when it runs") !=
+        std::string::npos);
+  const std::string broken = errors("broken.yml");
+  CHECK_MESSAGE(broken.find(dir + "/broken.yml:2:1: YAML syntax") == 0, broken);
 }
 
 TEST_CASE("playbook: every error is reported, not just the first") {

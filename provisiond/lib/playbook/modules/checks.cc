@@ -1,5 +1,8 @@
 // The modules that change nothing on the node: they look at it (stat, ping),
-// decide (assert, fail), show (debug) or remember (set_fact).
+// decide (assert, fail), show (debug) or remember (set_fact, and setup,
+// which hands back the facts the node reported when it phoned home).
+#include <fnmatch.h>
+
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -127,6 +130,30 @@ ModuleOutcome RunSetFact(const json& args, ModuleContext&) {
   return o;
 }
 
+// setup: the facts Ansible would gather, from what the node reported when it
+// phoned home (the runner's vars hold them as ansible_facts); nothing runs on
+// the node. `filter` keeps the facts whose names match its globs.
+ModuleOutcome RunSetup(const json& args, ModuleContext& ctx) {
+  json facts = ctx.vars.contains("ansible_facts") && ctx.vars["ansible_facts"].is_object()
+                   ? ctx.vars["ansible_facts"]
+                   : json::object();
+  std::vector<std::string> filters = List(args, "filter");
+  if (!filters.empty()) {
+    json kept = json::object();
+    for (const auto& [name, value] : facts.items())
+      for (const auto& f : filters) {
+        std::string glob = f.rfind("ansible_", 0) == 0 ? f.substr(8) : f;
+        if (fnmatch(glob.c_str(), name.c_str(), 0) == 0) kept[name] = value;
+      }
+    facts = std::move(kept);
+  }
+  ModuleOutcome o;
+  json prefixed = json::object();
+  for (const auto& [name, value] : facts.items()) prefixed["ansible_" + name] = value;
+  o.result["ansible_facts"] = prefixed;
+  return o;
+}
+
 ModuleOutcome RunFailModule(const json& args, ModuleContext&) {
   return Fail(Has(args, "msg") ? Str(args, "msg") : "Failed as requested from task");
 }
@@ -159,6 +186,8 @@ std::vector<ModuleSpec> CheckModules() {
   t.push_back(Module("debug", {A("msg"), A("var"), A("verbosity")}, RunDebug));
   t.push_back(Module("set_fact", {A("cacheable")}, RunSetFact, false, true));
   t.push_back(Module("fail", {A("msg")}, RunFailModule));
+  t.push_back(Module(
+      "setup", {A("filter"), A("gather_subset"), A("gather_timeout"), A("fact_path")}, RunSetup));
   t.push_back(Module("ping", {A("data")}, RunPing));
   return t;
 }

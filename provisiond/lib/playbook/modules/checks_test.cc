@@ -98,3 +98,19 @@ TEST_CASE_FIXTURE(ModuleFixture, "assert, debug, set_fact, fail, ping") {
 }
 
 }  // namespace prov
+
+namespace prov {
+
+TEST_CASE_FIXTURE(ModuleFixture, "setup: the facts the node reported, filtered, nothing run") {
+  vars["ansible_facts"] = {
+      {"os_family", "Debian"}, {"distribution", "Debian"}, {"memtotal_mb", 4096}};
+  auto o = Run("ansible.builtin.setup", json::object());
+  CHECK_FALSE(o.failed);
+  CHECK_FALSE(o.changed);
+  CHECK(o.result["ansible_facts"]["ansible_os_family"] == "Debian");
+  CHECK(o.result["ansible_facts"]["ansible_memtotal_mb"] == 4096);
+  o = Run("setup", {{"filter", json::array({"ansible_dist*"})}, {"gather_subset", "!all"}});
+  CHECK(o.result["ansible_facts"] == json{{"ansible_distribution", "Debian"}});
+}
+
+}  // namespace prov

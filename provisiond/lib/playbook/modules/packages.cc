@@ -361,6 +361,22 @@ fi
   return o;
 }
 
+// package: the distribution's package manager, which on the nodes
+// provisiond drives natively (Debian and its derivatives) is apt. Ansible's
+// names for the states (installed, removed) are read as apt's.
+ModuleOutcome RunPackage(const json& args, ModuleContext& ctx) {
+  const std::string use = Str(args, "use", "auto");
+  if (use != "auto" && use != "apt")
+    return Fail("package: use '" + use + "': the native runner drives apt only");
+  std::string state = Str(args, "state", "present");
+  if (state == "installed") state = "present";
+  if (state == "removed") state = "absent";
+  json apt = {{"name", args.contains("name") ? args["name"] : json()}, {"state", state}};
+  ModuleOutcome o = RunApt(apt, ctx);
+  if (o.failed && o.msg.rfind("apt: ", 0) == 0) o.msg = "package: " + o.msg.substr(5);
+  return o;
+}
+
 }  // namespace
 
 std::vector<ModuleSpec> PackageModules() {
@@ -372,6 +388,11 @@ std::vector<ModuleSpec> PackageModules() {
        A("install_recommends", false, {}, {"install-recommends"}), A("deb"), A("purge"),
        A("autoremove")},
       RunApt));
+  t.push_back(
+      Module("package",
+             {A("name", true, {}, {"pkg"}),
+              A("state", false, {"present", "absent", "latest", "installed", "removed"}), A("use")},
+             RunPackage));
   t.push_back(Module("apt_repository",
                      {A("repo", true), A("state", false, {"present", "absent"}), A("filename"),
                       A("update_cache", false, {}, {"update-cache"}), A("codename"), A("mode"),

@@ -120,3 +120,25 @@ TEST_CASE_FIXTURE(ModuleFixture, "get_url fetches once, checks the checksum") {
 }
 
 }  // namespace prov
+
+namespace prov {
+
+TEST_CASE_FIXTURE(ModuleFixture, "package: apt on Debian nodes, Ansible's state names") {
+  if (system("command -v dpkg-query >/dev/null 2>&1") != 0) return;
+  auto o = Run("ansible.builtin.package",
+               {{"name", json::array({"coreutils"})}, {"state", "installed"}});
+  INFO(o.msg);
+  CHECK_FALSE(o.failed);
+  CHECK_FALSE(o.changed);
+  o = Run("package", {{"name", "provisiond-no-such-package"}, {"state", "removed"}});
+  CHECK_FALSE(o.failed);
+  CHECK_FALSE(o.changed);
+  o = Run("package", {{"name", "Bad Name"}});
+  CHECK(o.failed);
+  CHECK_MESSAGE(o.msg.find("package: 'Bad Name' is not a package name") == 0, o.msg);
+  o = Run("package", {{"name", "coreutils"}, {"use", "dnf"}});
+  CHECK(o.failed);
+  CHECK(o.msg.find("drives apt only") != std::string::npos);
+}
+
+}  // namespace prov

@@ -1,5 +1,6 @@
 // What runs on the node: systemd units and SysV services, waiting for a
-// port or a file to appear (a service coming up), and rebooting.
+// port or a file to appear (a service coming up), the node's name, and
+// rebooting.
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -250,6 +251,54 @@ fi
   return o;
 }
 
+// hostname: the node's name, in the kernel and in /etc/hostname (through
+// hostnamectl where systemd runs). /etc/hostname is written in place, as
+// hostnamectl does: it may be a bind mount that a rename cannot replace.
+constexpr const char* kHostnameScript = R"SH(
+cur=$(cat /proc/sys/kernel/hostname 2>/dev/null)
+file=$(cat /etc/hostname 2>/dev/null)
+echo before="$cur" >&3
+[ "$cur" = "$want" ] && [ "$file" = "$want" ] && exit 0
+if [ -d /run/systemd/system ] && command -v hostnamectl >/dev/null 2>&1; then
+  _e=$(hostnamectl set-hostname -- "$want" 2>&1) || fail "hostnamectl set-hostname $want: $_e"
+else
+  if [ "$file" != "$want" ]; then printf '%s\n' "$want" >/etc/hostname || fail "cannot write /etc/hostname"; fi
+  if [ "$cur" != "$want" ]; then _e=$(hostname -- "$want" 2>&1) || fail "hostname $want: $_e"; fi
+fi
+changed
+)SH";
+
+ModuleOutcome RunHostname(const json& args, ModuleContext& ctx) {
+  const std::string want = Str(args, "name");
+  const std::string use = Str(args, "use", "");
+  if (!use.empty() && use != "systemd" && use != "debian" && use != "generic")
+    return Fail("hostname: use '" + use +
+                "': the native runner sets names the systemd or "
+                "Debian way");
+  // RFC 1123 labels; the kernel keeps at most 64 bytes.
+  static const jinja::Regex kName = jinja::FixedRegex(
+      "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)"
+      "*");
+  if (want.size() > 64 || !jinja::Matches(kName, want))
+    return Fail("hostname: '" + want +
+                "' is not a host name (letters, digits, '-' and '.' "
+                "between labels, at most 64 characters)");
+  auto run = RunOnNode(ctx, "want=" + Q(want) + "\n" + kHostnameScript);
+  if (!run.ok()) return Unreachable(run.status());
+  if (run->r.exit_code != 0) return FailedRun(*run, "hostname", ctx);
+  ModuleOutcome o;
+  o.changed = run->changed;
+  const std::string short_name = want.substr(0, want.find('.'));
+  const size_t dot = want.find('.');
+  o.result["name"] = want;
+  o.result["ansible_facts"] = {
+      {"ansible_hostname", short_name},
+      {"ansible_nodename", want},
+      {"ansible_fqdn", want},
+      {"ansible_domain", dot == std::string::npos ? "" : want.substr(dot + 1)}};
+  return o;
+}
+
 }  // namespace
 
 std::vector<ModuleSpec> ServiceModules() {
@@ -269,6 +318,7 @@ std::vector<ModuleSpec> ServiceModules() {
                       A("state", false, {"started", "stopped", "present", "absent"}), A("timeout"),
                       A("delay"), A("sleep"), A("search_regex"), A("connect_timeout"), A("msg")},
                      RunWaitFor));
+  t.push_back(Module("hostname", {A("name", true), A("use")}, RunHostname));
   t.push_back(Module("reboot",
                      {A("reboot_timeout"), A("msg"), A("test_command"), A("pre_reboot_delay"),
                       A("post_reboot_delay"), A("connect_timeout")},

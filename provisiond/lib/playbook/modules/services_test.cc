@@ -184,3 +184,74 @@ TEST_CASE_FIXTURE(ModuleFixture,
 }
 
 }  // namespace prov
+
+namespace prov {
+namespace {
+
+// Runs each script in a UTS and mount namespace of its own, where
+// /etc/hostname is a file of the test's and the kernel's name starts as the
+// last run left it: the hostname module sets names there, never this
+// machine's.
+class UtsRemote : public Remote {
+ public:
+  explicit UtsRemote(std::string dir) : dir_(std::move(dir)), local_("testnode") {}
+  const std::string& node() const override { return local_.node(); }
+  Result<RemoteResult> Run(const std::string& script, const std::string& input,
+                           const std::string& become_user, int timeout_ms) override {
+    const std::string inner = "mount --bind " + dir_ + "/hostname /etc/hostname || exit 97\n" +
+                              "hostname \"$(cat " + dir_ + "/uts)\" || exit 97\n" +
+                              "/bin/sh -c \"$1\"; rc=$?\n" + "cat /proc/sys/kernel/hostname >" +
+                              dir_ + "/uts\nexit $rc\n";
+    return local_.Run("exec unshare --uts --mount --propagation private /bin/sh -c " +
+                          ShellQuote(inner) + " sh " + ShellQuote(script),
+                      input, become_user, timeout_ms);
+  }
+
+ private:
+  std::string dir_;
+  LocalRemote local_;
+};
+
+}  // namespace
+
+TEST_CASE("hostname: sets the kernel's name and /etc/hostname, in a namespace of its own") {
+  if (geteuid() != 0 || system("unshare --uts --mount true 2>/dev/null") != 0) return;
+  ScratchDir dir;
+  PutFile(dir / "hostname", "before\n");
+  PutFile(dir / "uts", "before\n");
+  UtsRemote remote(dir.path);
+  json vars = json::object();
+  ModuleContext ctx{remote, "", 30000, dir.path, vars};
+  const ModuleSpec* spec = FindModule("ansible.builtin.hostname");
+  REQUIRE(spec != nullptr);
+  char mine[256] = {};
+  gethostname(mine, sizeof mine - 1);
+
+  ModuleOutcome o = spec->run({{"name", "gpu0.cluster.lan"}}, ctx);
+  INFO(o.msg << " " << o.result.dump());
+  REQUIRE_FALSE(o.failed);
+  CHECK(o.changed);
+  CHECK(FileText(dir / "hostname") == "gpu0.cluster.lan\n");
+  CHECK(FileText(dir / "uts") == "gpu0.cluster.lan\n");
+  CHECK(o.result["ansible_facts"]["ansible_hostname"] == "gpu0");
+  CHECK(o.result["ansible_facts"]["ansible_domain"] == "cluster.lan");
+  o = spec->run({{"name", "gpu0.cluster.lan"}}, ctx);
+  CHECK_FALSE(o.failed);
+  CHECK_FALSE(o.changed);
+  // Only the file differs: it alone is written.
+  PutFile(dir / "hostname", "stale\n");
+  o = spec->run({{"name", "gpu0.cluster.lan"}, {"use", "systemd"}}, ctx);
+  CHECK(o.changed);
+  CHECK(FileText(dir / "hostname") == "gpu0.cluster.lan\n");
+
+  for (const char* bad : {"-lead", "a_b", "two words", "x\nNodeName=evil"}) {
+    o = spec->run({{"name", bad}}, ctx);
+    CHECK(o.failed);
+    CHECK_MESSAGE(o.msg.find("is not a host name") != std::string::npos, o.msg);
+  }
+  char after[256] = {};
+  gethostname(after, sizeof after - 1);
+  CHECK(std::string(after) == mine);  // this machine's name never changed
+}
+
+}  // namespace prov
