@@ -6,8 +6,9 @@
 #   1. two machines powered on by provisiond at the same time boot the same
 #      image, phone home with their facts and a pinned host key and reach
 #      `ready` through the lab profile's playbooks (the compute user, a
-#      package from the lab's Debian mirror, files, a service) and health
-#      checks; `provisionctl cmd` reaches them as the compute user; over SSH
+#      package from the lab's Debian mirror, files, a service; a report
+#      of its facts written once natively and once under ansible-playbook,
+#      which must agree) and health checks; `provisionctl cmd` reaches them as the compute user; over SSH
 #      / is an overlay, and a file written there does not reach the export
 #   2. after a power cycle of one, the file is gone, the node phoned home
 #      again and was configured again (its overlay is new) to `ready`; the
@@ -51,6 +52,15 @@ DATA="$LAB_DIR/data"
 cp -r "$REPO/profiles" "$LAB_DIR/profiles"
 mkdir -p "$LAB_DIR/profiles/broken"
 printf 'version: broken\nimage: {name: broken}\nnodes: {pattern: "bad*"}\n' >"$LAB_DIR/profiles/broken/profile.yaml"
+# The lab profile also runs node-report.yml on each runner: a node reaches
+# ready through a playbook that runs under ansible-playbook, and the facts the
+# native runner derives match the ones Ansible gathers on the node.
+awk '/^health_checks:/ {
+  print "  - playbook: node-report.yml"; print "    runner: native"
+  print "    vars: {report_path: /run/node-report-native.txt}"
+  print "  - playbook: node-report.yml"; print "    runner: ansible"
+  print "    vars: {report_path: /run/node-report-ansible.txt}" }
+  { print }' "$REPO/profiles/lab/profile.yaml" >"$LAB_DIR/profiles/lab/profile.yaml"
 t="${EPOCHREALTIME//[!0-9]/}"
 STORE="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$LAB_DIR/profiles")" || fail "the lab image was not built"
 say "lab image ready in $STORE ($(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s): $(cat "$STORE/lab/current")"
@@ -95,6 +105,14 @@ wait_ready 'lab[0-1]'
 say "lab0 and lab1 booted at the same time: ready $(lab_vm_elapsed lab0)s and $(lab_vm_elapsed lab1)s after power-on"
 ctl run list --node lab0 --status ok >"$LAB_DIR/runs0.out"
 grep -q "lab0 .*configure" "$LAB_DIR/runs0.out" || { ctl run list --node lab0 >&2; fail "lab0 has no configure run that is ok"; }
+ctl run show "$(awk '$2 == "lab0" && $3 == "configure" {print $1; exit}' "$LAB_DIR/runs0.out")" >"$LAB_DIR/run0.out" || true
+grep -q "The node's report" "$LAB_DIR/run0.out" || { cat "$LAB_DIR/run0.out"; fail "lab0's configure run has no node-report task"; }
+ctl cmd lab0 -- cat /run/node-report-native.txt >"$LAB_DIR/report-native.out" || fail "no native report on lab0"
+ctl cmd lab0 -- cat /run/node-report-ansible.txt >"$LAB_DIR/report-ansible.out" || fail "no report from ansible-playbook on lab0"
+diff "$LAB_DIR/report-native.out" "$LAB_DIR/report-ansible.out" >&2 ||
+  fail "the facts the native runner derived differ from the ones Ansible gathered on lab0"
+grep -q "^os_family=Debian$" "$LAB_DIR/report-native.out" || { cat "$LAB_DIR/report-native.out"; fail "no os_family in the report"; }
+say "lab0 ready through a playbook under ansible-playbook; its facts as Ansible gathers them match the native runner's: $(tr '\n' ' ' <"$LAB_DIR/report-native.out")"
 ctl cmd lab0 --user compute -- id -un >"$LAB_DIR/cmd0.out" || { cat "$LAB_DIR/cmd0.out"; fail "cmd as compute failed"; }
 grep -qx "compute" "$LAB_DIR/cmd0.out" || { cat "$LAB_DIR/cmd0.out"; fail "cmd on lab0 did not run as compute"; }
 ctl cmd lab0 -- hello >"$LAB_DIR/hello0.out" || { cat "$LAB_DIR/hello0.out"; fail "hello (from the lab mirror) does not run"; }
