@@ -374,6 +374,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
         .bios_file = loader.FirstStage(ClientArch::kBios),
         .uefi_file = uefi.FirstStage(ClientArch::kUefiX64),
         .start_url = loader.StartUrl(boot_url),
+        .http_url = d.boot->HttpLoaderUrl(),
         .options = loader.DhcpOptions(),
         .tftp_files = {},
         .package = std::string(loader.package()) + (&uefi == &loader || uefi.name() == loader.name()

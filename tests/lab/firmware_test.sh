@@ -11,6 +11,9 @@
 #      one node by the MAC of the port that booted; the initrd brings up that
 #      port with its driver (loaded by modalias from every NIC driver in the
 #      initrd); its facts list both NICs
+#   2b. at the same time, a UEFI machine whose firmware has PXE turned off
+#      boots by UEFI HTTP boot: DHCP answers its HTTPClient request with
+#      iPXE's URL, and it reaches `ready` without any file by TFTP
 #   3. the Secure Boot machine given the unsigned iPXE (dhcp.uefi_loader:
 #      ipxe) is refused by its firmware, and node why says where it stopped
 # The image store is cached between runs (tests/lab/lab-image.sh).
@@ -76,6 +79,9 @@ ctl node add sb0 --mac "$SB" --profile lab >/dev/null
 ctl node add nic0 --mac "$NIC_BOOT" --profile lab >/dev/null
 lab_vm_start sb0 "$SB" uefi-sb
 LAB_VM_NIC=rtl8139 LAB_VM_OTHER_NIC="e1000e $NIC_OTHER" lab_vm_start nic0 "$NIC_BOOT" bios
+HTTP=52:54:00:96:00:30
+ctl node add http0 --mac "$HTTP" --profile lab >/dev/null
+lab_vm_start http0 "$HTTP" uefi-http
 wait_ready sb0
 say "sb0 (Secure Boot enforced): ready $(lab_vm_elapsed sb0)s after power-on"
 wait_ready nic0
@@ -93,6 +99,17 @@ done
 grep -a "Secure Boot\|secureboot: Secure boot enabled" "$LAB_DIR/sb0.serial" >"$LAB_DIR/sb0-kernel.out" || true
 say "sb0: facts say UEFI with Secure Boot on; events shim, grub, grub-config, kernel, initrd (all TFTP), hello"
 
+wait_ready http0
+say "http0 (UEFI HTTP boot, no PXE in its firmware): ready $(lab_vm_elapsed http0)s after power-on"
+has_event http0 "ipxe-binary: ipxe.efi" || fail "http0 did not fetch ipxe.efi"
+grep -q "vendor class: HTTPClient" "$DATA/netboot/dnsmasq.log" || fail "no DHCP request from an HTTP boot client"
+http_ip="$(ctl node show http0 --json | sed -n 's/.*"ip":"\([0-9.]*\)".*/\1/p')"
+[ -n "$http_ip" ] || fail "http0 has no address"
+if grep -E "dnsmasq-tftp.*sent .* to $http_ip\$" "$DATA/netboot/dnsmasq.log" >&2; then
+  fail "http0 was sent files by TFTP"
+fi
+say "http0: iPXE's ipxe.efi by HTTP (its DHCP asked as HTTPClient), nothing by TFTP, then its script, kernel and initrd"
+
 facts="$(ctl node show nic0 --json)"
 for mac in "$NIC_BOOT" "$NIC_OTHER"; do
   grep -qF "\"mac\":\"$mac\"" <<<"$facts" || fail "nic0's facts lack its NIC $mac: $facts"
@@ -101,10 +118,11 @@ grep -a "provision: .* is driven by 8139" "$LAB_DIR/nic0.serial" >/dev/null ||
   fail "nic0's initrd did not bring up the rtl8139 with its driver: $(grep -a 'provision: ' "$LAB_DIR/nic0.serial" | tail -5)"
 ctl node list >"$LAB_DIR/nodes.out"
 [ "$(grep -c "$NIC_OTHER" "$LAB_DIR/nodes.out")" -eq 0 ] || fail "nic0's other port became a node of its own"
-[ "$(($(wc -l <"$LAB_DIR/nodes.out") - 1))" -eq 2 ] || { cat "$LAB_DIR/nodes.out"; fail "not exactly two nodes"; }
+[ "$(($(wc -l <"$LAB_DIR/nodes.out") - 1))" -eq 3 ] || { cat "$LAB_DIR/nodes.out"; fail "not exactly three nodes"; }
 say "nic0: one node by its boot port's MAC; the initrd drove the rtl8139 ($(grep -a -o 'is driven by [a-z0-9_]*' "$LAB_DIR/nic0.serial" | tail -1)); facts list both NICs"
 
 # 3. The same Secure Boot machine given the unsigned iPXE: refused by its firmware.
+lab_vm_stop http0
 lab_vm_stop sb0
 kill -TERM "$(cat "$LAB_DIR/provisiond.pid")"
 wait_for "provisiond to stop" 30 bash -c "! kill -0 $(cat "$LAB_DIR/provisiond.pid") 2>/dev/null"

@@ -25,12 +25,13 @@
 #                                       profiles/lab's lab_apt_repo http://10.99.0.1:8081/debian-lab.
 #                                       python3 -m http.server, PID registered (killed at cleanup) and
 #                                       in LAB_REPO_PID; returns once it listens. Log: $LAB_DIR/repo.log.
-#   lab_vm_start NAME MAC [bios|uefi|uefi-pxe|uefi-sb]
+#   lab_vm_start NAME MAC [bios|uefi|uefi-pxe|uefi-sb|uefi-http]
 #                                       power a VM on (again): tap in the namespace on br0, QEMU
 #                                       (TCG) netbooting from a NIC with MAC (LAB_VM_NIC, default
 #                                       virtio-net-pci). uefi-sb: OVMF's Secure Boot build with
 #                                       Microsoft's keys enrolled (Secure Boot enforced), its own
-#                                       PXE. LAB_VM_OTHER_NIC="MODEL MAC": a second NIC on the same
+#                                       PXE. uefi-http: OVMF with its PXE off, so it boots by UEFI
+#                                       HTTP boot. LAB_VM_OTHER_NIC="MODEL MAC": a second NIC on the same
 #                                       bridge, ahead of the boot NIC and not booted from. Files:
 #                                       $LAB_DIR/NAME.serial (serial console), NAME.mon (HMP monitor
 #                                       socket), NAME.pid, NAME.qemu.log, NAME.fw.log (firmware
@@ -394,7 +395,7 @@ lab_vm_start() {
   [ -n "${LAB_NS:-}" ] || { _lab_log "lab_vm_start: lab_init first"; return 1; }
   if ! [[ "$name" =~ ^[A-Za-z0-9_.-]{1,32}$ ]] ||
     ! [[ "$mac" =~ ^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$ ]]; then
-    _lab_log "usage: lab_vm_start NAME MAC [bios|uefi|uefi-pxe|uefi-sb]"
+    _lab_log "usage: lab_vm_start NAME MAC [bios|uefi|uefi-pxe|uefi-sb|uefi-http]"
     return 2
   fi
   if lab_vm_running "$name"; then
@@ -418,7 +419,7 @@ lab_vm_start() {
       fw=(-machine pc -fw_cfg "name=etc/sercon-port,file=$d/sercon-port.bin")
       romopt="${LAB_IPXE_ROM:+romfile=$LAB_IPXE_ROM}"
       ;;
-    uefi | uefi-pxe | uefi-sb)
+    uefi | uefi-pxe | uefi-sb | uefi-http)
       local f code="$LAB_OVMF_CODE" vars="$LAB_OVMF_VARS" machine=q35
       if [ "$mode" = uefi-sb ]; then
         # Secure Boot needs SMM, and the firmware's flash writable only from SMM.
@@ -433,6 +434,10 @@ lab_vm_start() {
         -drive "if=pflash,format=raw,unit=0,readonly=on,file=$code"
         -drive "if=pflash,format=raw,unit=1,file=$d/$name.vars.fd")
       [ "$mode" = uefi-sb ] && fw+=(-global driver=cfi.pflash01,property=secure,value=on)
+      # UEFI HTTP boot only: OVMF's PXE (IPv4 and IPv6) turned off, so its boot
+      # option for the NIC is the HTTP one (it asks DHCP as "HTTPClient").
+      [ "$mode" = uefi-http ] && fw+=(-fw_cfg name=opt/org.tianocore/IPv4PXESupport,string=no
+        -fw_cfg name=opt/org.tianocore/IPv6PXESupport,string=no)
       if [ "$mode" = uefi ]; then
         romopt="${LAB_IPXE_ROM:+romfile=$LAB_IPXE_ROM}"
       else
@@ -440,7 +445,7 @@ lab_vm_start() {
       fi
       ;;
     *)
-      _lab_log "lab_vm_start: mode must be bios, uefi, uefi-pxe or uefi-sb, not '$mode'"
+      _lab_log "lab_vm_start: mode must be bios, uefi, uefi-pxe, uefi-sb or uefi-http, not '$mode'"
       return 2
       ;;
   esac

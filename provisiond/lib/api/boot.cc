@@ -16,7 +16,7 @@ using json = nlohmann::json;
 HttpResponse ServeBootScript(const ApiContext& ctx, const HttpRequest& r) {
   const std::string& script = r.Param("script");
   auto name = ctx.boot->loader().ParseScriptName(script);
-  if (!name) return HttpResponse::Error(404, "no boot script '" + script + "'");
+  if (!name) return ctx.boot->LoaderFile(r, script);  // UEFI HTTP boot: the loader itself
   if (name->start) return ctx.boot->StartScript();
   return ctx.boot->NodeScript(name->node, r.remote);
 }

@@ -1,5 +1,7 @@
 #include "boot/boot.h"
 
+#include <sys/stat.h>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -422,6 +424,31 @@ Result<std::string> BootService::RenderNodeScript(const BootLoader& loader,
   boot.initrds = Initrds(node.mac, *image);
   boot.cmdline = KernelCommandLine(node, *image, loader);
   return loader.NodeScript(boot);
+}
+
+std::string BootService::HttpLoaderUrl() const {
+  if (!loader_->TftpScriptPath(ScriptName{.start = true, .node = ""}).empty()) return "";
+  return boot_url() + "/boot/" + loader_->FirstStage(ClientArch::kUefiX64);
+}
+
+HttpResponse BootService::LoaderFile(const HttpRequest& request, const std::string& name) {
+  if (!loader_->TftpScriptPath(ScriptName{.start = true, .node = ""}).empty())
+    return HttpResponse::Error(404, "no boot script '" + name + "'");
+  for (const auto& f : loader_->TftpFiles()) {
+    if (f.name != name) continue;
+    struct stat st {};
+    if (stat(f.source.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      return HttpResponse::Error(404, f.source + " is missing on the control node (" +
+                                          std::string(loader_->package()) + ")");
+    if (request.method == "GET" &&
+        (request.Header("range").empty() || request.Header("range").rfind("bytes=0-", 0) == 0))
+      RecordTftpSent(request.remote, name);
+    return ServeFile(
+        request, f.source, static_cast<uint64_t>(st.st_size),
+        "\"" + name + "-" + std::to_string(st.st_size) + "-" + std::to_string(st.st_mtime) + "\"",
+        "application/efi");
+  }
+  return HttpResponse::Error(404, "no boot script or loader '" + name + "'");
 }
 
 HttpResponse BootService::NodeFile(const HttpRequest& request, const std::string& mac_text,

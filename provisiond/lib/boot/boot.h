@@ -107,6 +107,13 @@ class BootService {
   void RecordTftpSent(const std::string& ip, const std::string& file);
   HttpResponse NodeFile(const HttpRequest& request, const std::string& mac_text,
                         const std::string& file);
+  // UEFI HTTP boot: the URL firmware that boots over HTTP loads the loader
+  // from (the UEFI binary of the loader BIOS clients get, iPXE); empty when
+  // that loader reads its scripts by TFTP (it could go no further).
+  std::string HttpLoaderUrl() const;
+  // GET /boot/<name> of one of that loader's binaries, recorded as the
+  // stage TFTP records for it (by the client's address); 404 for others.
+  HttpResponse LoaderFile(const HttpRequest& request, const std::string& name);
 
   // Set once the HTTP server knows its port (before dnsmasq starts).
   void set_boot_url(const std::string& url);

@@ -129,14 +129,22 @@ Result<std::string> RenderDnsmasqConfig(const DnsmasqSettings& s, const std::str
   const std::string loader = "tag:" + l.tag + ",";
   std::vector<std::string> classes;
   if (own_requests) {
-    classes = {"# Clients: " + l.title + " (user class \"" + l.user_class +
-                   "\"), UEFI (client architecture 7 or 9),",
-               "# else legacy BIOS PXE.", "dhcp-userclass=set:" + l.tag + "," + l.user_class};
+    classes = {
+        "# Clients: " + l.title + " (user class \"" + l.user_class +
+            "\"), UEFI (client architecture 7 or 9),",
+        std::string("# ") +
+            (!l.http_url.empty() && s.mode != "proxy" ? "UEFI HTTP boot (vendor class HTTPClient), "
+                                                      : "") +
+            "else legacy BIOS PXE.",
+        "dhcp-userclass=set:" + l.tag + "," + l.user_class};
   } else {
     classes = {"# Clients: UEFI (client architecture 7 or 9), else legacy BIOS PXE."};
   }
   classes.push_back("dhcp-match=set:efi64,option:client-arch,7");
   classes.push_back("dhcp-match=set:efi64,option:client-arch,9");
+  // UEFI HTTP boot clients say so in their vendor class ("HTTPClient:Arch:00016").
+  const bool http = !l.http_url.empty() && s.mode != "proxy";
+  if (http) classes.push_back("dhcp-vendorclass=set:efihttp,HTTPClient");
   v["client_classes"] = JoinLines(classes);
   std::vector<std::string> boot;
   if (s.mode == "proxy") {
@@ -158,8 +166,15 @@ Result<std::string> RenderDnsmasqConfig(const DnsmasqSettings& s, const std::str
   } else {
     v["dhcp_range"] = "dhcp-range=" + s.range_first + "," + s.range_last + "," + s.iface.netmask() +
                       ",12h\ndhcp-authoritative";
-    boot = {"dhcp-boot=" + firmware + "tag:!efi64," + l.bios_file,
+    boot = {"dhcp-boot=" + firmware + "tag:!efi64," + (http ? "tag:!efihttp," : "") + l.bios_file,
             "dhcp-boot=" + firmware + "tag:efi64," + l.uefi_file};
+    if (http) {
+      boot.push_back("# UEFI HTTP boot: " + l.title +
+                     " by HTTP, no TFTP. The firmware takes the answer only with option 60 "
+                     "back.");
+      boot.push_back("dhcp-boot=" + firmware + "tag:efihttp," + l.http_url);
+      boot.push_back("dhcp-option-force=" + firmware + "tag:efihttp,60,HTTPClient");
+    }
     if (own_requests) {
       boot.push_back("dhcp-boot=" + loader + l.start_url);
       for (const auto& [why, option] : l.options) {

@@ -33,6 +33,10 @@ struct DhcpBootLoader {
   std::string bios_file;   // what BIOS PXE firmware loads by TFTP: "undionly.kpxe"
   std::string uefi_file;   // what UEFI x86-64 firmware loads: "ipxe.efi" or "shimx64.efi"
   std::string start_url;   // what the loader's own requests are sent to
+  // UEFI HTTP boot (full mode): the URL firmware that asks as an HTTP client
+  // (vendor class "HTTPClient", architecture 16) loads the loader from, no
+  // TFTP; empty: such firmware is not answered.
+  std::string http_url;
   // {why, "NUMBER,VALUE"}: added to answers to the loader's requests (full mode).
   std::vector<std::pair<std::string, std::string>> options;
   // Binaries TFTP serves: {full path, name in the TFTP root}.

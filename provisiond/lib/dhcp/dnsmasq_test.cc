@@ -60,6 +60,7 @@ TEST_CASE("dnsmasq config: full and proxy mode (golden lines)") {
               .bios_file = "undionly.kpxe",
               .uefi_file = "ipxe.efi",
               .start_url = "http://10.99.0.1:8080/boot/start.ipxe",
+              .http_url = "",
               .options = {{"iPXE waits for a proxy-DHCP offer unless the answer says PXEClient.",
                            "60,PXEClient"}},
               .tftp_files = {{"/usr/lib/ipxe/undionly.kpxe", "undionly.kpxe"},
@@ -95,6 +96,23 @@ TEST_CASE("dnsmasq config: full and proxy mode (golden lines)") {
                    "dhcp-option-force=tag:ipxe,60,PXEClient\n"
                    "# TFTP serves only the iPXE binaries provisiond copies into tftp-root.\n") !=
         std::string::npos);
+  // UEFI HTTP boot: its clients get iPXE by URL, with option 60 echoed; the
+  // BIOS line no longer matches them.
+  s.loader.http_url = "http://10.99.0.1:8080/boot/ipxe.efi";
+  auto http = RenderDnsmasqConfig(s, *text);
+  REQUIRE(http.ok());
+  CHECK(http->find("# UEFI HTTP boot (vendor class HTTPClient), else legacy BIOS PXE.\n"
+                   "dhcp-userclass=set:ipxe,iPXE\n"
+                   "dhcp-match=set:efi64,option:client-arch,7\n"
+                   "dhcp-match=set:efi64,option:client-arch,9\n"
+                   "dhcp-vendorclass=set:efihttp,HTTPClient\n"
+                   "dhcp-boot=tag:!ipxe,tag:!efi64,tag:!efihttp,undionly.kpxe\n"
+                   "dhcp-boot=tag:!ipxe,tag:efi64,ipxe.efi\n"
+                   "# UEFI HTTP boot: iPXE by HTTP, no TFTP. The firmware takes the answer only "
+                   "with option 60 back.\n"
+                   "dhcp-boot=tag:!ipxe,tag:efihttp,http://10.99.0.1:8080/boot/ipxe.efi\n"
+                   "dhcp-option-force=tag:!ipxe,tag:efihttp,60,HTTPClient\n") != std::string::npos);
+  s.loader.http_url.clear();
   s.loader.uefi_file = "snponly.efi";
   auto snp = RenderDnsmasqConfig(s, *text);
   CHECK(snp->find("\ndhcp-boot=tag:!ipxe,tag:efi64,snponly.efi\n") != std::string::npos);
