@@ -338,15 +338,24 @@ function durationText(ms) {
 
 function tasksHtml(tasks) {
   if (!tasks.length) return '<p class="muted">no task results recorded</p>';
+  // A row names each playbook as its tasks begin, with the runner when it
+  // was ansible-playbook ("site.yml (ansible-playbook)").
+  let playbook = null;
   return '<table class="tasks"><thead><tr><th>task</th><th>module</th><th>status</th><th>exit</th><th>time</th><th>output</th></tr></thead><tbody>' +
     tasks.map((t) => {
+      let head = '';
+      if (t.playbook && t.playbook !== playbook) {
+        playbook = t.playbook;
+        head = '<tr class="playbook-row"><td colspan="6">' + (playbook === 'health' ? 'health checks'
+          : `playbook <b class="mono">${esc(playbook)}</b>`) + '</td></tr>';
+      }
       const status = pick(t, 'status', 'result') || '';
       const out = [pick(t, 'msg'), pick(t, 'stdout', 'stdout_tail'), pick(t, 'stderr', 'stderr_tail')]
         .filter((x) => x).join('\n');
       const where = pick(t, 'location', 'where');
       const name = pick(t, 'task', 'name') || '';
       const exit = pick(t, 'exit_code', 'rc');
-      return `<tr class="${statusClass(status)}" data-task="${esc(name)}"><td>${esc(name)}` +
+      return head + `<tr class="${statusClass(status)}" data-task="${esc(name)}"><td>${esc(name)}` +
         (t.item ? ` <span class="mono">(${esc(t.item)})</span>` : '') +
         (where ? ` <span class="muted mono">${esc(where)}</span>` : '') + '</td>' +
         `<td class="mono">${esc(t.module)}</td><td><span class="result ${statusClass(status)}">${esc(status)}</span>` +

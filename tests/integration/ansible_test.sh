@@ -283,6 +283,18 @@ masters() { ps -eo args | grep -E '^ssh: /.*/root@pv-[0-9a-f]{16} \[mux\]$' || t
 aliases="$(masters | sort -u | wc -l)"
 check "one control master per node and key ($aliases)" test "$aliases" -ge 3
 
+echo "== masters a killed provisiond left are stopped when it starts again"
+kill -KILL "$PROVISIOND_PID"
+wait "$PROVISIOND_PID" || true
+check "SIGKILL leaves the masters running" test "$(masters | wc -l)" -ge 3
+rm -f "$DATA/data/provisiond.url"
+PROFILES_DIR="$WORK/profiles" PLAYBOOKS_DIR="$PB" start_provisiond an "ssh.port: $PORT" "configure.task_timeout: 60"
+wait_for 30 "the left masters stopped at start" bash -c "! ps -eo args | grep -qE '^ssh: /.*/root@pv-[0-9a-f]{16} \[mux\]$'" &&
+  pass "the left masters stopped at start"
+check "one more Ansible run after the restart" ctl playbook run "$PB/roles-site.yml" a1 --runner ansible \
+  -e base="$NODES/after-restart"
+check "its masters are up again" test "$(masters | wc -l)" -ge 1
+
 echo "== no ssh control master outlives provisiond"
 kill "$PROVISIOND_PID"
 wait "$PROVISIOND_PID" || true

@@ -97,7 +97,7 @@ prov::Status SeedRun(prov::StoreTx& tx, int64_t base) {
   if (!s.ok()) return s;
   prov::RunTaskRecord install;
   install.run_id = run.id;
-  install.playbook = "amd-npu.yml";
+  install.playbook = "amd-npu.yml (ansible-playbook)";
   install.play = "NPU";
   install.task = "install the NPU runtime";
   install.module = "apt";

@@ -316,6 +316,9 @@ async function testStates(page) {
   check(JSON.stringify(tasks) === JSON.stringify(['install the NPU runtime: changed', 'npu-visible: failed']),
     "a run's tasks of this node are listed with their results", tasks);
   check((await page.innerText('#node-runs')).includes('41.3 s'), 'with their duration');
+  const heads = await page.$$eval('#node-runs tr.playbook-row', (trs) => trs.map((tr) => tr.textContent));
+  check(JSON.stringify(heads) === JSON.stringify(['playbook amd-npu.yml (ansible-playbook)', 'health checks']),
+    'under the playbook that ran them, with the runner when it was ansible-playbook', heads);
   check((await page.innerText('#node-runs summary')).includes('configure v0.2') &&
     (await page.innerText('#node-runs summary')).includes('health check npu-visible: exit code 1'),
     "the run's summary names its kind, profile and why it failed", await page.innerText('#node-runs summary'));

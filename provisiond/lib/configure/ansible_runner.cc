@@ -90,7 +90,8 @@ std::optional<AnsibleEvent> ParseAnsibleEvent(const std::string& line) {
     e.host = str("host");
     if (e.host.empty()) return std::nullopt;
     TaskResult& r = e.result;
-    r.playbook = fs::path(str("playbook")).filename().string();
+    // The runner is part of the name shown in `run show` and on the web page.
+    r.playbook = fs::path(str("playbook")).filename().string() + " (ansible-playbook)";
     r.play = str("play");
     r.task = str("task");
     r.module = str("module");

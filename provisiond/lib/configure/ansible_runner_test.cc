@@ -55,7 +55,7 @@ TEST_CASE("ansible: the callback's lines are read back; others are not events") 
   REQUIRE(e);
   CHECK(e->kind == AnsibleEvent::Kind::kResult);
   CHECK(e->host == "n1");
-  CHECK(e->result.playbook == "site.yml");
+  CHECK(e->result.playbook == "site.yml (ansible-playbook)");
   CHECK(e->result.status == "failed");
   CHECK(e->result.exit_code == 2);
   CHECK(e->result.where == "/x/site.yml:4");

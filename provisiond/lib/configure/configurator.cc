@@ -304,6 +304,9 @@ struct Configurator::Impl {
 
 Configurator::Configurator(Inventory& inventory, ConfigureSettings settings)
     : impl_(std::make_unique<Impl>(inventory, std::move(settings))) {
+  // The ssh control masters of Ansible runs that a provisiond killed
+  // without its stop (SIGKILL, a crash) left behind.
+  if (!impl_->settings.ansible_dir.empty()) StopAnsibleMasters(impl_->Ansible());
   int64_t interrupted = impl_->store.InterruptRunningRuns();
   if (interrupted)
     spdlog::warn(
