@@ -97,7 +97,10 @@ for stage in "shim: shimx64.efi" "grub: grubx64.efi" "grub-config: $SB.cfg" "ker
   has_event sb0 "$stage" || fail "sb0 has no '$stage' event"
 done
 grep -a "Secure Boot\|secureboot: Secure boot enabled" "$LAB_DIR/sb0.serial" >"$LAB_DIR/sb0-kernel.out" || true
-say "sb0: facts say UEFI with Secure Boot on; events shim, grub, grub-config, kernel, initrd (all TFTP), hello"
+ctl node why sb0 >"$LAB_DIR/why-sb0.out"
+grep -q "provision.mac=$SB" "$LAB_DIR/why-sb0.out" && ! grep -q "initrd=initrd.img" "$LAB_DIR/why-sb0.out" ||
+  { cat "$LAB_DIR/why-sb0.out"; fail "node why does not show grub's kernel command line for sb0"; }
+say "sb0: facts say UEFI with Secure Boot on; events shim, grub, grub-config, kernel, initrd (all TFTP), hello; node why shows grub's command line"
 
 wait_ready http0
 say "http0 (UEFI HTTP boot, no PXE in its firmware): ready $(lab_vm_elapsed http0)s after power-on"
@@ -108,6 +111,9 @@ http_ip="$(ctl node show http0 --json | sed -n 's/.*"ip":"\([0-9.]*\)".*/\1/p')"
 if grep -E "dnsmasq-tftp.*sent .* to $http_ip\$" "$DATA/netboot/dnsmasq.log" >&2; then
   fail "http0 was sent files by TFTP"
 fi
+ctl node why http0 >"$LAB_DIR/why-http0.out"
+grep -q "kernel command line: initrd=initrd.img" "$LAB_DIR/why-http0.out" ||
+  { cat "$LAB_DIR/why-http0.out"; fail "node why does not show iPXE's kernel command line for http0"; }
 say "http0: iPXE's ipxe.efi by HTTP (its DHCP asked as HTTPClient), nothing by TFTP, then its script, kernel and initrd"
 
 facts="$(ctl node show nic0 --json)"

@@ -78,7 +78,13 @@ HttpResponse NodeWhy(const ApiContext& ctx, const HttpRequest& r) {
     out["image"] =
         image.ok() ? image->ref() : node->image_version + " (" + image.status().message() + ")";
     if (image.ok()) {
-      out["kernel_cmdline"] = ctx.boot->KernelCommandLine(*node, *image);
+      // As the loader of this boot writes it: the signed chain's when the
+      // node went through shim and grub, iPXE's otherwise.
+      bool signed_chain = false;
+      for (const auto& s : t.steps)
+        signed_chain |= s.stage == "shim" || s.stage == "grub" || s.stage == "grub-config";
+      out["kernel_cmdline"] = ctx.boot->KernelCommandLine(
+          *node, *image, signed_chain ? ctx.boot->uefi_loader() : ctx.boot->loader());
     }
   }
   return HttpResponse::Json(200, out);
