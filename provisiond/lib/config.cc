@@ -139,6 +139,18 @@ const std::vector<Setting>& Table() {
         "More folders of roles for playbooks that run under ansible-playbook, ':'-separated; "
         "roles/ beside the playbook is always searched first."},
        OptionalPathSetting(&Config::ansible_roles_path)},
+      {{"ansible_python_interpreter", "auto_silent|auto|PATH", "auto_silent",
+        "The Python that ansible-playbook runs modules with on nodes: Ansible's discovery, or a "
+        "path every node has. With discovery, nodes whose facts say Debian's family get "
+        "/usr/bin/python3 without it."},
+       [](const std::string& v, const std::string&, Config& c) {
+         if (v.rfind("auto", 0) != 0 &&
+             (v.empty() || v[0] != '/' || v.find_first_of(" \t\n'\"") != std::string::npos))
+           return Status::Invalid("expected auto, auto_silent or an absolute path, found '" + v +
+                                  "'");
+         c.ansible_python_interpreter = v;
+         return Status::Ok();
+       }},
       {{"log_level", "trace|debug|info|warn|error", "info", "Least severe log message written."},
        [](const std::string& v, const std::string&, Config& c) {
          static const char* levels[] = {"trace", "debug", "info", "warn", "error"};

@@ -35,6 +35,7 @@ struct Config {
   std::string playbooks_dir;
   std::string ansible_playbook;    // playbooks outside the native runner's subset
   std::string ansible_roles_path;  // ':'-separated, after <playbook dir>/roles
+  std::string ansible_python_interpreter = "auto_silent";
   std::string log_level;
   uint64_t max_body_bytes = 0;
 

@@ -41,6 +41,7 @@ void UseAnsibleOf(const Config& config) {
   AnsibleTool tool;
   tool.program = config.ansible_playbook;
   tool.roles_path = config.ansible_roles_path;
+  tool.python_interpreter = config.ansible_python_interpreter;
   SetDefaultAnsibleTool(tool);
 }
 

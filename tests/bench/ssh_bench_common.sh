@@ -152,6 +152,7 @@ playbooks_dir: ${bench_playbooks_dir:-$repo/playbooks}
 ssh.port: $port
 configure.workers: $((nodes > 64 ? nodes : 64))
 configure.task_timeout: 120
+ansible_python_interpreter: /usr/bin/python3
 EOF
   rm -f "$tmp/data/provisiond.url"
   provisiond_starts=$((provisiond_starts + 1))

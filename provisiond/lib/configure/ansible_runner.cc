@@ -116,7 +116,8 @@ std::optional<AnsibleEvent> ParseAnsibleEvent(const std::string& line) {
   return e;
 }
 
-json AnsibleInventory(const std::vector<AnsibleHost>& hosts) {
+json AnsibleInventory(const std::vector<AnsibleHost>& hosts,
+                      const std::string& python_interpreter) {
   json all_hosts = json::object();
   json children = json::object();
   for (const auto& h : hosts) {
@@ -127,6 +128,12 @@ json AnsibleInventory(const std::vector<AnsibleHost>& hosts) {
     vars["ansible_host"] = h.address;
     vars["ansible_port"] = h.port;
     vars["ansible_ssh_extra_args"] = "-o HostKeyAlias=" + KeyAlias(h);
+    // Discovery costs every host a round trip per play: a node whose facts
+    // say Debian's family has its python at Debian's path.
+    if (python_interpreter.rfind("auto", 0) == 0 && h.vars.is_object() &&
+        h.vars.contains("ansible_facts") && h.vars["ansible_facts"].is_object() &&
+        h.vars["ansible_facts"].value("os_family", "") == "Debian")
+      vars["ansible_python_interpreter"] = "/usr/bin/python3";
     all_hosts[h.name] = vars;
     if (h.vars.is_object() && h.vars.contains("groups") && h.vars["groups"].is_object())
       for (const auto& [group, members] : h.vars["groups"].items()) {
@@ -180,7 +187,7 @@ std::vector<AnsibleSetting> AnsibleSettings(const AnsibleRunSettings& s, const s
       {"defaults", "private_key_file", "ANSIBLE_PRIVATE_KEY_FILE", s.key_path},
       {"defaults", "host_key_checking", "ANSIBLE_HOST_KEY_CHECKING", "True"},
       {"defaults", "retry_files_enabled", "ANSIBLE_RETRY_FILES_ENABLED", "False"},
-      {"defaults", "interpreter_python", "ANSIBLE_PYTHON_INTERPRETER", "auto_silent"},
+      {"defaults", "interpreter_python", "ANSIBLE_PYTHON_INTERPRETER", s.tool.python_interpreter},
       {"defaults", "forks", "ANSIBLE_FORKS", n},
       {"defaults", "roles_path", "ANSIBLE_ROLES_PATH", roles},
       {"defaults", "local_tmp", "ANSIBLE_LOCAL_TEMP", run_dir + "/tmp"},
@@ -257,7 +264,7 @@ std::map<std::string, NodeRunOutcome> RunAnsiblePlaybook(
   const auto config = AnsibleSettings(settings, run_dir, playbook_dir, hosts.size(),
                                       OwnPrivateDir(ControlDir(settings)));
   for (const auto& [file, content] : std::vector<std::pair<std::string, std::string>>{
-           {"inventory.yml", AnsibleInventory(hosts).dump(2)},
+           {"inventory.yml", AnsibleInventory(hosts, settings.tool.python_interpreter).dump(2)},
            {"known_hosts", AnsibleKnownHosts(hosts)},
            {"extra.json", extra_vars.is_object() ? extra_vars.dump() : "{}"},
            {"ansible.cfg", AnsibleConfig(config)},

@@ -61,8 +61,11 @@ std::optional<AnsibleEvent> ParseAnsibleEvent(const std::string& line);
 
 // The inventory provisiond writes (YAML's JSON subset): every host under
 // `all` with ansible_host/ansible_port and its vars, the groups of the hosts'
-// profile. Magic vars (inventory_hostname, groups, hostvars) are left out.
-nlohmann::json AnsibleInventory(const std::vector<AnsibleHost>& hosts);
+// profile. Magic vars (inventory_hostname, groups, hostvars) and the facts
+// Ansible gathers itself are left out. With `python_interpreter` discovery
+// (auto...), a host whose facts say Debian's family gets /usr/bin/python3.
+nlohmann::json AnsibleInventory(const std::vector<AnsibleHost>& hosts,
+                                const std::string& python_interpreter = "auto_silent");
 
 // known_hosts lines for the hosts' pinned keys, each under the host's key
 // alias (ssh's HostKeyAlias, set per host in the inventory).

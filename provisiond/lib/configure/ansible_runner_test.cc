@@ -90,6 +90,17 @@ TEST_CASE("ansible: inventory, known_hosts and config") {
   AnsibleHost other = hosts[0];
   other.host_key = "ssh-ed25519 AAAAother";
   CHECK(AnsibleInventory({other})["all"]["hosts"]["n1"]["ansible_ssh_extra_args"] != alias);
+  // Discovery is skipped where the facts tell: Debian's family has python3 at
+  // /usr/bin; a configured interpreter is Ansible's to apply.
+  CHECK(!inv["all"]["hosts"]["n1"].contains("ansible_python_interpreter"));
+  other.vars["ansible_facts"] = {{"os_family", "Debian"}};
+  other.vars["ansible_os_family"] = "Debian";
+  json debian = AnsibleInventory({other})["all"]["hosts"]["n1"];
+  CHECK(debian["ansible_python_interpreter"] == "/usr/bin/python3");
+  CHECK(!debian.contains("ansible_facts"));
+  CHECK(!debian.contains("ansible_os_family"));
+  CHECK(!AnsibleInventory({other}, "/opt/py/bin/python3")["all"]["hosts"]["n1"].contains(
+      "ansible_python_interpreter"));
   TempDir work;
   AnsibleRunSettings s;
   s.work_dir = work.path();

@@ -101,8 +101,16 @@ Status ValidateFacts(const json& facts) {
   if (facts.contains("os_release")) {
     const json& r = facts["os_release"];
     if (!r.is_object()) return Bad("facts.os_release", "must be an object");
-    for (const auto& [key, value] : r.items())
+    for (const auto& [key, value] : r.items()) {
       if (!value.is_string()) return Bad("facts.os_release." + key, "must be a string");
+      // os-release's machine-readable fields are words (ID_LIKE a list of
+      // them): they become file names and distribution facts in playbooks.
+      if (key == "name") continue;
+      for (char c : value.get<std::string>())
+        if (!isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-' &&
+            c != '~' && !(c == ' ' && key == "id_like"))
+          return Bad("facts.os_release." + key, "must be letters, digits, '.', '_', '-' or '~'");
+    }
   }
   if (facts.contains("arch")) {
     if (!facts["arch"].is_string()) return Bad("facts.arch", "must be a string");

@@ -64,6 +64,9 @@ TEST_CASE("facts: what the agent sends passes; lines, markup carriers and wrong 
   f["os_release"]["version_id"] = 12;
   refused(f, "facts.os_release.version_id: must be a string");
   f = good;
+  f["os_release"]["id"] = "../../etc/passwd";
+  refused(f, "facts.os_release.id: must be letters");
+  f = good;
   f["firmware"]["secure_boot"] = "yes";
   refused(f, "facts.firmware.secure_boot: must be true, false or null");
   f["firmware"] = "uefi";

@@ -34,6 +34,8 @@ struct RunnerChoice {
 struct AnsibleTool {
   std::string program = "/usr/bin/ansible-playbook";
   std::string roles_path;  // extra roles folders (':'-separated), after <playbook dir>/roles
+  // Ansible's interpreter_python: auto_silent (discovery) or a path.
+  std::string python_interpreter = "auto_silent";
 };
 
 // The tool as provisiond's settings give it (ansible_playbook,
