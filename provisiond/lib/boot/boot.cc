@@ -426,6 +426,17 @@ Result<std::string> BootService::RenderNodeScript(const BootLoader& loader,
   return loader.NodeScript(boot);
 }
 
+namespace {
+
+// Whether a request starts a download (a Range request for a later part is
+// the same download continuing): only those are boot stages.
+bool StartsDownload(const HttpRequest& request) {
+  const std::string range = request.Header("range");
+  return range.empty() || range.rfind("bytes=0-", 0) == 0;
+}
+
+}  // namespace
+
 std::string BootService::HttpLoaderUrl() const {
   if (!loader_->TftpScriptPath(ScriptName{.start = true, .node = ""}).empty()) return "";
   return boot_url() + "/boot/" + loader_->FirstStage(ClientArch::kUefiX64);
@@ -440,9 +451,7 @@ HttpResponse BootService::LoaderFile(const HttpRequest& request, const std::stri
     if (stat(f.source.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
       return HttpResponse::Error(404, f.source + " is missing on the control node (" +
                                           std::string(loader_->package()) + ")");
-    if (request.method == "GET" &&
-        (request.Header("range").empty() || request.Header("range").rfind("bytes=0-", 0) == 0))
-      RecordTftpSent(request.remote, name);
+    if (request.method == "GET" && StartsDownload(request)) RecordTftpSent(request.remote, name);
     return ServeFile(
         request, f.source, static_cast<uint64_t>(st.st_size),
         "\"" + name + "-" + std::to_string(st.st_size) + "-" + std::to_string(st.st_mtime) + "\"",
@@ -480,8 +489,7 @@ HttpResponse BootService::NodeFile(const HttpRequest& request, const std::string
   auto image = images_.Resolve(ref);
   if (!image.ok()) return HttpResponse::FromStatus(image.status());
   const bool kernel = file == "vmlinuz";
-  // A Range request for a later part is the same download continuing.
-  if (request.Header("range").empty() || request.Header("range").rfind("bytes=0-", 0) == 0)
+  if (StartsDownload(request))
     RecordStage(*mac, kernel ? "kernel" : "initrd", image->ref(), request.remote);
   return ServeFile(request, kernel ? image->kernel : image->initrd,
                    kernel ? image->kernel_size : image->initrd_size,

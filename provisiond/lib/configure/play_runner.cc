@@ -336,18 +336,17 @@ class NodeRun {
   }
 
   // A task's module, once or once per loop item; then register and notify.
-  bool RunTaskBody(const Play& play, const Task& task, json& vars_in, TaskResult& base,
+  bool RunTaskBody(const Play& play, const Task& task, json& vars, TaskResult& base,
                    std::set<std::string>& notified) {
-    json* vars = &vars_in;
     if (!task.loop) {
       json result;
-      Step step = RunItem(play, task, *vars, base, result);
+      Step step = RunItem(play, task, vars, base, result);
       if (step == Step::kStop) return false;
       return Finish(task, result, notified);
     }
     // A loop: the condition and the module run once per item; the registered
     // value holds every item's result, as in Ansible.
-    Result<json> items = RenderValue(*task.loop, *vars);
+    Result<json> items = RenderValue(*task.loop, vars);
     if (!items.ok()) return TaskFailed(base, task, "loop: " + items.status().message(), {});
     if (!items->is_array())
       return TaskFailed(base, task, "loop: expected a list, got " + items->dump(), {});
@@ -355,7 +354,7 @@ class NodeRun {
     bool changed = false, failed = false;
     size_t index = 0;
     for (const json& item : *items) {
-      json item_vars = *vars;
+      json item_vars = vars;
       item_vars[task.loop_var] = item;
       if (!task.index_var.empty()) item_vars[task.index_var] = index;
       ++index;

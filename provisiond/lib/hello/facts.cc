@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <string>
+#include <string_view>
 
 #include "store/node_state.h"
 
@@ -44,6 +45,14 @@ Status CheckTree(const std::string& path, const json& v) {
     }
   }
   return Status::Ok();
+}
+
+// Letters, digits and the characters of `extra` only.
+bool IsWord(const std::string& text, std::string_view extra) {
+  for (char c : text)
+    if (!isalnum(static_cast<unsigned char>(c)) && extra.find(c) == std::string_view::npos)
+      return false;
+  return true;
 }
 
 Status Count(const std::string& path, const json& parent, const char* key) {
@@ -93,10 +102,8 @@ Status ValidateFacts(const json& facts) {
   }
   if (facts.contains("image")) {
     if (!facts["image"].is_string()) return Bad("facts.image", "must be a string");
-    for (char c : facts["image"].get<std::string>())
-      if (!isalnum(static_cast<unsigned char>(c)) && c != '@' && c != '.' && c != '-' && c != '_' &&
-          c != ':' && c != '+')
-        return Bad("facts.image", "must be NAME@VERSION");
+    if (!IsWord(facts["image"].get<std::string>(), "@.-_:+"))
+      return Bad("facts.image", "must be NAME@VERSION");
   }
   if (facts.contains("os_release")) {
     const json& r = facts["os_release"];
@@ -106,17 +113,14 @@ Status ValidateFacts(const json& facts) {
       // os-release's machine-readable fields are words (ID_LIKE a list of
       // them): they become file names and distribution facts in playbooks.
       if (key == "name") continue;
-      for (char c : value.get<std::string>())
-        if (!isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-' &&
-            c != '~' && !(c == ' ' && key == "id_like"))
-          return Bad("facts.os_release." + key, "must be letters, digits, '.', '_', '-' or '~'");
+      if (!IsWord(value.get<std::string>(), key == "id_like" ? "._-~ " : "._-~"))
+        return Bad("facts.os_release." + key, "must be letters, digits, '.', '_', '-' or '~'");
     }
   }
   if (facts.contains("arch")) {
     if (!facts["arch"].is_string()) return Bad("facts.arch", "must be a string");
-    for (char c : facts["arch"].get<std::string>())
-      if (!isalnum(static_cast<unsigned char>(c)) && c != '_')
-        return Bad("facts.arch", "must be letters, digits and '_' (x86_64, aarch64)");
+    if (!IsWord(facts["arch"].get<std::string>(), "_"))
+      return Bad("facts.arch", "must be letters, digits and '_' (x86_64, aarch64)");
   }
   if (facts.contains("firmware")) {
     const json& fw = facts["firmware"];
