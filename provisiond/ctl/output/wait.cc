@@ -3,6 +3,23 @@
 #include "format.h"
 
 namespace prov::ctl {
+namespace {
+
+// Where a state is on a node's way up (store/node_state.h), -1 off it.
+int PathIndex(const std::string& state) {
+  static const char* const kPath[] = {"enrolled", "booting", "booted", "configuring", "ready"};
+  for (int i = 0; i < 5; ++i)
+    if (state == kPath[i]) return i;
+  return -1;
+}
+
+}  // namespace
+
+bool ReachedState(const std::string& now, const std::string& wanted) {
+  if (now == wanted) return true;
+  const int a = PathIndex(now), b = PathIndex(wanted);
+  return a >= 0 && b >= 0 && a > b;
+}
 
 WaitView ViewNodes(const nlohmann::json& nodes, const std::vector<std::string>& names,
                    const std::string& state, const std::map<std::string, std::string>& tasks) {
@@ -29,18 +46,18 @@ WaitView ViewNodes(const nlohmann::json& nodes, const std::vector<std::string>& 
       if ((st == "booting" || st == "enrolled") && !Str(n, "stage").empty())
         detail = "stage: " + Str(n, "stage");
     }
-    if (st == state)
+    if (ReachedState(st, state)) {
       ++arrived;
-    else if (st == "failed" || st == "retired")
-      v.failed.push_back(name);
-    counts[st]++;
+    } else {
+      if (st == "failed" || st == "retired") v.failed.push_back(name);
+      counts[st]++;
+    }
     t.AddRow({name, st, detail});
     v.lines.push_back({name, name + "  " + st + (detail.empty() ? "" : "  " + detail)});
   }
   v.table = t.Render();
   v.summary = std::to_string(arrived) + "/" + std::to_string(names.size()) + " " + state;
-  for (const auto& [st, n] : counts)
-    if (st != state) v.summary += ", " + std::to_string(n) + " " + st;
+  for (const auto& [st, n] : counts) v.summary += ", " + std::to_string(n) + " " + st;
   v.done = arrived + v.failed.size() + v.missing.size() == names.size();
   return v;
 }

@@ -18,8 +18,13 @@ struct WaitView {
   bool done = false;  // every node arrived or failed
 };
 
-// The nodes (GET /nodes "nodes") among `names` against `state`; `tasks` is
-// the task each configuring node runs.
+// True when a node in state `now` has reached `wanted`: it is there, or
+// further on the way up (enrolled, booting, booted, configuring, ready): a
+// node waited for until booted may be configuring or ready by then.
+bool ReachedState(const std::string& now, const std::string& wanted);
+
+// The nodes (GET /nodes "nodes") among `names` against `state` (reached as
+// ReachedState says); `tasks` is the task each configuring node runs.
 WaitView ViewNodes(const nlohmann::json& nodes, const std::vector<std::string>& names,
                    const std::string& state, const std::map<std::string, std::string>& tasks);
 

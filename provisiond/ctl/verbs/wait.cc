@@ -104,8 +104,10 @@ std::vector<Verb> WaitVerbs() {
        "Wait until nodes reach a state (ready by default), showing their progress",
        R"(Waits until every node of HOSTLIST is in STATE (default ready), showing each
 node's state and, while it is configured, the task it runs; on a terminal the
-table is redrawn in place, otherwise a line is printed per change. A node that
-fails ends the wait. The exit status is 0 when all arrived, 1 when one failed
+table is redrawn in place, otherwise a line is printed per change. A node
+further on the way up (enrolled, booting, booted, configuring, ready) has
+passed STATE: waiting until booted ends for nodes already configuring or
+ready. A node that fails ends the wait. The exit status is 0 when all arrived, 1 when one failed
 or the timeout (default 1800 s) passed, 130 on Ctrl-C.
 
 Examples:
