@@ -294,6 +294,10 @@ const std::vector<Setting>& Table() {
       {{"configure.task_timeout", "seconds", "600",
         "How long one task may run on a node unless the task sets its own timeout."},
        NumberSetting(1, 86400, &Config::task_timeout_s)},
+      {{"configure.connect_retry", "seconds", "30",
+        "How long a configure run keeps trying to reach a node's sshd that does not answer "
+        "(one that phoned home may still be starting it), backing off from 1 s; 0: one try."},
+       NumberSetting(0, 3600, &Config::connect_retry_s)},
       {{"tools_dir", "path", PROVISION_TOOLSDIR,
         "Where provision-facts and provision-mount are: static programs that image builds copy "
         "into every image and initrd."},

@@ -62,6 +62,7 @@ struct Config {
   int64_t keep_events = 1000000;  // the newest events kept (0: all)
   int64_t keep_runs = 100000;     // the newest runs kept, with their tasks (0: all)
   int task_timeout_s = 600;
+  int connect_retry_s = 30;
   std::string tools_dir;   // provision-facts, provision-mount (static, copied into images)
   std::string nfs_server;  // "ganesha" or "none"
   std::string web_dir;     // the inventory web page

@@ -133,7 +133,8 @@ cat >"$WORK/playbooks/itest.yml" <<'EOF'
       shell: echo changed >> {{ dir }}/handler.log
 EOF
 
-PROFILES_DIR="$WORK/profiles" PLAYBOOKS_DIR="$WORK/playbooks" start_provisiond it "ssh.port: $PORT" "configure.task_timeout: 60"
+PROFILES_DIR="$WORK/profiles" PLAYBOOKS_DIR="$WORK/playbooks" start_provisiond it "ssh.port: $PORT" "configure.task_timeout: 60" \
+  "configure.connect_retry: 3"
 sed -i "s#URL/web#$URL/web#" "$WORK/profiles/itest/profile.yaml"
 DB="$DATA/data/provisiond.db"
 
@@ -277,6 +278,9 @@ check "it5 ends" bash -c "! '$PROVISIONCTL' wait it5 --timeout 60"
 expect_eq "it5 failed" "$(sqlite3 "$DB" "select state from nodes where hostname='it5'")" failed
 expect_eq "it5's run is unreachable" \
   "$(sqlite3 "$DB" "select status from runs where node='it5' order by id desc limit 1")" unreachable
+# configure.connect_retry: 3 -> tries after 1 s and 2 s more (a node's sshd may still be starting).
+check "it5 was tried again, backing off" bash -c "grep -q 'it5: .*trying again in 1 s' '$WORK/provisiond-it.log' &&
+  grep -q 'it5: .*trying again in 2 s' '$WORK/provisiond-it.log'"
 expect_eq "it1 still ready" "$(sqlite3 "$DB" "select state from nodes where hostname='it1'")" ready
 
 echo "== cmd: all at once, folded output, exit code"

@@ -178,10 +178,22 @@ struct Configurator::Impl {
   void ConfigureNode(Sessions::Lease& lease, const NodeRecord& node, const Profile& profile,
                      RunRecord& run) {
     RunRecorder recorder(store, run);
+    RunOptions options = Options();
+    // A node phones home once systemd has started its sshd, which may still
+    // refuse for a moment (starting slowly, or restarted): tries again,
+    // backing off, for up to connect_retry_s. A wrong host key is final.
     auto session = lease.Get(node);
+    for (int waited_ms = 0, wait_ms = 1000;
+         !session.ok() && session.status().code() == Code::kUnavailable &&
+         waited_ms + wait_ms <= settings.connect_retry_s * 1000;
+         waited_ms += wait_ms, wait_ms *= 2) {
+      spdlog::info("{}: {}; trying again in {} s", node.name(), session.status().message(),
+                   wait_ms / 1000);
+      if (!options.sleep(wait_ms)) break;
+      session = lease.Get(node);
+    }
     if (!session.ok()) return SessionFailed(run, session.status());
     json vars = node_vars.For(node, Group(node.profile_version));
-    RunOptions options = Options();
     for (const auto& ref : profile.playbooks) {
       if (!ref.parsed && ref.runs_on != PlaybookRunner::kAnsible) {
         run.status = "failed";

@@ -37,6 +37,9 @@ struct ConfigureSettings {
   int connect_timeout_ms = 10000;
   int workers = 64;          // nodes configured at once
   int task_timeout_s = 600;  // per task unless the task says otherwise
+  // How long a configure run tries again to reach a node that does not
+  // answer (its sshd may still be starting), backing off from 1 s.
+  int connect_retry_s = 30;
   // Where vars that name a secret are filled from (owned by the daemon);
   // null: such vars fail the run.
   SecretStore* secrets = nullptr;
