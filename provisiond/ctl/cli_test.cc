@@ -81,6 +81,7 @@ TEST_CASE("usage errors exit 2 before anything is sent") {
       {"node", "power", "reboot", "node0"},
       {"node", "power", "on", "node[0-"},
       {"node", "set", "node0", "--power", "bogus"},
+      {"node", "set", "node0", "--uefi-loader", "shim"},
       {"node", "add", "node0", "--mac", "52:54:00:00:00:01", "--power", "ipmi"},
       {"node", "set", "node0", "--power", "driver=ipmi"},
       {"node", "set", "node0", "--power", "wol,address=10.0.0.5"},

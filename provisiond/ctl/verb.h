@@ -38,9 +38,10 @@ struct Args {
   std::string target;  // the positional: node, hostlist, hostname, image or profile version
   bool json = false;
   std::optional<std::string> state, profile, ip, hostname, reason, host_key;
-  std::optional<std::string> power;  // node set --power SPEC
-  std::string action;                // node power: on, off or cycle
-  std::string kernel, initrd;        // image import --kernel, --initrd
+  std::optional<std::string> power;        // node set --power SPEC
+  std::optional<std::string> uefi_loader;  // node add/set --uefi-loader
+  std::string action;                      // node power: on, off or cycle
+  std::string kernel, initrd;              // image import --kernel, --initrd
   std::string mac;
   bool no_profile = false;
   bool purge = false;

@@ -235,6 +235,11 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     auto p = inventory->Snapshot(v);
     return p.ok() ? (*p)->kernel_args : std::vector<std::string>{};
   };
+  boot.profile_uefi_loader = [inventory = impl->inventory.get()](const std::string& v) {
+    if (v.empty()) return std::string();
+    auto p = inventory->Snapshot(v);
+    return p.ok() ? (*p)->uefi_loader : std::string();
+  };
   auto secrets = SecretStore::Open(config.data_dir + "/secrets");
   if (!secrets.ok()) return secrets.status();
   impl->secrets = std::move(*secrets);
@@ -247,6 +252,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   configure.ssh_port = config.ssh_port;
   configure.workers = config.configure_workers;
   configure.task_timeout_s = config.task_timeout_s;
+  configure.connect_retry_s = config.connect_retry_s;
   configure.ansible_dir = config.data_dir + "/ansible";
   impl->configurator = std::make_unique<Configurator>(*impl->inventory, configure);
   impl->phonehome = std::make_unique<PhoneHome>(*impl->inventory, control_key->public_key,
@@ -388,6 +394,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     dns.run_dir = config.data_dir + "/netboot";
     dns.router_advertisements = config.dhcp_mode == "full" && HasRoutableIpv6(config.interface);
     BootService* boot = d.boot.get();
+    dns.sync_tftp = [boot] { boot->SyncTftpNodeDirs(); };
     d.tftp_configs = std::make_unique<WorkQueue>(4);
     WorkQueue* tftp_configs = d.tftp_configs.get();
     // What dnsmasq saw becomes boot stages: an address for a MAC (and the

@@ -14,8 +14,11 @@
 #   2b. at the same time, a UEFI machine whose firmware has PXE turned off
 #      boots by UEFI HTTP boot: DHCP answers its HTTPClient request with
 #      iPXE's URL, and it reaches `ready` without any file by TFTP
-#   3. the Secure Boot machine given the unsigned iPXE (dhcp.uefi_loader:
-#      ipxe) is refused by its firmware, and node why says where it stopped
+#   3. per node, while provisiond runs: the Secure Boot machine given the
+#      unsigned iPXE (node set --uefi-loader ipxe) is refused by its firmware,
+#      and node why says where it stopped; at the same time a UEFI machine with
+#      Secure Boot off, enrolled with --uefi-loader ipxe, loads iPXE by its
+#      firmware's own PXE (its directory of the TFTP root) and boots with it
 # The image store is cached between runs (tests/lab/lab-image.sh).
 # Usage: firmware_test.sh PROVISIOND PROVISIONCTL   (root)
 set -euo pipefail
@@ -127,14 +130,21 @@ ctl node list >"$LAB_DIR/nodes.out"
 [ "$(($(wc -l <"$LAB_DIR/nodes.out") - 1))" -eq 3 ] || { cat "$LAB_DIR/nodes.out"; fail "not exactly three nodes"; }
 say "nic0: one node by its boot port's MAC; the initrd drove the rtl8139 ($(grep -a -o 'is driven by [a-z0-9_]*' "$LAB_DIR/nic0.serial" | tail -1)); facts list both NICs"
 
-# 3. The same Secure Boot machine given the unsigned iPXE: refused by its firmware.
+# 3. Per node, no restart: the Secure Boot machine given the unsigned iPXE is
+# refused by its firmware; a UEFI machine with Secure Boot off boots iPXE.
 lab_vm_stop http0
 lab_vm_stop sb0
-kill -TERM "$(cat "$LAB_DIR/provisiond.pid")"
-wait_for "provisiond to stop" 30 bash -c "! kill -0 $(cat "$LAB_DIR/provisiond.pid") 2>/dev/null"
-printf '  uefi_loader: ipxe\n' >>"$LAB_DIR/provisiond.yaml"
-start_provisiond
+EFI=52:54:00:96:00:40
+ctl node set sb0 --uefi-loader ipxe >/dev/null
+ctl node add efi0 --mac "$EFI" --profile lab --uefi-loader ipxe >/dev/null
+TFTP="$DATA/netboot/tftp"
+wait_for "the TFTP directories of sb0 and efi0" 20 \
+  test -L "$TFTP/52-54-00-96-00-10/shimx64.efi" -a -L "$TFTP/52-54-00-96-00-40/shimx64.efi"
+[ "$(readlink "$TFTP/52-54-00-96-00-40/shimx64.efi")" = ../ipxe.efi ] ||
+  fail "efi0's shimx64.efi is not iPXE: $(ls -l "$TFTP/52-54-00-96-00-40")"
+[ ! -e "$TFTP/52-54-00-96-00-21" ] || fail "nic0 (the default loader) has a TFTP directory"
 lab_vm_start sb0 "$SB" uefi-sb
+lab_vm_start efi0 "$EFI" uefi-pxe
 lab_wait_serial sb0 'Access Denied|Security Violation' 180 ||
   fail "sb0's firmware did not refuse the unsigned ipxe.efi"
 grep -a -m1 -E 'Access Denied|Security Violation' "$LAB_DIR/sb0.serial" | tr -d '\r' >"$LAB_DIR/refused.out"
@@ -142,7 +152,19 @@ has_event sb0 "ipxe-binary: ipxe.efi" || fail "sb0 did not fetch ipxe.efi"
 ctl node why sb0 >"$LAB_DIR/why.out"
 grep -q "firmware that refuses the loader\|stopped after 'ipxe-binary'" "$LAB_DIR/why.out" ||
   { cat "$LAB_DIR/why.out"; fail "node why does not say where sb0 stopped"; }
-say "sb0 given iPXE: its firmware refused it ($(cat "$LAB_DIR/refused.out")); node why: $(grep -m1 stopped "$LAB_DIR/why.out")"
+say "sb0 given iPXE (node set --uefi-loader ipxe): its firmware refused it ($(cat "$LAB_DIR/refused.out")); node why: $(grep -m1 stopped "$LAB_DIR/why.out")"
 lab_vm_stop sb0
+ctl wait efi0 --state booted --timeout "$TIMEOUT" >"$LAB_DIR/wait-efi0.out" 2>&1 || {
+  tail -n 20 "$LAB_DIR/wait-efi0.out" >&2
+  ctl node why efi0 >&2 || true
+  fail "efi0 did not reach booted"
+}
+say "efi0 (UEFI, its firmware's PXE, --uefi-loader ipxe): booted $(lab_vm_elapsed efi0)s after power-on"
+has_event efi0 "ipxe-binary: ipxe.efi" || fail "efi0 has no ipxe-binary event"
+! has_event efi0 "shim: \|grub: " || fail "efi0 went through the signed chain"
+grep -q "sent $TFTP/52-54-00-96-00-40/shimx64.efi to" "$DATA/netboot/dnsmasq.log" ||
+  fail "dnsmasq did not send efi0 its own directory's loader"
+say "efi0: dnsmasq sent the link in its own TFTP directory (iPXE); events ipxe-binary, no shim or grub"
+lab_vm_stop efi0
 lab_vm_stop nic0
 say "all firmware lab checks passed"

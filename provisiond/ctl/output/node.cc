@@ -76,6 +76,8 @@ std::string RenderNode(const json& node, const json& events, int64_t now_ms) {
   kv.Add("profile", Dash(Str(node, "profile")));
   kv.Add("image", Dash(Str(node, "image")));
   kv.Add("power", Dash(FormatPowerSpec(node.value("power", json::object()))));
+  if (std::string l = Str(node, "uefi_loader"); !l.empty())
+    kv.Add("uefi loader", l + " (this node's own choice)");
   kv.Add("host key", Dash(Str(node, "host_key")));
   int64_t seen = Int(node, "last_seen");
   kv.Add("last seen", seen ? FormatTime(seen) + " (" + FormatAge(seen, now_ms) + ")" : "never");

@@ -142,6 +142,7 @@ std::string NodeSummary(const std::string& name, const json& node) {
   if (std::string ip = node.value("ip", ""); !ip.empty()) out += ", ip " + ip;
   if (std::string power = FormatPowerSpec(node.value("power", json::object())); !power.empty())
     out += ", power " + power;
+  if (std::string l = node.value("uefi_loader", ""); !l.empty()) out += ", UEFI loader " + l;
   return out;
 }
 
@@ -197,6 +198,7 @@ int RunNodeAdd(Context& ctx, const Args& a) {
   json body = {{"hostname", a.target}, {"mac", a.mac}};
   if (a.ip) body["ip"] = *a.ip;
   if (a.profile) body["profile"] = *a.profile;
+  if (a.uefi_loader && *a.uefi_loader != "default") body["uefi_loader"] = *a.uefi_loader;
   std::optional<json> power;
   if (a.power) {
     auto parsed = ParsePowerSpec(*a.power);
@@ -210,6 +212,7 @@ int RunNodeAdd(Context& ctx, const Args& a) {
   ctx.out << "enrolled " << hostname << " (" << r->value("mac", a.mac) << ")";
   if (std::string profile = r->value("profile", ""); !profile.empty())
     ctx.out << ", profile " << profile;
+  if (std::string l = r->value("uefi_loader", ""); !l.empty()) ctx.out << ", UEFI loader " << l;
   if (power) {
     // POST /nodes takes no power driver: set it as node set would. The spec
     // was checked above, so this fails only when provisiond does.
@@ -237,6 +240,7 @@ int RunNodeSet(Context& ctx, const Args& a) {
   if (a.state) body["state"] = *a.state;
   if (a.reason) body["reason"] = *a.reason;
   if (a.host_key) body["host_key"] = *a.host_key;
+  if (a.uefi_loader) body["uefi_loader"] = *a.uefi_loader == "default" ? "" : *a.uefi_loader;
   if (a.power) {
     auto power = ParsePowerSpec(*a.power);
     if (!power.ok())
@@ -246,7 +250,7 @@ int RunNodeSet(Context& ctx, const Args& a) {
   if (body.empty())
     return UsageError(ctx,
                       "nothing to change: give --ip, --hostname, --profile, --no-profile, "
-                      "--state, --host-key or --power");
+                      "--state, --host-key, --power or --uefi-loader");
   if ((a.ip || a.hostname) && names->size() > 1)
     return UsageError(ctx, "--ip and --hostname name one node, but '" + a.target + "' names " +
                                std::to_string(names->size()));
@@ -350,19 +354,23 @@ Examples:
        },
        RunNodeWhy},
 
-      {"node add", "node add HOSTNAME --mac MAC [--ip ADDRESS] [--profile VERSION] [--power SPEC]",
+      {"node add",
+       "node add HOSTNAME --mac MAC [--ip ADDRESS] [--profile VERSION] [--power SPEC] "
+       "[--uefi-loader grub|ipxe]",
        "Enroll a node by hostname and MAC",
        R"(Enrolls a node: provisiond will answer its netboot requests from now on. The MAC
 may be written aa:bb:cc:dd:ee:ff, AA-BB-..., aabb.ccdd.eeff or bare hex. Without
 --profile the node gets the applied profile when that profile covers it. A node
 provisiond has only discovered on the network (or a retired one) is enrolled in
 place, keeping its history. --power sets its power driver, as node set --power
-does (wol, command, driver=ipmi,address=BMC).
+does (wol, command, driver=ipmi,address=BMC). --uefi-loader chooses the loader
+its UEFI firmware gets, as node set --uefi-loader does.
 
 Examples:
   provisionctl node add node0 --mac 52:54:00:12:34:56
   provisionctl node add node4 --mac 5254.0012.3457 --ip 10.0.0.14 --profile v0.2
-  provisionctl node add node5 --mac 52:54:00:12:34:58 --power driver=ipmi,address=10.0.0.105)",
+  provisionctl node add node5 --mac 52:54:00:12:34:58 --power driver=ipmi,address=10.0.0.105
+  provisionctl node add node6 --mac 52:54:00:12:34:59 --uefi-loader ipxe)",
        [](CLI::App& c, Args& a) {
          c.add_option("hostname", a.target, "The node's hostname")
              ->type_name("HOSTNAME")
@@ -375,13 +383,18 @@ Examples:
          c.add_option("--power", a.power,
                       "Power driver: wol, command, driver=ipmi,address=BMC, or none")
              ->type_name("SPEC");
+         c.add_option("--uefi-loader", a.uefi_loader,
+                      "What its UEFI firmware loads: grub (signed), ipxe, or default")
+             ->type_name("LOADER")
+             ->check(CLI::IsMember({"grub", "ipxe", "default"}));
        },
        RunNodeAdd},
 
       {"node set",
        "node set HOSTLIST [--ip ADDRESS] [--hostname NAME] [--profile VERSION | --no-profile] "
-       "[--state STATE [--reason TEXT]] [--host-key KEY] [--power SPEC]",
-       "Change nodes: address, name, profile, operator state, host key, power driver",
+       "[--state STATE [--reason TEXT]] [--host-key KEY] [--power SPEC] "
+       "[--uefi-loader grub|ipxe|default]",
+       "Change nodes: address, name, profile, operator state, host key, power driver, loader",
        R"(Changes each node the hostlist names. --ip and --hostname apply to one node only.
 --profile assigns a profile version, --no-profile releases the node from its
 profile. --state sets one of the states an operator may set (enrolled,
@@ -391,7 +404,11 @@ node (after a reinstall). --power sets how provisiond powers the node (node
 power): "wol" (Wake-on-LAN on the cluster interface; power on only),
 "driver=ipmi,address=BMC" (ipmitool against the node's BMC, one node at a time,
 credentials from provisiond's ipmi_credentials_file), "command" (provisiond's
-power.command program), or "none" to remove it; a bare word is the driver. Each
+power.command program), or "none" to remove it; a bare word is the driver.
+--uefi-loader chooses what the node's UEFI firmware loads by PXE: grub (shim
+and grub, signed: boots with Secure Boot on or off) or ipxe (Secure Boot off);
+default goes back to its profile's uefi_loader, else provisiond's
+dhcp.uefi_loader. BIOS firmware always gets iPXE. Each
 node's result or error is printed; a failure of one node does not stop the
 others, and the exit status is 1 if any failed.
 
@@ -401,7 +418,8 @@ Examples:
   provisionctl node set node2 --ip 10.0.0.12
   provisionctl node set 'node[4-7]' --no-profile
   provisionctl node set 'node[0-3]' --power wol
-  provisionctl node set node4 --power driver=ipmi,address=10.0.0.104)",
+  provisionctl node set node4 --power driver=ipmi,address=10.0.0.104
+  provisionctl node set 'node[8-9]' --uefi-loader ipxe)",
        [](CLI::App& c, Args& a) {
          c.add_option("hostlist", a.target, "The nodes to change (hostlist, hostname or MAC)")
              ->type_name("HOSTLIST")
@@ -424,6 +442,10 @@ Examples:
          c.add_option("--power", a.power,
                       "Power driver: wol, command, driver=ipmi,address=BMC, or none")
              ->type_name("SPEC");
+         c.add_option("--uefi-loader", a.uefi_loader,
+                      "What its UEFI firmware loads: grub (signed), ipxe, or default")
+             ->type_name("LOADER")
+             ->check(CLI::IsMember({"grub", "ipxe", "default"}));
        },
        RunNodeSet},
 

@@ -63,16 +63,18 @@ HttpResponse ListNodes(const ApiContext& ctx, const HttpRequest& r) {
 }
 
 HttpResponse EnrollNode(const ApiContext& ctx, const HttpRequest& r) {
-  auto body = ParseJsonObject(r.body, {"hostname", "mac", "ip", "profile", "power"});
+  auto body = ParseJsonObject(r.body, {"hostname", "mac", "ip", "profile", "power", "uefi_loader"});
   if (!body.ok()) return HttpResponse::FromStatus(body.status());
   EnrollRequest req;
-  std::optional<std::string> ip, profile;
+  std::optional<std::string> ip, profile, uefi_loader;
   for (Status s :
        {RequiredString(*body, "hostname", req.hostname), RequiredString(*body, "mac", req.mac),
-        OptionalString(*body, "ip", ip), OptionalString(*body, "profile", profile)})
+        OptionalString(*body, "ip", ip), OptionalString(*body, "profile", profile),
+        OptionalString(*body, "uefi_loader", uefi_loader)})
     if (!s.ok()) return HttpResponse::FromStatus(s);
   req.ip = ip.value_or("");
   req.profile = profile.value_or("");
+  req.uefi_loader = uefi_loader.value_or("");
   if (body->contains("power")) req.power = (*body)["power"];
   auto node = ctx.inventory->Enroll(req, r.who);
   if (!node.ok()) return HttpResponse::FromStatus(node.status());
@@ -87,7 +89,7 @@ HttpResponse ShowNode(const ApiContext& ctx, const HttpRequest& r) {
 
 HttpResponse ChangeNode(const ApiContext& ctx, const HttpRequest& r) {
   auto body = ParseJsonObject(
-      r.body, {"hostname", "ip", "profile", "state", "reason", "host_key", "power"});
+      r.body, {"hostname", "ip", "profile", "state", "reason", "host_key", "power", "uefi_loader"});
   if (!body.ok()) return HttpResponse::FromStatus(body.status());
   NodeChange change;
   std::optional<std::string> state;
@@ -95,7 +97,8 @@ HttpResponse ChangeNode(const ApiContext& ctx, const HttpRequest& r) {
        {OptionalString(*body, "hostname", change.hostname), OptionalString(*body, "ip", change.ip),
         OptionalString(*body, "profile", change.profile), OptionalString(*body, "state", state),
         OptionalString(*body, "reason", change.reason),
-        OptionalString(*body, "host_key", change.host_key)})
+        OptionalString(*body, "host_key", change.host_key),
+        OptionalString(*body, "uefi_loader", change.uefi_loader)})
     if (!s.ok()) return HttpResponse::FromStatus(s);
   if (body->contains("power")) change.power = (*body)["power"];
   if (state) {

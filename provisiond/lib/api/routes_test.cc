@@ -168,6 +168,9 @@ TEST_CASE("api: bad requests get 4xx with a message, never a crash") {
       {"GET", "/api/v1/profiles/nope", "", 404, "no profile 'nope'"},
       {"POST", "/api/v1/profiles/v0.1/apply", R"({"force":true})", 400, "unknown field 'force'"},
       {"DELETE", "/api/v1/nodes/n0?purge=maybe", "", 400, "'purge' must be true or false"},
+      {"POST", "/api/v1/nodes",
+       R"({"hostname":"n0","mac":"52:54:00:00:00:01","uefi_loader":"bios"})", 400,
+       "uefi_loader 'bios' must be grub"},
   };
   for (const auto& c : cases) {
     INFO(c.method << " " << c.target << " " << c.body);
@@ -178,6 +181,27 @@ TEST_CASE("api: bad requests get 4xx with a message, never a crash") {
     CHECK(j["error"].get<std::string>().find(c.error) != std::string::npos);
   }
   CHECK(f.store->ListNodes().empty());
+}
+
+TEST_CASE("api: a node's UEFI loader is chosen at enrollment and changed, with an event") {
+  api_test::Fixture f;
+  HttpResponse r = f.Call("POST", "/api/v1/nodes",
+                          R"({"hostname":"n0","mac":"52:54:00:00:00:01","uefi_loader":"ipxe"})");
+  REQUIRE(r.status == 201);
+  CHECK(json::parse(r.body)["uefi_loader"] == "ipxe");
+  r = f.Call("PATCH", "/api/v1/nodes/n0", R"({"uefi_loader":"grub"})");
+  REQUIRE(r.status == 200);
+  CHECK(json::parse(r.body)["uefi_loader"] == "grub");
+  r = f.Call("PATCH", "/api/v1/nodes/n0", R"({"uefi_loader":"x\ny"})");
+  CHECK(r.status == 400);
+  CHECK(f.store->FindNode("n0")->uefi_loader == "grub");  // a refused change changes nothing
+  r = f.Call("PATCH", "/api/v1/nodes/n0", R"({"uefi_loader":""})");  // back to the profile's
+  REQUIRE(r.status == 200);
+  CHECK(f.store->FindNode("n0")->uefi_loader.empty());
+  auto events = f.store->ListEvents(0, f.store->FindNode("n0")->id, 10);
+  CHECK(std::any_of(events.begin(), events.end(), [](const EventRecord& e) {
+    return e.detail == "UEFI loader grub -> (profile's)";
+  }));
 }
 
 TEST_CASE("api: a wrong method is 405 with the allowed methods in Allow") {

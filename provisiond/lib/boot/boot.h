@@ -43,6 +43,8 @@ struct BootSettings {
   int max_discovered = 256;
   // The extra kernel arguments of a profile version (empty if unknown).
   std::function<std::vector<std::string>(const std::string& version)> profile_kernel_args;
+  // The UEFI loader a profile version chooses ("" : none, or unknown).
+  std::function<std::string(const std::string& version)> profile_uefi_loader;
   // Arguments that tell the node's initrd where its root is (images over
   // NFS); empty for images without a root.
   std::function<std::string(const ImageVersion& image)> root_args;
@@ -105,6 +107,19 @@ class BootService {
   // dnsmasq sent `file` (a path in the TFTP root) to `ip`: the stage it
   // marks for the node with that address, if it is a loader's file.
   void RecordTftpSent(const std::string& ip, const std::string& file);
+
+  // The loader UEFI firmware gives `node`: its own choice, else its
+  // profile's, else dhcp.uefi_loader.
+  const BootLoader& UefiLoaderFor(const NodeRecord& node) const;
+  // Per-node loader choices over TFTP. dnsmasq serves a client from
+  // <tftp root>/<mac-hyphen>/ when that directory exists
+  // (tftp-unique-root=mac), else from the root. A node whose UEFI loader is
+  // not the default has such a directory: the default's first stage there is
+  // a link to its loader's, and everything else that loader reads is a link
+  // to the root. Brings the directories in step with the inventory when
+  // Store::BootLoadersVersion moved (the daemon calls it on dnsmasq's tick);
+  // returns how many were made or removed.
+  int SyncTftpNodeDirs();
   HttpResponse NodeFile(const HttpRequest& request, const std::string& mac_text,
                         const std::string& file);
   // UEFI HTTP boot: the URL firmware that boots over HTTP loads the loader
@@ -141,6 +156,9 @@ class BootService {
   Result<std::string> RenderNodeScript(const BootLoader& loader, const NodeRecord& node);
   // Writes `text` at `path` in the TFTP root (write, rename).
   Status WriteTftpFile(const std::string& path, const std::string& text);
+  // The links of a node's TFTP directory for `loader`: name -> file or
+  // folder of the root.
+  std::map<std::string, std::string> NodeDirLinks(const BootLoader& loader) const;
   // Links the image's kernel and initrd into the TFTP root (once).
   Status LinkTftpImage(const BootLoader& loader, const ImageVersion& image);
   // The node's files on provisiond (the URL of what NodeFile serves), and the
@@ -159,7 +177,12 @@ class BootService {
   Store& store_;
   ImageCatalog& images_;
   std::unique_ptr<BootLoader> loader_, uefi_loader_;
+  // The UEFI loader that is not the default, for nodes that choose it (null
+  // when the default is iPXE and the signed chain's files are missing).
+  std::unique_ptr<BootLoader> uefi_other_;
   std::mutex tftp_mu_;
+  int64_t tftp_dirs_version_ = -1;                             // tftp_mu_
+  std::map<std::string, std::string> tftp_dirs_;               // mac-hyphen -> loader; tftp_mu_
   std::unordered_map<std::string, std::string> tftp_written_;  // path -> content; tftp_mu_
   std::mutex recent_mu_;
   std::unordered_map<std::string, int64_t> recent_;  // mac+stage -> ms; guarded by recent_mu_

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "base/file_util.h"
 
@@ -19,7 +20,7 @@ struct BootServiceFixture {
   std::unique_ptr<BootService> boot;
   ImageVersion image;
 
-  explicit BootServiceFixture(bool tftp = false) {
+  explicit BootServiceFixture(bool tftp = false, const std::string& uefi_loader = "grub") {
     fs::remove_all(dir);
     fs::create_directories(dir);
     WriteFileAtomic((dir / "k").string(), "KERNEL-BYTES-0123456789");
@@ -34,6 +35,10 @@ struct BootServiceFixture {
     s.reserved_addresses = tftp;
     s.profile_kernel_args = [](const std::string& v) {
       return v == "lab" ? std::vector<std::string>{"console=ttyS0"} : std::vector<std::string>{};
+    };
+    s.uefi_loader = uefi_loader;
+    s.profile_uefi_loader = [](const std::string& v) {
+      return v == "lab-ipxe" ? std::string("ipxe") : v == "lab-grub" ? "grub" : "";
     };
     auto b = BootService::Create(s, *store, *images);
     REQUIRE_MESSAGE(b.ok(), b.status().message());
@@ -54,6 +59,14 @@ struct BootServiceFixture {
       return r.status();
     });
     return n;
+  }
+  // Changes a node row as an operator or a profile apply would.
+  void Set(const std::string& node, const std::function<void(NodeRecord&)>& change) {
+    store->Transact([&](StoreTx& tx) {
+      auto n = tx.FindNode(node);
+      change(*n);
+      return tx.UpdateNode(*n);
+    });
   }
   std::vector<std::string> Kinds(const std::string& node) {
     std::vector<std::string> out;
@@ -366,6 +379,92 @@ TEST_CASE("boot: with reservations a script request does not give a node its add
   CHECK(f.store->FindNode("lab0")->ip.empty());
   f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100");
   CHECK(f.store->FindNode("lab0")->ip == "10.99.0.100");
+}
+
+TEST_CASE("boot: a node or its profile chooses the UEFI loader; its TFTP directory follows") {
+  BootServiceFixture f(/*tftp=*/true);  // UEFI default: the signed chain
+  const fs::path tftp = f.dir / "tftp";
+  REQUIRE(f.boot->WriteTftpStartScripts().ok());
+  REQUIRE(WriteFileAtomic((tftp / "ipxe.efi").string(), "IPXE-EFI").ok());  // as dnsmasq's start
+  f.Enroll("lab0", "52:54:00:00:00:01", "lab");
+  f.Enroll("lab1", "52:54:00:00:00:02", "lab");
+  f.Enroll("lab2", "52:54:00:00:00:03", "lab");
+  f.Set("lab1", [](NodeRecord& n) { n.uefi_loader = "ipxe"; });
+  f.Set("lab2", [](NodeRecord& n) { n.profile_version = "lab-ipxe"; });
+  f.Enroll("", "52:54:00:00:00:04", "");  // discovered: the default, always
+  f.Set("52:54:00:00:00:04", [](NodeRecord& n) {
+    n.state = NodeState::kDiscovered;
+    n.uefi_loader = "ipxe";
+  });
+  CHECK(f.boot->UefiLoaderFor(*f.store->FindNode("lab0")).name() == "grub");
+  CHECK(f.boot->UefiLoaderFor(*f.store->FindNode("lab1")).name() == "ipxe");
+  CHECK(f.boot->UefiLoaderFor(*f.store->FindNode("lab2")).name() == "ipxe");
+
+  CHECK(f.boot->SyncTftpNodeDirs() == 2);
+  CHECK(f.boot->SyncTftpNodeDirs() == 0);  // nothing moved
+  CHECK_FALSE(fs::exists(tftp / "52-54-00-00-00-01"));
+  CHECK_FALSE(fs::exists(tftp / "52-54-00-00-00-04"));
+  for (const char* dir : {"52-54-00-00-00-02", "52-54-00-00-00-03"}) {
+    CAPTURE(dir);
+    // What UEFI firmware is told to load is iPXE in the node's directory;
+    // BIOS gets iPXE either way.
+    CHECK(fs::read_symlink(tftp / dir / "shimx64.efi") == "../ipxe.efi");
+    CHECK(fs::read_symlink(tftp / dir / "shimx64.0") == "../ipxe.efi");  // proxy-DHCP's name
+    CHECK(fs::read_symlink(tftp / dir / "undionly.kpxe") == "../undionly.kpxe");
+    CHECK(*ReadFile((tftp / dir / "shimx64.efi").string()) == "IPXE-EFI");  // the link resolves
+    CHECK_FALSE(fs::exists(tftp / dir / "grubx64.efi"));
+  }
+  CHECK_FALSE(fs::exists(tftp / ".52-54-00-00-00-02.tmp"));
+
+  // dnsmasq's "sent" line names the link; the stage is iPXE's. iPXE reads its
+  // scripts over HTTP: no grub config is written for it.
+  f.boot->RecordStage("52:54:00:00:00:02", "dhcp", "10.99.0.101", "10.99.0.101");
+  f.boot->RecordTftpSent("10.99.0.101", (tftp / "52-54-00-00-00-02/shimx64.efi").string());
+  CHECK(f.store->FindNode("lab1")->stage == "ipxe-binary");
+  f.boot->WriteTftpNodeScript("52:54:00:00:00:02");
+  CHECK_FALSE(fs::exists(tftp / "grub/nodes/52:54:00:00:00:02.cfg"));
+  f.boot->WriteTftpNodeScript("52:54:00:00:00:01");
+  CHECK(fs::exists(tftp / "grub/nodes/52:54:00:00:00:01.cfg"));
+
+  // The node's own choice comes before its profile's; back to the default,
+  // the directory goes.
+  f.Set("lab2", [](NodeRecord& n) { n.uefi_loader = "grub"; });
+  f.Set("lab1", [](NodeRecord& n) { n.uefi_loader = ""; });
+  CHECK(f.boot->SyncTftpNodeDirs() == 2);
+  CHECK_FALSE(fs::exists(tftp / "52-54-00-00-00-02"));
+  CHECK_FALSE(fs::exists(tftp / "52-54-00-00-00-03"));
+
+  // A directory an earlier run left for a node that is gone is removed at
+  // the first sync.
+  fs::create_directories(tftp / "52-54-00-00-00-77");
+  BootSettings settings;
+  settings.pxe_dir = PROVISION_SOURCE_DIR "/pxe";
+  settings.tftp_dir = tftp.string();
+  auto again = BootService::Create(settings, *f.store, *f.images);
+  REQUIRE(again.ok());
+  CHECK((*again)->SyncTftpNodeDirs() == 1);
+  CHECK_FALSE(fs::exists(tftp / "52-54-00-00-00-77"));
+}
+
+TEST_CASE("boot: with iPXE the UEFI default, a node given the signed chain reads it all by TFTP") {
+  BootServiceFixture f(/*tftp=*/true, "ipxe");
+  const fs::path tftp = f.dir / "tftp";
+  f.Enroll("lab0", "52:54:00:00:00:01", "lab");
+  f.Set("lab0", [](NodeRecord& n) { n.profile_version = "lab-grub"; });
+  CHECK(f.boot->SyncTftpNodeDirs() == 1);
+  const fs::path dir = tftp / "52-54-00-00-00-01";
+  CHECK(fs::read_symlink(dir / "ipxe.efi") == "../shimx64.efi");
+  CHECK(fs::read_symlink(dir / "grubx64.efi") == "../grubx64.efi");  // shim's next stage
+  CHECK(fs::read_symlink(dir / "grub") == "../grub");                // grub's configs
+  CHECK(fs::read_symlink(dir / "images") == "../images");            // the kernel, initrd
+  f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100");
+  f.boot->RecordTftpSent("10.99.0.100", (dir / "ipxe.efi").string());
+  CHECK(f.store->FindNode("lab0")->stage == "shim");
+  f.boot->RecordTftpSent("10.99.0.100", (dir / "grub/nodes/52:54:00:00:00:01.cfg").string());
+  CHECK(f.store->FindNode("lab0")->stage == "grub-config");
+  // Its grub config is written as for any node of the signed chain.
+  f.boot->WriteTftpNodeScript("52:54:00:00:00:01");
+  CHECK(fs::exists(tftp / "grub/nodes/52:54:00:00:00:01.cfg"));
 }
 
 }  // namespace prov

@@ -232,6 +232,7 @@ Result<std::unique_ptr<DnsmasqService>> DnsmasqService::Start(const DnsmasqSetti
   if (!s.ok()) return s;
   s = svc->SyncReservations();
   if (!s.ok()) return s;
+  if (settings.sync_tftp) settings.sync_tftp();
   // Only what dnsmasq logs from now on is news.
   struct stat st {};
   if (stat(svc->log_path_.c_str(), &st) == 0) svc->log_offset_ = static_cast<uint64_t>(st.st_size);
@@ -300,6 +301,7 @@ void DnsmasqService::Tick() {
   ReadLog();
   Status s = SyncReservations();
   if (!s.ok()) spdlog::warn("reservations not written: {}", s.message());
+  if (settings_.sync_tftp) settings_.sync_tftp();
 }
 
 void DnsmasqService::ReadLog() {

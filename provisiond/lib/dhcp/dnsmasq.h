@@ -55,6 +55,10 @@ struct DnsmasqSettings {
   // Send IPv6 router advertisements (full mode, interface with a routable
   // IPv6 address): iPXE otherwise waits ~13 s for IPv6 before booting.
   bool router_advertisements = false;
+  // Called before dnsmasq starts and on every tick of its supervisor: keeps
+  // the per-node directories of the TFTP root (a node's own loader) in step
+  // with the inventory. May be empty.
+  std::function<void()> sync_tftp;
 };
 
 // One thing dnsmasq saw, from its log.

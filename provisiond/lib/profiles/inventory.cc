@@ -22,6 +22,7 @@ nlohmann::json ToJson(const NodeRecord& n) {
           {"profile", n.profile_version},
           {"image", n.image_version},
           {"stage", n.stage},
+          {"uefi_loader", n.uefi_loader},
           {"power",
            [&] {
              auto p = nlohmann::json::parse(n.power, nullptr, false);
@@ -161,6 +162,10 @@ Result<NodeRecord> Inventory::Enroll(const EnrollRequest& request, const std::st
   if (!mac.ok()) return mac.status();
   s = ValidatePowerConfig(request.power);
   if (!s.ok()) return s;
+  if (!request.uefi_loader.empty()) {
+    s = ValidateUefiLoader(request.uefi_loader);
+    if (!s.ok()) return s;
+  }
   std::shared_ptr<const Profile> profile;
   if (!request.profile.empty()) {
     auto p = Snapshot(request.profile, who);
@@ -189,6 +194,7 @@ Result<NodeRecord> Inventory::Enroll(const EnrollRequest& request, const std::st
     node.mac = *mac;
     if (!request.power.is_null() && !request.power.empty()) node.power = request.power.dump();
     if (!request.ip.empty()) node.ip = request.ip;
+    node.uefi_loader = request.uefi_loader;
     if (profile) {
       node.profile_version = profile->version;
       node.image_version = ImageRef(*profile);
@@ -244,6 +250,10 @@ Result<NodeRecord> Inventory::Change(const std::string& name, const NodeChange& 
     Status s = ValidatePowerConfig(*change.power);
     if (!s.ok()) return s;
   }
+  if (change.uefi_loader && !change.uefi_loader->empty()) {
+    Status s = ValidateUefiLoader(*change.uefi_loader);
+    if (!s.ok()) return s;
+  }
   if (change.state && !IsOperatorState(*change.state))
     return Status::Conflict("state '" + std::string(ToString(*change.state)) +
                             "' is set by provisiond from what it observes; an operator may set "
@@ -279,6 +289,12 @@ Result<NodeRecord> Inventory::Change(const std::string& name, const NodeChange& 
         what.push_back("power driver " + (power == "{}" ? std::string("removed") : power));
         node.power = power;
       }
+    }
+    if (change.uefi_loader && *change.uefi_loader != node.uefi_loader) {
+      what.push_back("UEFI loader " +
+                     (node.uefi_loader.empty() ? "(profile's)" : node.uefi_loader) + " -> " +
+                     (change.uefi_loader->empty() ? "(profile's)" : *change.uefi_loader));
+      node.uefi_loader = *change.uefi_loader;
     }
     if (change.profile) {
       std::string to = profile ? profile->version : "";

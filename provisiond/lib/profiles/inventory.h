@@ -25,6 +25,7 @@ struct EnrollRequest {
   std::string ip;
   std::string profile;  // empty: the applied profile, if it covers the node
   nlohmann::json power = nlohmann::json::object();
+  std::string uefi_loader = "";  // "": the profile's choice
 };
 
 struct NodeChange {
@@ -34,7 +35,8 @@ struct NodeChange {
   std::optional<NodeState> state;      // operator states only
   std::optional<std::string> reason;
   std::optional<std::string> host_key;
-  std::optional<nlohmann::json> power;  // {} removes the driver
+  std::optional<nlohmann::json> power;     // {} removes the driver
+  std::optional<std::string> uefi_loader;  // "": back to the profile's choice
 };
 
 // What applying a profile does to one node.

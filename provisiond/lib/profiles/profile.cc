@@ -153,6 +153,13 @@ Status ValidateSecretName(const std::string& name) {
   return Status::Ok();
 }
 
+Status ValidateUefiLoader(const std::string& name) {
+  if (name == "grub" || name == "ipxe") return Status::Ok();
+  return Status::Invalid("uefi_loader '" + name.substr(0, 80) +
+                         "' must be grub (shim and grub, signed: Secure Boot on or off) or ipxe "
+                         "(Secure Boot off)");
+}
+
 std::optional<std::string> SecretRefOf(const nlohmann::json& value) {
   if (!value.is_object() || value.size() != 1 || !value.contains("secret") ||
       !value["secret"].is_string())
@@ -197,6 +204,10 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
       },
       true);
   top.GetStringList("kernel_args", p.kernel_args);
+  if (top.GetString("uefi_loader", p.uefi_loader)) {
+    if (Status v = ValidateUefiLoader(p.uefi_loader); !v.ok())
+      errors.Add(top.Raw("uefi_loader"), v.message());
+  }
   top.GetMapList("overlay", [&](MapReader& o) {
     OverlayFile f;
     if (o.GetString("path", f.path, true) && (f.path.empty() || f.path[0] != '/'))
@@ -384,6 +395,7 @@ nlohmann::json ToJson(const Profile& p) {
           {"hardware", {{"accelerators", accel}, {"min_memory_gib", p.min_memory_gib}}},
           {"image", {{"name", p.image_name}, {"version", p.image_version}}},
           {"kernel_args", p.kernel_args},
+          {"uefi_loader", p.uefi_loader},
           {"overlay", overlay},
           {"playbooks", playbooks},
           {"secrets", secrets},

@@ -23,7 +23,7 @@ namespace {
 
 constexpr const char* kNodeColumns =
     "id, mac, hostname, ip, state, reason, profile_version, image_version, facts, host_key, "
-    "token, stage, last_seen, created, updated, power, configured, ticket";
+    "token, stage, last_seen, created, updated, power, configured, ticket, uefi_loader";
 
 // SQL texts, each prepared once (the cache is keyed by these pointers).
 const std::string kSelectNodeByName =
@@ -36,15 +36,24 @@ const std::string kSelectNodes = std::string("SELECT ") + kNodeColumns +
                                  " FROM nodes WHERE (?1 IS NULL OR state = ?1) AND "
                                  "(?2 IS NULL OR profile_version = ?2) "
                                  "ORDER BY hostname IS NULL, hostname, mac";
+// Nodes that may boot another UEFI loader than the default (migration 008):
+// their own choice, or a profile version in ?1 (a JSON array).
+const std::string kSelectUefiChoosers =
+    std::string("SELECT ") + kNodeColumns +
+    " FROM nodes WHERE state NOT IN ('discovered', 'retired') AND (uefi_loader != '' OR "
+    "profile_version IN (SELECT value FROM json_each(?1))) ORDER BY id";
+constexpr const char* kSelectProfilesInUse =
+    "SELECT DISTINCT profile_version FROM nodes WHERE profile_version IS NOT NULL AND "
+    "state NOT IN ('discovered', 'retired')";
 constexpr const char* kInsertNode =
     "INSERT INTO nodes (mac, hostname, ip, state, reason, profile_version, image_version, facts, "
-    "host_key, token, stage, last_seen, created, updated, power, configured, ticket) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16, ?17, ?18)";
+    "host_key, token, stage, last_seen, created, updated, power, configured, ticket, uefi_loader) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16, ?17, ?18, ?19)";
 constexpr const char* kUpdateNode =
     "UPDATE nodes SET mac = ?1, hostname = ?2, ip = ?3, state = ?4, reason = ?5, "
     "profile_version = ?6, image_version = ?7, facts = ?8, host_key = ?9, token = ?10, "
-    "stage = ?11, last_seen = ?12, updated = ?14, power = ?16, configured = ?17, ticket = ?18 "
-    "WHERE id = ?15";
+    "stage = ?11, last_seen = ?12, updated = ?14, power = ?16, configured = ?17, ticket = ?18, "
+    "uefi_loader = ?19 WHERE id = ?15";
 constexpr const char* kDeleteNode = "DELETE FROM nodes WHERE id = ?1";
 constexpr const char* kInsertEvent =
     "INSERT INTO events (time, node_id, node, kind, detail, who) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
@@ -73,6 +82,8 @@ constexpr const char* kSelectApplied =
     "SELECT id, version, sha256, time, who FROM applied_profiles ORDER BY id";
 constexpr const char* kLastEventId = "SELECT coalesce(max(id), 0) FROM events";
 constexpr const char* kAddressesVersion = "SELECT value FROM counters WHERE name = 'addresses'";
+constexpr const char* kBootLoadersVersion =
+    "SELECT value FROM counters WHERE name = 'boot_loaders'";
 constexpr const char* kSelectAddresses =
     "SELECT mac, ip, hostname FROM nodes WHERE ip IS NOT NULL AND ip != '' AND "
     "state NOT IN ('discovered', 'retired') ORDER BY id";
@@ -109,6 +120,7 @@ NodeRecord ReadNode(sqlite3_stmt* s) {
   n.power = ColumnText(s, 15);
   n.configured = ColumnText(s, 16);
   n.ticket = ColumnText(s, 17);
+  n.uefi_loader = ColumnText(s, 18);
   return n;
 }
 
@@ -133,6 +145,7 @@ void BindNode(sqlite3_stmt* s, const NodeRecord& n) {
   BindText(s, 16, n.power.empty() ? "{}" : n.power);
   BindText(s, 17, n.configured);
   BindText(s, 18, n.ticket);
+  BindText(s, 19, n.uefi_loader);
 }
 
 Status SqlError(sqlite3* db, const std::string& what) {
@@ -439,6 +452,12 @@ int64_t Store::AddressesVersion() {
   return sqlite3_step(s.get()) == SQLITE_ROW ? sqlite3_column_int64(s.get(), 0) : 0;
 }
 
+int64_t Store::BootLoadersVersion() {
+  std::lock_guard lock(mu_);
+  Stmt s(*this, kBootLoadersVersion);
+  return sqlite3_step(s.get()) == SQLITE_ROW ? sqlite3_column_int64(s.get(), 0) : 0;
+}
+
 std::shared_ptr<const AddressBook> Store::Addresses() {
   std::lock_guard lock(mu_);
   int64_t version = 0;
@@ -475,6 +494,32 @@ int64_t StoreTx::CountInState(NodeState state) {
 std::vector<NodeRecord> Store::ListNodes(const NodeFilter& filter) {
   std::lock_guard lock(mu_);
   return StoreTx(*this).ListNodes(filter);
+}
+
+std::vector<std::string> Store::ProfileVersionsInUse() {
+  std::lock_guard lock(mu_);
+  Stmt s(*this, kSelectProfilesInUse);
+  std::vector<std::string> out;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) out.push_back(ColumnText(s.get(), 0));
+  return out;
+}
+
+std::vector<NodeRecord> Store::UefiLoaderChoosers(const std::vector<std::string>& versions) {
+  std::lock_guard lock(mu_);
+  Stmt s(*this, kSelectUefiChoosers.c_str());
+  std::string array = "[";  // JSON: versions are words, but quotes are escaped all the same
+  for (const auto& v : versions) {
+    array += array.size() > 1 ? ",\"" : "\"";
+    for (char c : v) {
+      if (c == '"' || c == '\\') array += '\\';
+      if (static_cast<unsigned char>(c) >= 0x20) array += c;
+    }
+    array += '"';
+  }
+  BindText(s.get(), 1, array + "]");
+  std::vector<NodeRecord> out;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) out.push_back(ReadNode(s.get()));
+  return out;
 }
 
 void Store::Read(const std::function<void(StoreTx&)>& fn) {

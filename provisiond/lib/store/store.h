@@ -42,6 +42,10 @@ struct NodeRecord {
   // The one-boot ticket outstanding ("" when none): migration 007. Like the
   // token, never in an API answer, an event or a log.
   std::string ticket;
+  // The loader its UEFI firmware is given, when chosen for this node: "grub"
+  // or "ipxe"; "" : its profile's choice, else dhcp.uefi_loader (migration
+  // 008).
+  std::string uefi_loader;
   int64_t last_seen_ms = 0;
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
@@ -209,6 +213,14 @@ class Store {
   // Moves whenever a node's address entry changes (migration 006); one
   // indexed read.
   int64_t AddressesVersion();
+  // Moves when the loader some node gets may have changed (its profile, its
+  // own choice, a profile applied): migration 008.
+  int64_t BootLoadersVersion();
+  // The profile versions of nodes that boot (not discovered, not retired).
+  std::vector<std::string> ProfileVersionsInUse();
+  // The nodes that boot and chose a UEFI loader of their own, or have one of
+  // `versions` as their profile.
+  std::vector<NodeRecord> UefiLoaderChoosers(const std::vector<std::string>& versions);
   // The address book, read again only when AddressesVersion moved since the
   // last call; shared by every caller until then.
   std::shared_ptr<const AddressBook> Addresses();

@@ -267,6 +267,26 @@ TEST_CASE("store: the address book moves only when an address entry changes") {
   CHECK(store.AddressesVersion() > before);
   book = store.Addresses();
   CHECK(book->entries.size() == 2);
+  // Which loader a node's UEFI firmware gets (migration 008) has its own
+  // counter: it moves with the node's choice, its profile, or a profile
+  // applied, not with what boots write.
+  int64_t loaders = store.BootLoadersVersion();
+  update("n0", [](NodeRecord& n) { n.stage = "initrd", n.last_seen_ms = 6; });
+  CHECK(store.BootLoadersVersion() == loaders);
+  update("n0", [](NodeRecord& n) { n.uefi_loader = "ipxe"; });
+  CHECK(store.FindNode("n0")->uefi_loader == "ipxe");
+  CHECK(store.BootLoadersVersion() > loaders);
+  loaders = store.BootLoadersVersion();
+  update("n0", [](NodeRecord& n) { n.profile_version = "v9"; });
+  CHECK(store.BootLoadersVersion() > loaders);
+  loaders = store.BootLoadersVersion();
+  REQUIRE(store
+              .Transact([](StoreTx& tx) {
+                AppliedProfile a{0, "v9", std::string(64, 'a'), 0, "t"};
+                return tx.InsertAppliedProfile(a);
+              })
+              .ok());
+  CHECK(store.BootLoadersVersion() > loaders);
   update("n0", [](NodeRecord& n) { n.state = NodeState::kRetired; });
   CHECK(store.Addresses()->entries.size() == 1);
   CHECK(store.Addresses()->entries[0].hostname == "n3");

@@ -29,8 +29,9 @@ const char* Expectation(const std::string& next, bool signed_chain = false) {
     return "grub to read the node's config (grub/nodes/<mac>.cfg) over TFTP";
   if (next == "script")
     return "iPXE to ask provisiond for its boot script (a UEFI firmware with Secure Boot on "
-           "refuses the unsigned iPXE it fetched: dhcp.uefi_loader: grub gives it the signed "
-           "chain)";
+           "refuses the unsigned iPXE it fetched: the signed chain boots it, the default "
+           "unless the node, its profile or dhcp.uefi_loader chose ipxe; node set NODE "
+           "--uefi-loader grub)";
   if (next == "kernel")
     return signed_chain ? "grub to load the kernel over TFTP (with Secure Boot on, shim refuses "
                           "a kernel that is not signed by a key it trusts)"
