@@ -54,6 +54,7 @@ struct Args {
   std::string user;                     // cmd --user
   int64_t timeout_s = 0;                // cmd, wait, playbook run --timeout
   std::vector<std::string> command;     // cmd -- COMMAND...
+  std::string remote_path, local_dir;   // gather
   std::vector<std::string> extra_vars;  // playbook run -e key=value
   std::string playbook;                 // playbook run PLAYBOOK
   std::string runner = "auto";          // playbook run/check --runner

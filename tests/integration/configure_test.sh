@@ -294,6 +294,28 @@ expect_output "names the failed node" "failed: it5"
 expect_exit 1 "a failing command exits 1" ctl cmd it1 -- 'exit 7'
 expect_output "with its exit code" "exit code 7"
 
+echo "== gather: one file from every node into DIR/<node>/, one node's failure its own"
+# The targets share this machine's files: every node has the same one.
+head -c 300000 /dev/urandom >"$WORK/gather-src.bin"
+chmod 0644 "$WORK/gather-src.bin"
+expect_exit 1 "gather with an unreachable node exits 1" \
+  ctl gather 'it[1-2],it5' "$WORK/gather-src.bin" "$WORK/gathered"
+expect_output "names the unreachable node" "it5: unreachable"
+check "it1's copy is the file, byte for byte" cmp "$WORK/gather-src.bin" "$WORK/gathered/it1/gather-src.bin"
+check "it2's too" cmp "$WORK/gather-src.bin" "$WORK/gathered/it2/gather-src.bin"
+check "it5 has no folder" test ! -e "$WORK/gathered/it5"
+expect_eq "copies are 0600" "$(stat -c %a "$WORK/gathered/it1/gather-src.bin")" 600
+expect_exit 1 "a missing file is each node's error" ctl gather 'it[1-2]' /nonexistent/x "$WORK/gathered2"
+expect_output "which file, per node" "it2: failed: no such file: /nonexistent/x"
+expect_exit 1 "a relative path is refused" ctl gather it1 etc/hostname "$WORK/gathered3"
+expect_output "saying so" "must be absolute"
+expect_exit 1 "as another user, a file it may not reach" \
+  ctl gather it1 "$WORK/it/data/ssh/id_ed25519" "$WORK/gathered4" --user nobody
+expect_output "is that node's error" "it1: failed: cannot reach $WORK/it/data/ssh/id_ed25519 as nobody"
+expect_exit 1 "or read" ctl gather it1 /etc/shadow "$WORK/gathered4" --user nobody
+expect_output "says so" "it1: failed: cannot read /etc/shadow as nobody"
+check "nothing saved" test ! -e "$WORK/gathered4"
+
 echo "== first contact pins the host key of a node that never phoned home"
 expect_eq "it4 has no key" "$(sqlite3 "$DB" "select host_key from nodes where hostname='it4'")" ""
 check "cmd on it4" ctl cmd it4 -- true

@@ -63,6 +63,7 @@ constexpr ApiRoute kRoutes[] = {
   {"POST",   "/api/v1/playbook-runs",              kAdmin, StartPlaybookRuns}, // runs
   {"POST",   "/api/v1/playbook-checks",            kAdmin, CheckPlaybook},     // runs
   {"POST",   "/api/v1/cmd",                        kAdmin, RunCommand},        // cmd
+  {"POST",   "/api/v1/gather",                     kAdmin, GatherFiles},       // cmd
   {"GET",    "/api/v1/export/{format}",            kRead,  GetExport},         // exports
   // From nodes as they boot.
   {"GET",    "/boot/{script}",                     kOpen,  ServeBootScript},   // boot

@@ -20,7 +20,8 @@ nlohmann::json ToJson(const CommandResult& c) {
 namespace {
 
 CommandResult RunOnNode(Store& store, Sessions& sessions, const std::string& name,
-                        const std::string& command, const std::string& user, int timeout_ms) {
+                        const std::string& command, const std::string& user, int timeout_ms,
+                        size_t output_bytes) {
   auto start = std::chrono::steady_clock::now();
   CommandResult r;
   r.node = name;
@@ -48,12 +49,12 @@ CommandResult RunOnNode(Store& store, Sessions& sessions, const std::string& nam
     return r;
   }
   r.exit_code = out->exit_code;
-  // The last kCommandOutputBytes of each stream: the answer stays bounded
-  // however much a command prints on however many nodes.
-  auto tail = [](const std::string& text) {
-    if (text.size() <= kCommandOutputBytes) return text;
-    return "[" + std::to_string(text.size() - kCommandOutputBytes) + " bytes cut]\n" +
-           OutputTail(text, kCommandOutputBytes);
+  // The last output_bytes of each stream: the answer stays bounded however
+  // much a command prints on however many nodes.
+  auto tail = [output_bytes](const std::string& text) {
+    if (text.size() <= output_bytes) return text;
+    return "[" + std::to_string(text.size() - output_bytes) + " bytes cut]\n" +
+           OutputTail(text, output_bytes);
   };
   r.out = tail(out->out);
   r.err = tail(out->err);
@@ -67,14 +68,14 @@ CommandResult RunOnNode(Store& store, Sessions& sessions, const std::string& nam
 std::vector<CommandResult> RunCommandOnNodes(Store& store, Sessions& sessions,
                                              const std::vector<std::string>& nodes,
                                              const std::string& command, const std::string& user,
-                                             int timeout_ms) {
+                                             int timeout_ms, size_t output_bytes) {
   std::vector<CommandResult> results(nodes.size());
   // At most kCommandWorkers sessions at once, however many nodes are named:
   // each worker takes the next node until none is left.
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next++) < nodes.size();)
-      results[i] = RunOnNode(store, sessions, nodes[i], command, user, timeout_ms);
+      results[i] = RunOnNode(store, sessions, nodes[i], command, user, timeout_ms, output_bytes);
   };
   std::vector<std::thread> threads;
   const size_t workers = std::min(nodes.size(), kCommandWorkers);
@@ -82,6 +83,91 @@ std::vector<CommandResult> RunCommandOnNodes(Store& store, Sessions& sessions,
   for (size_t w = 0; w < workers; ++w) threads.emplace_back(work);
   for (auto& t : threads) t.join();
   return results;
+}
+
+nlohmann::json ToJson(const GatherResult& g) {
+  nlohmann::json j = {{"node", g.node}, {"status", g.status}, {"duration_ms", g.duration_ms}};
+  if (g.status == "ok") {
+    j["size"] = g.size;
+    j["content_base64"] = g.base64;
+  }
+  if (!g.error.empty()) j["error"] = g.error;
+  return j;
+}
+
+Status ValidateGatherPath(const std::string& path) {
+  if (path.empty() || path[0] != '/')
+    return Status::Invalid("path '" + path.substr(0, 200) + "' must be absolute");
+  if (path.size() > 4096) return Status::Invalid("path is longer than 4096 bytes");
+  for (char c : path)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return Status::Invalid("path has a control character");
+  return Status::Ok();
+}
+
+std::vector<GatherResult> GatherFromNodes(Store& store, Sessions& sessions,
+                                          const std::vector<std::string>& nodes,
+                                          const std::string& path, const std::string& user,
+                                          int timeout_ms) {
+  // The path in single quotes (a quote in it ends, escapes and reopens
+  // them); exit 3: what the node says on stderr is the node's error.
+  std::string quoted = "'";
+  for (char c : path) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted += "'";
+  const std::string max = std::to_string(kGatherMaxBytes);
+  const std::string script =
+      "f=" + quoted +
+      "\n"
+      "if [ ! -e \"$f\" ]; then\n"
+      "  case \"$(LC_ALL=C ls -d -- \"$f\" 2>&1)\" in\n"
+      "  *'Permission denied'*) echo \"cannot reach $f as $(id -un)\" >&2 ;;\n"
+      "  *) echo \"no such file: $f\" >&2 ;;\n"
+      "  esac\n"
+      "  exit 3\n"
+      "fi\n"
+      "if [ ! -f \"$f\" ]; then echo \"not a regular file: $f\" >&2; exit 3; fi\n"
+      "if [ ! -r \"$f\" ]; then echo \"cannot read $f as $(id -un)\" >&2; exit 3; fi\n"
+      "size=$(stat -L -c %s -- \"$f\") || exit 3\n"
+      "if [ \"$size\" -gt " +
+      max + " ]; then echo \"$f has $size bytes, more than the " + max +
+      " gather takes\" >&2; exit 3; fi\n"
+      "head -c " +
+      max + " -- \"$f\" | base64 -w 0\n";
+  // Base64 of kGatherMaxBytes, and a little: a file that grew while it was
+  // read shows as cut, never as a part.
+  const size_t output_bytes = (kGatherMaxBytes + 2) / 3 * 4 + 64;
+  auto commands = RunCommandOnNodes(store, sessions, nodes, script, user, timeout_ms, output_bytes);
+  std::vector<GatherResult> out;
+  out.reserve(commands.size());
+  for (auto& c : commands) {
+    GatherResult g;
+    g.node = c.node;
+    g.duration_ms = c.duration_ms;
+    g.status = c.status;
+    g.error = c.error;
+    if (c.status == "failed" && c.exit_code == 3) {
+      g.error = OutputTail(c.err, 500);
+      while (!g.error.empty() && g.error.back() == '\n') g.error.pop_back();
+    } else if (c.status == "failed" && g.error.empty()) {
+      g.error = "exit code " + std::to_string(c.exit_code) + ": " + OutputTail(c.err, 500);
+    } else if (c.status == "ok") {
+      size_t pad = 0;
+      while (pad < c.out.size() && pad < 2 && c.out[c.out.size() - 1 - pad] == '=') ++pad;
+      const bool whole = c.out.size() % 4 == 0 && c.out.size() <= output_bytes &&
+                         c.out.find_first_not_of(
+                             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
+                             "vwxyz0123456789+/=") == std::string::npos;
+      if (!whole) {
+        g.status = "failed";
+        g.error = "the file changed while it was read (its content did not arrive whole)";
+      } else {
+        g.size = static_cast<int64_t>(c.out.size() / 4 * 3 - pad);
+        g.base64 = std::move(c.out);
+      }
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
 }
 
 }  // namespace prov

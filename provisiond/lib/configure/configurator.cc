@@ -450,4 +450,10 @@ std::vector<CommandResult> Configurator::Command(const std::vector<std::string>&
   return RunCommandOnNodes(impl_->store, impl_->sessions, nodes, command, user, timeout_ms);
 }
 
+std::vector<GatherResult> Configurator::Gather(const std::vector<std::string>& nodes,
+                                               const std::string& path, const std::string& user,
+                                               int timeout_ms) {
+  return GatherFromNodes(impl_->store, impl_->sessions, nodes, path, user, timeout_ms);
+}
+
 }  // namespace prov

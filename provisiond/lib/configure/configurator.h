@@ -79,6 +79,9 @@ class Configurator {
   std::vector<CommandResult> Command(const std::vector<std::string>& nodes,
                                      const std::string& command, const std::string& user,
                                      int timeout_ms);
+  // Reads one file from every node (command.h: GatherFromNodes).
+  std::vector<GatherResult> Gather(const std::vector<std::string>& nodes, const std::string& path,
+                                   const std::string& user, int timeout_ms);
 
   // The variables a node's playbooks see (inventory_hostname, ansible_host,
   // groups, hostvars, provisiond_facts, provisiond_control_key).
