@@ -408,7 +408,11 @@ function healthHtml(node, profile, runs) {
   if (!node.profile) return '<p class="muted">no profile assigned, so no health checks</p>';
   if (!profile) return '<p class="muted">profile ' + esc(node.profile) + ' could not be read</p>';
   if (!checks.length) return `<p class="muted">profile ${esc(node.profile)} has no health checks</p>`;
+  // The node's kept health (its latest configure run or node check), else the runs shown.
+  const kept = node.health && Array.isArray(node.health.checks) ? node.health : null;
   const latest = (name) => {
+    const k = kept && kept.checks.find((x) => x.name === name);
+    if (k) return k;
     for (const r of runs.runs) {
       const d = runs.details.get(String(runId(r)));
       const t = d && nodeTasks(d, node).find((x) => pick(x, 'task', 'name') === name &&
@@ -417,12 +421,14 @@ function healthHtml(node, profile, runs) {
     }
     return null;
   };
-  return '<table class="health"><thead><tr><th>check</th><th>command</th><th>timeout</th><th>result</th></tr></thead><tbody>' +
+  const head = kept ? `<p id="health-kept">checked ${esc(ago(kept.time))} (run ${esc(kept.run)}): ` +
+    `<span class="result ${statusClass(kept.status)}">${esc(kept.status)}</span></p>` : '';
+  return head + '<table class="health"><thead><tr><th>check</th><th>command</th><th>timeout</th><th>result</th></tr></thead><tbody>' +
     checks.map((c) => {
       const t = latest(c.name);
       const status = t ? pick(t, 'status', 'result') : '';
       return `<tr data-check="${esc(c.name)}"><td>${esc(c.name)}</td><td class="mono">${esc(c.command)}</td>` +
-        `<td>${esc(c.timeout)} s</td><td>${t ? `<span class="result ${statusClass(status)}">${esc(status)}</span>` : '<span class="muted">not run yet</span>'}</td></tr>`;
+        `<td>${esc(c.timeout)} s</td><td>${t ? `<span class="result ${statusClass(status)}" title="${esc(t.detail || '')}">${esc(status)}</span>` : '<span class="muted">not run yet</span>'}</td></tr>`;
     }).join('') + '</tbody></table>';
 }
 

@@ -33,9 +33,13 @@ playbooks:
       test_user: $USER_NAME
       status_url: URL/web/style.css
       itest_secret: {secret: itest_key}
+health_log: $NODES/health.log
 health_checks:
   - name: marker-present
     command: test -d $NODES
+    timeout: 10
+  - name: not-tripped
+    command: test ! -e $NODES/tripped
     timeout: 10
 nodes:
   pattern: it*
@@ -178,7 +182,7 @@ RUN="$(sqlite3 "$DB" "select id from runs where node='it1' and kind='configure' 
 check "run show" ctl run show "$RUN"
 expect_output "run show lists the tasks with file:line" "itest.yml:"
 expect_output "and the health check" "marker-present"
-expect_eq "every task recorded" "$(sqlite3 "$DB" "select count(*) from run_tasks where run_id=$RUN")" 17
+expect_eq "every task recorded" "$(sqlite3 "$DB" "select count(*) from run_tasks where run_id=$RUN")" 18
 # it1 and it2 share this machine: the group and the user are made by it1
 # only, so count over both (8 changed each, 2 on it1).
 expect_eq "changed counted" "$(sqlite3 "$DB" "select sum(changed) from runs where kind='configure' and node in ('it1', 'it2')")" 18
@@ -293,6 +297,26 @@ expect_exit 1 "cmd with an unreachable node exits 1" ctl cmd it1,it5 -- true
 expect_output "names the failed node" "failed: it5"
 expect_exit 1 "a failing command exits 1" ctl cmd it1 -- 'exit 7'
 expect_output "with its exit code" "exit code 7"
+
+echo "== node check: the health checks now, all of them, kept on the node and its row"
+# (The targets share this machine's files: every node writes the same health log.)
+check "node check it1,it2 passes" ctl node check 'it[1-2]'
+expect_output "one line per node" "it2: ok (2/2 checks passed)"
+expect_eq "the node keeps the status" "$(cat "$NODES/health.log.status")" ok
+check "and a line per check" grep -q " it1 not-tripped ok\$" "$NODES/health.log"
+touch "$NODES/tripped"
+expect_exit 1 "a failing check exits 1" ctl node check it1
+expect_output "naming the check" "it1: failed (1/2 checks passed): not-tripped: exit code 1"
+expect_eq "the status names it" "$(cat "$NODES/health.log.status")" "failed: not-tripped"
+check "node show has it" bash -c "'$PROVISIONCTL' node show it1 | grep -q 'health.*failed; marker-present ok; not-tripped failed'"
+expect_eq "its state stays" "$(sqlite3 "$DB" "select state from nodes where hostname='it1'")" ready
+check "a run of kind health" bash -c "'$PROVISIONCTL' run list --node it1 | grep -q health"
+rm -f "$NODES/tripped"
+expect_exit 1 "an unreachable node is its own failure" ctl node check 'it1,it5'
+expect_output "it1 passes" "it1: ok (2/2 checks passed)"
+expect_output "it5 is unreachable" "it5: unreachable"
+expect_exit 1 "an unknown node is refused, nothing runs" ctl node check it1,nosuch
+expect_output "naming it" "nosuch"
 
 echo "== gather: one file from every node into DIR/<node>/, one node's failure its own"
 # The targets share this machine's files: every node has the same one.

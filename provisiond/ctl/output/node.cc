@@ -78,6 +78,13 @@ std::string RenderNode(const json& node, const json& events, int64_t now_ms) {
   kv.Add("power", Dash(FormatPowerSpec(node.value("power", json::object()))));
   if (std::string l = Str(node, "uefi_loader"); !l.empty())
     kv.Add("uefi loader", l + " (this node's own choice)");
+  if (const json& h = node.value("health", json()); h.is_object()) {
+    std::string line = h.value("status", "?");
+    for (const auto& c : h.value("checks", json::array()))
+      line += "; " + c.value("name", "") + " " + c.value("status", "") +
+              (c.value("detail", "").empty() ? "" : " (" + c.value("detail", "") + ")");
+    kv.Add("health", line + " (" + FormatTime(Int(h, "time")) + ", run " + Str(h, "run") + ")");
+  }
   kv.Add("host key", Dash(Str(node, "host_key")));
   int64_t seen = Int(node, "last_seen");
   kv.Add("last seen", seen ? FormatTime(seen) + " (" + FormatAge(seen, now_ms) + ")" : "never");

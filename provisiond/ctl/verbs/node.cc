@@ -1,4 +1,4 @@
-// provisionctl node list|show|why|add|set|power|rm: the inventory, node by
+// provisionctl node list|show|why|add|set|power|check|rm: the inventory, node by
 // node or by hostlist.
 #include <CLI/CLI.hpp>
 
@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "../output/node.h"
 #include "base/hostlist.h"
@@ -265,6 +266,70 @@ int RunNodeSet(Context& ctx, const Args& a) {
   });
 }
 
+// One line for a node's health (NodeRecord::health as the API shows it).
+std::string HealthLine(const json& health) {
+  if (!health.is_object()) return "never checked";
+  std::string line = health.value("status", "?");
+  int passed = 0, total = 0;
+  std::string failed;
+  for (const auto& c : health.value("checks", json::array())) {
+    ++total;
+    if (c.value("status", "") == "ok") {
+      ++passed;
+    } else {
+      failed += (failed.empty() ? "" : "; ") + c.value("name", "") + ": " + c.value("detail", "");
+    }
+  }
+  line += " (" + std::to_string(passed) + "/" + std::to_string(total) + " checks passed)";
+  return failed.empty() ? line : line + ": " + failed;
+}
+
+int RunNodeCheck(Context& ctx, const Args& a) {
+  auto names = NodeNames(a.target);
+  if (!a.target.empty() && a.target != "all" && !a.target.starts_with("@") && !names.ok())
+    return UsageError(ctx, names.status().message());
+  json body = {{"nodes", a.target}};
+  auto started = ctx.client.Call("POST", kApi + "/health-checks", &body);
+  if (!started.ok()) return Fail(ctx, started.status());
+  std::string ids;
+  for (const auto& run : (*started)["runs"])
+    ids += (ids.empty() ? "" : ",") + std::to_string(run["id"].get<int64_t>());
+  InterruptScope scope(ctx.client);
+  const int64_t deadline = SteadyMs() + (a.timeout_s > 0 ? a.timeout_s : 3600) * 1000;
+  json runs;
+  while (true) {
+    auto r = ctx.client.Get(kApi + "/runs" + QueryString({{"ids", ids}}));
+    if (scope.interrupted()) {
+      ctx.err << "provisionctl: stopped watching; the checks go on (provisionctl run list)\n";
+      return kExitInterrupted;
+    }
+    if (!r.ok()) return Fail(ctx, r.status());
+    runs = (*r)["runs"];
+    bool running = false;
+    for (const auto& run : runs) running |= run.value("status", "") == "running";
+    if (!running) break;
+    if (SteadyMs() > deadline) {
+      ctx.err << "provisionctl: timed out; the checks go on (provisionctl run list)\n";
+      return kExitFailed;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  int failed = 0;
+  json shown = json::array();
+  for (const auto& run : runs) {
+    const std::string node = run.value("node", "");
+    auto n = ctx.client.Get(NodePath(node));
+    json health = n.ok() ? n->value("health", json()) : json();
+    if (run.value("status", "") != "ok") ++failed;
+    if (a.json)
+      shown.push_back({{"node", node}, {"run", run.value("id", 0)}, {"health", health}});
+    else
+      ctx.out << node << ": " << HealthLine(health) << " (run " << run.value("id", 0) << ")\n";
+  }
+  if (a.json) PrintJson(ctx, json{{"nodes", shown}, {"failed", failed}});
+  return failed ? kExitFailed : kExitOk;
+}
+
 int RunNodeRm(Context& ctx, const Args& a) {
   auto names = NodeNames(a.target);
   if (!names.ok()) return UsageError(ctx, names.status().message());
@@ -448,6 +513,30 @@ Examples:
              ->check(CLI::IsMember({"grub", "ipxe", "default"}));
        },
        RunNodeSet},
+
+      {"node check", "node check HOSTLIST [--timeout SECONDS] [--json]",
+       "Run the nodes' health checks now, and keep their results",
+       R"(Runs the health checks of each node's profile on the nodes of HOSTLIST (all of
+them, not only up to the first failure, as configure does), as a run of kind
+"health" per node. The results are kept on the node's row (node show, the web
+page) and on the node itself: a line per check appended to
+/var/log/provision-health.log and the status ("ok" or "failed: CHECKS") in
+/var/log/provision-health.log.status, which `provisionctl gather` collects.
+A node's state does not change. The exit status is 1 if any node failed a
+check or could not be reached. HOSTLIST may also be "all" or "@VERSION".
+
+Examples:
+  provisionctl node check 'lab[0-1]'
+  provisionctl node check all && provisionctl gather all /var/log/provision-health.log.status ./health)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("hostlist", a.target, "The nodes to check")
+             ->type_name("HOSTLIST")
+             ->required();
+         c.add_option("--timeout", a.timeout_s, "Stop watching after this long (default 3600)")
+             ->type_name("SECONDS");
+         AddJsonFlag(c, a);
+       },
+       RunNodeCheck},
 
       {"node power", "node power on|off|cycle HOSTLIST",
        "Power nodes on or off, or cycle them (off, then on)",

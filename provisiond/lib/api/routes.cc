@@ -62,6 +62,7 @@ constexpr ApiRoute kRoutes[] = {
   {"GET",    "/api/v1/runs/{id}",                  kRead,  ShowRun},           // runs
   {"POST",   "/api/v1/playbook-runs",              kAdmin, StartPlaybookRuns}, // runs
   {"POST",   "/api/v1/playbook-checks",            kAdmin, CheckPlaybook},     // runs
+  {"POST",   "/api/v1/health-checks",              kAdmin, StartHealthChecks}, // runs
   {"POST",   "/api/v1/cmd",                        kAdmin, RunCommand},        // cmd
   {"POST",   "/api/v1/gather",                     kAdmin, GatherFiles},       // cmd
   {"GET",    "/api/v1/export/{format}",            kRead,  GetExport},         // exports

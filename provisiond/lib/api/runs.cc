@@ -127,6 +127,18 @@ HttpResponse CheckPlaybook(const ApiContext& ctx, const HttpRequest& r) {
                                   {"reason", choice->reason}});
 }
 
+HttpResponse StartHealthChecks(const ApiContext& ctx, const HttpRequest& r) {
+  auto body = ParseJsonObject(r.body, {"nodes"});
+  if (!body.ok()) return HttpResponse::FromStatus(body.status());
+  auto nodes = SelectNodesField(*ctx.inventory, *body);
+  if (!nodes.ok()) return HttpResponse::FromStatus(nodes.status());
+  auto runs = ctx.configurator->StartHealthChecks(*nodes, r.who);
+  if (!runs.ok()) return HttpResponse::FromStatus(runs.status());
+  json list = json::array();
+  for (const auto& run : *runs) list.push_back(ToJson(run));
+  return HttpResponse::Json(202, {{"runs", list}});
+}
+
 HttpResponse StartPlaybookRuns(const ApiContext& ctx, const HttpRequest& r) {
   auto body = ParseJsonObject(r.body, {"playbook", "nodes", "extra_vars", "runner"});
   if (!body.ok()) return HttpResponse::FromStatus(body.status());

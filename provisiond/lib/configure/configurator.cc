@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "base/clock.h"
@@ -38,6 +39,41 @@ SessionSettings SessionSettingsOf(const ConfigureSettings& s) {
 void SessionFailed(RunRecord& run, const Status& why) {
   run.status = why.code() == Code::kUnavailable ? "unreachable" : "failed";
   run.message = "ssh: " + why.message();
+}
+
+// A node that a run by hand (playbook, health checks) may start on: enrolled
+// and with an address.
+Status CheckRunnable(const NodeRecord& n) {
+  if (n.state == NodeState::kDiscovered || n.state == NodeState::kRetired)
+    return Status::Conflict(n.name() + " is " + std::string(ToString(n.state)) +
+                            ": enroll it first");
+  if (n.ip.empty())
+    return Status::Conflict(n.name() + " has no address (enroll it with --ip, or boot it)");
+  return Status::Ok();
+}
+
+// One run of `kind` per node, recorded as running, in one transaction.
+Result<std::vector<RunRecord>> InsertRuns(Store& store, const std::vector<NodeRecord>& nodes,
+                                          const std::string& kind,
+                                          const std::function<std::string(const NodeRecord&)>& what,
+                                          const std::string& who) {
+  std::vector<RunRecord> runs;
+  Status s = store.Transact([&](StoreTx& tx) -> Status {
+    for (const auto& n : nodes) {
+      RunRecord run;
+      run.node_id = n.id;
+      run.node = n.name();
+      run.kind = kind;
+      run.what = what(n);
+      run.who = who;
+      Status i = tx.InsertRun(run);
+      if (!i.ok()) return i;
+      runs.push_back(run);
+    }
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return runs;
 }
 
 }  // namespace
@@ -228,12 +264,49 @@ struct Configurator::Impl {
       }
     }
     HealthOutcome health = RunHealthChecks(profile, node, **session, recorder, store);
+    if (!profile.health_checks.empty()) KeepHealth(store, *session, profile, node, run.id, health);
     if (health.status != "ok") {
       run.status = health.status;
       run.message = health.message;
       return;
     }
     run.status = cancel ? "interrupted" : "ok";
+  }
+
+  // `node check`: the profile's health checks on one node, all of them,
+  // kept on its row and in its log (health.h); its state does not change.
+  void RunHealthJob(RunRecord run) {
+    auto start = std::chrono::steady_clock::now();
+    auto lease = sessions.Acquire(run.node_id);
+    auto node = store.FindNode(run.node);
+    std::shared_ptr<const Profile> profile;
+    if (node.ok()) {
+      auto p = inventory.Snapshot(node->profile_version);
+      if (p.ok()) profile = *p;
+    }
+    if (!node.ok() || !profile) {
+      run.status = "failed";
+      run.message = node.ok() ? "profile " + node->profile_version + " cannot be loaded"
+                              : node.status().message();
+      FinishRun(store, run, SinceMs(start));
+      return;
+    }
+    RunRecorder recorder(store, run);
+    auto session = lease.Get(*node);
+    HealthOutcome health;
+    if (!session.ok()) {
+      SessionFailed(run, session.status());
+      health.status = "unreachable";
+      health.message = run.message;
+    } else {
+      health = RunHealthChecks(*profile, *node, **session, recorder, store,
+                               /*stop_at_failure=*/false);
+      if (health.status == "unreachable") lease.Drop();
+      run.status = health.status;
+      run.message = health.message;
+    }
+    KeepHealth(store, session.ok() ? *session : nullptr, *profile, *node, run.id, health);
+    FinishRun(store, run, SinceMs(start));
   }
 
   // A playbook run by hand on one node (its run recorded as running).
@@ -396,31 +469,15 @@ Result<std::vector<RunRecord>> Configurator::StartPlaybook(
   for (const auto& name : nodes) {
     auto n = impl_->store.FindNode(name);
     if (!n.ok()) return n.status();
-    if (n->state == NodeState::kDiscovered || n->state == NodeState::kRetired)
-      return Status::Conflict(n->name() + " is " + std::string(ToString(n->state)) +
-                              ": enroll it first");
-    if (n->ip.empty())
-      return Status::Conflict(n->name() + " has no address (enroll it with --ip, or boot it)");
+    if (Status r = CheckRunnable(*n); !r.ok()) return r;
     records.push_back(*n);
   }
-  std::vector<RunRecord> runs;
   const std::string what =
       playbook_path + (choice->runner == PlaybookRunner::kAnsible ? " (ansible-playbook)" : "");
-  Status s = impl_->store.Transact([&](StoreTx& tx) -> Status {
-    for (const auto& n : records) {
-      RunRecord run;
-      run.node_id = n.id;
-      run.node = n.name();
-      run.kind = "playbook";
-      run.what = what;
-      run.who = who;
-      Status i = tx.InsertRun(run);
-      if (!i.ok()) return i;
-      runs.push_back(run);
-    }
-    return Status::Ok();
-  });
-  if (!s.ok()) return s;
+  auto inserted = InsertRuns(
+      impl_->store, records, "playbook", [&](const NodeRecord&) { return what; }, who);
+  if (!inserted.ok()) return inserted.status();
+  std::vector<RunRecord> runs = std::move(*inserted);
   // The same inventory a configure run sees: the node's profile is its
   // cluster (groups['all']); a node without one sees the nodes of this run.
   std::vector<json> vars;
@@ -441,6 +498,30 @@ Result<std::vector<RunRecord>> Configurator::StartPlaybook(
     impl_->queue.Submit([impl, shared, once, run = runs[i], vars = std::move(vars[i]), extra_vars] {
       impl->RunPlaybookJob(*shared, run, vars, extra_vars, once);
     });
+  return runs;
+}
+
+Result<std::vector<RunRecord>> Configurator::StartHealthChecks(
+    const std::vector<std::string>& nodes, const std::string& who) {
+  std::vector<NodeRecord> records;
+  for (const auto& name : nodes) {
+    auto n = impl_->store.FindNode(name);
+    if (!n.ok()) return n.status();
+    if (Status r = CheckRunnable(*n); !r.ok()) return r;
+    if (n->profile_version.empty())
+      return Status::Conflict(n->name() + " has no profile, so no health checks");
+    auto profile = impl_->inventory.Snapshot(n->profile_version);
+    if (!profile.ok()) return profile.status();
+    if ((*profile)->health_checks.empty())
+      return Status::Conflict(n->name() + "'s profile " + n->profile_version +
+                              " has no health checks");
+    records.push_back(*n);
+  }
+  auto runs = InsertRuns(
+      impl_->store, records, "health", [](const NodeRecord& n) { return n.profile_version; }, who);
+  if (!runs.ok()) return runs.status();
+  Impl* impl = impl_.get();
+  for (const auto& run : *runs) impl_->queue.Submit([impl, run] { impl->RunHealthJob(run); });
   return runs;
 }
 

@@ -74,6 +74,13 @@ class Configurator {
                                                PlaybookRunner wanted = PlaybookRunner::kAuto,
                                                RunnerChoice* choice = nullptr);
 
+  // `node check`: a run of kind "health" per node (its profile's health
+  // checks, all of them, kept on the node: health.h), queued; the runs are
+  // returned as they start. A node without an address, a profile or checks
+  // is an error naming it, and nothing starts.
+  Result<std::vector<RunRecord>> StartHealthChecks(const std::vector<std::string>& nodes,
+                                                   const std::string& who);
+
   // Runs `command` on every node at once and waits for all of them.
   // `user` empty: the login user.
   std::vector<CommandResult> Command(const std::vector<std::string>& nodes,

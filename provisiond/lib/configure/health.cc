@@ -1,11 +1,18 @@
 #include "configure/health.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "base/clock.h"
 
 namespace prov {
 
 HealthOutcome RunHealthChecks(const Profile& profile, const NodeRecord& node, Remote& remote,
-                              RunSink& sink, Store& store) {
+                              RunSink& sink, Store& store, bool stop_at_failure) {
+  HealthOutcome out;
   for (const auto& check : profile.health_checks) {
     auto start = std::chrono::steady_clock::now();
     TaskResult r;
@@ -38,16 +45,88 @@ HealthOutcome RunHealthChecks(const Profile& profile, const NodeRecord& node, Re
         "health",    check.name + ": " + (r.status == "ok" ? "ok" : r.status + " (" + r.msg + ")"),
         "provisiond"};
     store.AppendEvent(e);
+    HealthCheckResult c{check.name, r.status, ""};
     if (r.status != "ok") {
-      HealthOutcome out;
-      out.status = r.status == "unreachable" ? "unreachable" : "failed";
       std::string output = OutputTail(r.stderr_tail.empty() ? r.stdout_tail : r.stderr_tail, 300);
-      out.message =
-          "health check " + check.name + ": " + r.msg + (output.empty() ? "" : ": " + output);
-      return out;
+      c.detail = r.msg + (output.empty() ? "" : ": " + output);
+      if (out.status == "ok") {
+        out.status = r.status == "unreachable" ? "unreachable" : "failed";
+        out.message = "health check " + check.name + ": " + c.detail;
+      }
     }
+    out.checks.push_back(std::move(c));
+    if (r.status != "ok" && (stop_at_failure || r.status == "unreachable")) break;
   }
-  return {};
+  return out;
+}
+
+std::string HealthJson(const HealthOutcome& outcome, int64_t run_id, int64_t time_ms) {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& c : outcome.checks)
+    checks.push_back({{"name", c.name}, {"status", c.status}, {"detail", c.detail}});
+  return nlohmann::json{
+      {"time", time_ms}, {"status", outcome.status}, {"run", run_id}, {"checks", checks}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+namespace {
+
+// "2026-11-24T20:44:01Z".
+std::string UtcStamp(int64_t ms) {
+  const time_t t = static_cast<time_t>(ms / 1000);
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Text for a shell single-quoted word.
+std::string SingleQuoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+void KeepHealth(Store& store, Remote* remote, const Profile& profile, const NodeRecord& node,
+                int64_t run_id, const HealthOutcome& outcome) {
+  const int64_t now = NowMs();
+  const std::string health = HealthJson(outcome, run_id, now);
+  Status s = store.Transact([&](StoreTx& tx) -> Status {
+    auto n = tx.NodeById(node.id);
+    if (!n.ok()) return Status::Ok();  // deleted meanwhile
+    n->health = health;
+    return tx.UpdateNode(*n);
+  });
+  if (!s.ok()) spdlog::warn("{}: health not kept: {}", node.name(), s.message());
+  if (!remote || profile.health_log.empty() || outcome.status == "unreachable" ||
+      outcome.checks.empty())
+    return;
+  // One line per check, then the status; check names and details are the
+  // profile's and the checks' own text: on the node's stdin, never in the
+  // script.
+  std::string lines, failed;
+  const std::string stamp = UtcStamp(now);
+  for (const auto& c : outcome.checks) {
+    std::string line = stamp + " " + node.name() + " " + c.name + " " + c.status +
+                       (c.detail.empty() ? "" : " (" + c.detail + ")");
+    for (char& ch : line)
+      if (ch == '\n' || ch == '\r') ch = ' ';
+    lines += line + "\n";
+    if (c.status != "ok") failed += (failed.empty() ? "" : ", ") + c.name;
+  }
+  const std::string status = failed.empty() ? "ok" : "failed: " + failed;
+  const std::string script = "set -e\nlog=" + SingleQuoted(profile.health_log) +
+                             "\nmkdir -p \"$(dirname \"$log\")\"\ncat >>\"$log\"\n"
+                             "printf '%s\\n' " +
+                             SingleQuoted(status) +
+                             " >\"$log.status.tmp\"\nmv -f \"$log.status.tmp\" \"$log.status\"\n";
+  auto r = remote->Run(script, lines, "", 30000);
+  if (!r.ok() || r->exit_code != 0)
+    spdlog::warn("{}: health log not written on the node: {}", node.name(),
+                 r.ok() ? OutputTail(r->err, 300) : r.status().message());
 }
 
 Status MoveNodeOn(StoreTx& tx, const RunRecord& run, const std::string& profile_sha,

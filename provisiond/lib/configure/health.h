@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "configure/play_runner.h"
@@ -15,17 +16,38 @@
 
 namespace prov {
 
+struct HealthCheckResult {
+  std::string name;
+  std::string status;  // ok | failed | unreachable
+  std::string detail;  // why not ok: "exit code 1: the end of its output"
+};
+
 struct HealthOutcome {
   std::string status = "ok";  // ok | failed | unreachable
-  // "health check NAME: why[: the end of its output]" when not ok.
+  // "health check NAME: why[: the end of its output]" when not ok (the
+  // first check that did not pass).
   std::string message;
+  std::vector<HealthCheckResult> checks;  // in the profile's order, as run
 };
 
 // Runs `profile`'s health checks on `remote` as the login user, each within
 // its timeout (a timeout fails the check); reports each to `sink` and
-// appends its event to `store`. Stops at the first check that fails.
+// appends its event to `store`. Stops at the first check that fails when
+// `stop_at_failure` (the gate of a configure run), else runs them all (`node
+// check`) unless the node stops answering.
 HealthOutcome RunHealthChecks(const Profile& profile, const NodeRecord& node, Remote& remote,
-                              RunSink& sink, Store& store);
+                              RunSink& sink, Store& store, bool stop_at_failure = true);
+
+// The outcome as the node's health (NodeRecord::health): JSON text.
+std::string HealthJson(const HealthOutcome& outcome, int64_t run_id, int64_t time_ms);
+
+// Keeps the outcome: on the node's row (health), and, when the profile
+// names a health_log, on the node as seed 002 keeps its checks' results:
+// each check a line appended to that file and the status ("ok", or "failed:
+// NAME...") in <file>.status (written, then renamed). A node that cannot be
+// written to is logged, not an error of the run.
+void KeepHealth(Store& store, Remote* remote, const Profile& profile, const NodeRecord& node,
+                int64_t run_id, const HealthOutcome& outcome);
 
 // The gate, inside FinishRun's transaction for a finished configure run
 // (`summary` is its RunSummary): the node goes `ready`, configured with

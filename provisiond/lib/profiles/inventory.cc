@@ -29,6 +29,11 @@ nlohmann::json ToJson(const NodeRecord& n) {
              return p.is_discarded() ? nlohmann::json::object() : p;
            }()},
           {"facts", facts},
+          {"health",
+           [&] {
+             auto h = nlohmann::json::parse(n.health, nullptr, false);
+             return h.is_discarded() ? nlohmann::json(nullptr) : h;
+           }()},
           {"host_key", n.host_key},
           {"last_seen", n.last_seen_ms},
           {"created", n.created_ms},

@@ -195,6 +195,13 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
                                          expected_version + "'");
   }
   top.GetString("description", p.description);
+  if (top.GetString("health_log", p.health_log) &&
+      (p.health_log.empty() || p.health_log[0] != '/' ||
+       p.health_log.find_first_of("\n\r\t'\"\\$`") != std::string::npos))
+    errors.Add(top.Raw("health_log"),
+               "health_log '" + p.health_log.substr(0, 200) +
+                   "' must be an absolute path without quotes, '$', '`' or whitespace other "
+                   "than spaces");
   top.GetMap("hardware", [&](MapReader& hw) { ParseHardware(hw, p); });
   top.GetMap(
       "image",
@@ -396,6 +403,7 @@ nlohmann::json ToJson(const Profile& p) {
           {"image", {{"name", p.image_name}, {"version", p.image_version}}},
           {"kernel_args", p.kernel_args},
           {"uefi_loader", p.uefi_loader},
+          {"health_log", p.health_log},
           {"overlay", overlay},
           {"playbooks", playbooks},
           {"secrets", secrets},

@@ -102,6 +102,10 @@ struct Profile {
   std::vector<PlaybookRef> playbooks;
   std::vector<SecretDecl> secrets;
   std::vector<HealthCheck> health_checks;
+  // Where the nodes keep their checks' results (seed 002): a line per check
+  // appended to this file, the status in <file>.status; empty: not kept on
+  // the node (provisiond keeps them all the same).
+  std::string health_log;
   NodeSelector nodes;
   std::vector<ProfileFile> files;  // everything it is made of, by path
   std::string sha256;              // of `files` (HashProfileFiles)

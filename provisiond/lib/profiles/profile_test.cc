@@ -137,6 +137,9 @@ TEST_CASE("profile: every broken file gets its own clear error with file:line:co
        "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\noverlay:\n"
        "  - {path: /etc/motd, content: hi, mode: rw}\n",
        "mode 'rw' must be octal"},
+      {"health_log with a quote",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nhealth_log: \"/var/log/x'y\"\n",
+       "p.yaml:4:13: health_log '/var/log/x'y' must be an absolute path"},
       {"unknown UEFI loader",
        "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nuefi_loader: shim\n",
        "p.yaml:4:14: uefi_loader 'shim' must be grub (shim and grub, signed"},

@@ -23,7 +23,7 @@ namespace {
 
 constexpr const char* kNodeColumns =
     "id, mac, hostname, ip, state, reason, profile_version, image_version, facts, host_key, "
-    "token, stage, last_seen, created, updated, power, configured, ticket, uefi_loader";
+    "token, stage, last_seen, created, updated, power, configured, ticket, uefi_loader, health";
 
 // SQL texts, each prepared once (the cache is keyed by these pointers).
 const std::string kSelectNodeByName =
@@ -47,13 +47,14 @@ constexpr const char* kSelectProfilesInUse =
     "state NOT IN ('discovered', 'retired')";
 constexpr const char* kInsertNode =
     "INSERT INTO nodes (mac, hostname, ip, state, reason, profile_version, image_version, facts, "
-    "host_key, token, stage, last_seen, created, updated, power, configured, ticket, uefi_loader) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16, ?17, ?18, ?19)";
+    "host_key, token, stage, last_seen, created, updated, power, configured, ticket, uefi_loader, "
+    "health) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16, ?17, ?18, "
+    "?19, ?20)";
 constexpr const char* kUpdateNode =
     "UPDATE nodes SET mac = ?1, hostname = ?2, ip = ?3, state = ?4, reason = ?5, "
     "profile_version = ?6, image_version = ?7, facts = ?8, host_key = ?9, token = ?10, "
     "stage = ?11, last_seen = ?12, updated = ?14, power = ?16, configured = ?17, ticket = ?18, "
-    "uefi_loader = ?19 WHERE id = ?15";
+    "uefi_loader = ?19, health = ?20 WHERE id = ?15";
 constexpr const char* kDeleteNode = "DELETE FROM nodes WHERE id = ?1";
 constexpr const char* kInsertEvent =
     "INSERT INTO events (time, node_id, node, kind, detail, who) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
@@ -121,6 +122,7 @@ NodeRecord ReadNode(sqlite3_stmt* s) {
   n.configured = ColumnText(s, 16);
   n.ticket = ColumnText(s, 17);
   n.uefi_loader = ColumnText(s, 18);
+  n.health = ColumnText(s, 19);
   return n;
 }
 
@@ -146,6 +148,7 @@ void BindNode(sqlite3_stmt* s, const NodeRecord& n) {
   BindText(s, 17, n.configured);
   BindText(s, 18, n.ticket);
   BindText(s, 19, n.uefi_loader);
+  BindText(s, 20, n.health);
 }
 
 Status SqlError(sqlite3* db, const std::string& what) {

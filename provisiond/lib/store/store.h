@@ -46,6 +46,8 @@ struct NodeRecord {
   // or "ipxe"; "" : its profile's choice, else dhcp.uefi_loader (migration
   // 008).
   std::string uefi_loader;
+  // Its latest health checks, JSON (migration 009); "" when never checked.
+  std::string health;
   int64_t last_seen_ms = 0;
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
