@@ -15,6 +15,20 @@
 namespace prov::jinja {
 namespace {
 
+// How much a value holds: 1 per value, strings by their length, lists and
+// mappings with all they contain; counting stops past `limit`.
+int64_t Weight(const json& v, int64_t limit) {
+  if (v.is_string())
+    return std::max<int64_t>(1, static_cast<int64_t>(v.get_ref<const std::string&>().size()));
+  if (!v.is_array() && !v.is_object()) return 1;
+  int64_t w = 1;
+  for (const auto& e : v) {
+    w += Weight(e, limit - w);
+    if (w > limit) break;
+  }
+  return w;
+}
+
 // Largest list range() builds: a broken template must not eat the memory.
 constexpr int64_t kMaxRange = 100000;
 
@@ -92,7 +106,11 @@ Val Arith(const std::string& op, const json& a, const json& b, size_t pos) {
       int64_t k = std::max<int64_t>(0, AsInt(*count));
       const auto unit = static_cast<int64_t>(
           seq->is_string() ? seq->get_ref<const std::string&>().size() : seq->size());
-      if (k > 10000000 || k * unit > 10000000) Fail(pos, "repetition too large");
+      // What the result holds, nested lists and strings counted whole (a list
+      // of one long list is not one element's worth; found by fuzzing).
+      constexpr int64_t kMaxRepetition = 10000000;
+      if (k > kMaxRepetition || k * Weight(*seq, kMaxRepetition) > kMaxRepetition)
+        Fail(pos, "repetition too large");
       json out = seq->is_string() ? json("") : json::array();
       if (unit == 0) return Val::Own(std::move(out));  // nothing to repeat, however often
       if (seq->is_string()) {

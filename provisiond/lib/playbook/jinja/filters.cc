@@ -422,12 +422,14 @@ const std::map<std::string, Callable>& Filters() {
         {"indent", "sort_keys"}, 0, false, false, [](const Val& in, const Args& a, Scope&) {
           const json& v = Need(in, a.pos);
           if (a.has(0))
-            return Val::Own(v.dump(static_cast<int>(IntArg(a.get(0, kNull), a.pos, "indent"))));
+            return Val::Own(v.dump(static_cast<int>(IntArg(a.get(0, kNull), a.pos, "indent")), ' ',
+                                   false, json::error_handler_t::replace));
           return Val::Own(PyJson(v));
         }};
     f["to_nice_json"] = {{"indent"}, 0, false, false, [](const Val& in, const Args& a, Scope&) {
                            return Val::Own(Need(in, a.pos).dump(
-                               static_cast<int>(IntArg(a.get(0, json(4)), a.pos, "indent"))));
+                               static_cast<int>(IntArg(a.get(0, json(4)), a.pos, "indent")), ' ',
+                               false, json::error_handler_t::replace));
                          }};
     f["from_json"] = {{}, 0, false, false, [](const Val& in, const Args& a, Scope&) {
                         const json& v = Need(in, a.pos);

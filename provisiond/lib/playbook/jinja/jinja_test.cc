@@ -76,6 +76,9 @@ TEST_CASE("jinja: expressions evaluate like Jinja2") {
       {"'' * 9999999", R"("")"},
       {"'ab' * 3", R"("ababab")"},
       {"[1] * 2", "[1,1]"},
+      {"2 * [[1, 2]]", "[[1,2],[1,2]]"},
+      // Text that is not UTF-8 is shown with U+FFFD, not an exception (fuzzing).
+      {"['\xb8'] | to_json", R"("[\"�\"]")"},
       {"1.5", "1.5"},
       {"true", "true"},
       {"True", "true"},
@@ -330,6 +333,10 @@ TEST_CASE("jinja: errors say what is wrong and where") {
   };
   const Case cases[] = {
       {"foo", "undefined variable 'foo'"},
+      // A list of one long list repeated counts the long list whole (fuzzing:
+      // 597 copies of 9 million elements ran out of memory).
+      {"597 * [9007007 * [0]]", "repetition too large"},
+      {"3 * ['x' * 4000000]", "repetition too large"},
       {"foo + 1", "undefined variable 'foo'"},
       {"foo | lower", "undefined variable 'foo'"},
       {"d.zz", "'d' has no attribute 'zz'"},

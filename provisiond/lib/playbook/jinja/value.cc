@@ -123,6 +123,10 @@ std::string Repr(const json& v) {
   return Str(v);
 }
 
+namespace {
+constexpr auto kReplace = json::error_handler_t::replace;
+}  // namespace
+
 std::string PyJson(const json& v) {
   if (v.is_array()) {
     std::string out = "[";
@@ -133,12 +137,15 @@ std::string PyJson(const json& v) {
     std::string out = "{";
     bool first = true;
     for (auto it = v.begin(); it != v.end(); ++it) {
-      out += (first ? "" : ", ") + json(it.key()).dump() + ": " + PyJson(it.value());
+      out += (first ? "" : ", ") + json(it.key()).dump(-1, ' ', false, kReplace) + ": " +
+             PyJson(it.value());
       first = false;
     }
     return out + "}";
   }
-  return v.dump();
+  // Invalid UTF-8 (node text, templates) becomes U+FFFD rather than an
+  // exception (found by fuzzing).
+  return v.dump(-1, ' ', false, kReplace);
 }
 
 bool Equal(const json& a, const json& b) {
