@@ -313,11 +313,13 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
       YAML::Node vars = pbs[i]["vars"];
       if (!vars.IsMap()) continue;
       for (const auto& kv : vars) {
-        auto ref =
-            SecretRefOf(p.playbooks[i].vars.value(kv.first.as<std::string>(), nlohmann::json()));
+        // A key that is not a scalar ("? {a: 1}") is the vars' own error
+        // already; as<std::string> on it threw (found by fuzzing).
+        if (!kv.first.IsScalar()) continue;
+        auto ref = SecretRefOf(p.playbooks[i].vars.value(kv.first.Scalar(), nlohmann::json()));
         if (!ref) continue;
         if (!FindSecret(p, *ref))
-          errors.Add(kv.second, "var '" + kv.first.as<std::string>() + "' names secret '" + *ref +
+          errors.Add(kv.second, "var '" + kv.first.Scalar() + "' names secret '" + *ref +
                                     "', which the profile's 'secrets' does not declare" +
                                     (ref->ends_with(".pub") ? " as ssh-ed25519" : ""));
       }
