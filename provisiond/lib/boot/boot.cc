@@ -26,12 +26,8 @@ HttpResponse Script(std::string text) {
 
 // "52-54-00-00-00-01": how dnsmasq names a client's directory.
 bool IsHyphenatedMac(std::string_view name) {
-  if (name.size() != 17) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    const char c = name[i];
-    if (i % 3 == 2 ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
+  auto mac = NormalizeMac(name);
+  return mac.ok() && HyphenatedMac(*mac) == name;
 }
 
 // The name proxy-DHCP's PXE menu makes of a file ("ipxe.efi" -> "ipxe.0").

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/strings.h"
 #include "configure/play_runner.h"
 
 namespace prov {
@@ -109,11 +110,8 @@ std::vector<GatherResult> GatherFromNodes(Store& store, Sessions& sessions,
                                           const std::vector<std::string>& nodes,
                                           const std::string& path, const std::string& user,
                                           int timeout_ms) {
-  // The path in single quotes (a quote in it ends, escapes and reopens
-  // them); exit 3: what the node says on stderr is the node's error.
-  std::string quoted = "'";
-  for (char c : path) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  quoted += "'";
+  // Exit 3: what the node says on stderr is the node's error.
+  const std::string quoted = ShlexQuote(path);
   const std::string max = std::to_string(kGatherMaxBytes);
   const std::string script =
       "f=" + quoted +

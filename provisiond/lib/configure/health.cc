@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "base/strings.h"
 
 namespace prov {
 
@@ -81,13 +82,6 @@ std::string UtcStamp(int64_t ms) {
   return buf;
 }
 
-// Text for a shell single-quoted word.
-std::string SingleQuoted(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 }  // namespace
 
 void KeepHealth(Store& store, Remote* remote, const Profile& profile, const NodeRecord& node,
@@ -118,10 +112,10 @@ void KeepHealth(Store& store, Remote* remote, const Profile& profile, const Node
     if (c.status != "ok") failed += (failed.empty() ? "" : ", ") + c.name;
   }
   const std::string status = failed.empty() ? "ok" : "failed: " + failed;
-  const std::string script = "set -e\nlog=" + SingleQuoted(profile.health_log) +
+  const std::string script = "set -e\nlog=" + ShlexQuote(profile.health_log) +
                              "\nmkdir -p \"$(dirname \"$log\")\"\ncat >>\"$log\"\n"
                              "printf '%s\\n' " +
-                             SingleQuoted(status) +
+                             ShlexQuote(status) +
                              " >\"$log.status.tmp\"\nmv -f \"$log.status.tmp\" \"$log.status\"\n";
   auto r = remote->Run(script, lines, "", 30000);
   if (!r.ok() || r->exit_code != 0)
