@@ -39,8 +39,8 @@ pass() {
   PASSED=$((PASSED + 1))
 }
 
-# Three nodes as provisiond exports them: node0 with no GPU, node1 with two
-# NVIDIA GPUs (a 3D controller and a VGA one) plus their audio function,
+# Three nodes as provisiond exports them: node0 with an Intel Arc, node1 with
+# two NVIDIA GPUs (a VGA one and a 3D controller) plus an audio function,
 # node2 with one; each with its phone-home facts and host key.
 node() { # name ip pci-json
   cat <<EOF
@@ -150,13 +150,15 @@ expect_file node1 hostfile-ip "10.0.0.1
 expect_line node2 ssh_known_hosts "node0,10.0.0.1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAInode0key"
 expect_line node2 ssh_known_hosts "node2,10.0.0.3 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAInode2key"
 expect_line node0 slurm.conf "SlurmctldHost=node0(10.0.0.1)"
-expect_line node0 slurm.conf "NodeName=node0 NodeAddr=10.0.0.1 CPUs=8 State=UNKNOWN"
-expect_line node0 slurm.conf "NodeName=node1 NodeAddr=10.0.0.2 CPUs=8 Gres=gpu:2 State=UNKNOWN"
-expect_line node0 slurm.conf "NodeName=node2 NodeAddr=10.0.0.3 CPUs=8 Gres=gpu:1 State=UNKNOWN"
+expect_line node0 slurm.conf "NodeName=node0 NodeAddr=10.0.0.1 CPUs=8 RealMemory=15564 Gres=gpu:arc_a770:1 State=UNKNOWN"
+expect_line node0 slurm.conf "NodeName=node1 NodeAddr=10.0.0.2 CPUs=8 RealMemory=15564 Gres=gpu:rtx_5090:1,gpu:h100:1 State=UNKNOWN"
+expect_line node0 slurm.conf "NodeName=node2 NodeAddr=10.0.0.3 CPUs=8 RealMemory=15564 Gres=gpu:rtx_5070:1 State=UNKNOWN"
 expect_line node0 slurm.conf "GresTypes=gpu"
-expect_line node0 gres.conf "NodeName=node1 Name=gpu File=/dev/nvidia[0-1]"
-expect_line node0 gres.conf "NodeName=node2 Name=gpu File=/dev/nvidia0"
-expect_no_line node0 gres.conf "NodeName=node0"
+expect_line node0 gres.conf "NodeName=node0 Name=gpu Type=arc_a770 File=/dev/dri/by-path/pci-0000:00:02.0-render"
+expect_line node0 gres.conf "NodeName=node1 Name=gpu Type=rtx_5090 File=/dev/nvidia0"
+expect_line node0 gres.conf "NodeName=node1 Name=gpu Type=h100 File=/dev/nvidia1"
+expect_line node0 gres.conf "NodeName=node2 Name=gpu Type=rtx_5070 File=/dev/nvidia0"
+expect_no_line node0 gres.conf "22e8|audio"
 if cmp -s "$WORK/out-node0/slurm.conf" "$WORK/out-node2/slurm.conf"; then
   pass "slurm.conf is the same on every node"
 else
