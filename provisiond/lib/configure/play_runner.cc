@@ -366,6 +366,13 @@ class NodeRun {
       }
       json result;
       Step step = RunItem(play, task, item_vars, r, result);
+      // set_fact in a loop: each item's facts are seen by the next item and
+      // the rest of the run, as Ansible sets them item by item.
+      if (auto facts = result.find("ansible_facts"); facts != result.end() && facts->is_object())
+        for (const auto& [k, v] : facts->items()) {
+          registered_[k] = v;
+          vars[k] = v;
+        }
       result[task.loop_var] = item;
       results.push_back(result);
       if (step == Step::kStop) return false;

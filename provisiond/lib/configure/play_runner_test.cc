@@ -606,4 +606,26 @@ TEST_CASE("runner: loop_control's index_var and label") {
   CHECK(rec.results[1].item == "b");
 }
 
+TEST_CASE("runner: set_fact in a loop adds up item by item and lasts into the next play") {
+  TempDir d;
+  Recorder rec;
+  auto out = Run(d.path(), R"(
+- hosts: all
+  tasks:
+    - name: add up
+      set_fact:
+        acc: "{{ acc | default('') }} {{ item }}="
+      loop: [a, b, c]
+- hosts: all
+  tasks:
+    - name: in the next play
+      copy:
+        dest: DIR/acc.txt
+        content: "{{ acc | trim }}\n"
+)",
+                 rec);
+  CHECK(out.status == "ok");
+  CHECK(Read(d.path() + "/acc.txt") == "a= b= c=\n");
+}
+
 }  // namespace prov
