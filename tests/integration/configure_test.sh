@@ -34,6 +34,7 @@ playbooks:
       status_url: URL/web/style.css
       itest_secret: {secret: itest_key}
 health_log: $NODES/health.log
+health_hook: printf '%s|%s\\n' "\$PROVISION_HEALTH_STATUS" "\$PROVISION_HEALTH_REASON" >$NODES/hook.\$PROVISION_NODE
 health_checks:
   - name: marker-present
     command: test -d $NODES
@@ -135,6 +136,30 @@ cat >"$WORK/playbooks/itest.yml" <<'EOF'
   handlers:
     - name: note the change
       shell: echo changed >> {{ dir }}/handler.log
+EOF
+
+# A cluster profile whose nodes wait for each other (wait_for_peers): a node's
+# playbooks run once every node of the hostlist has phoned home.
+mkdir -p "$WORK/profiles/peers"
+cat >"$WORK/profiles/peers/profile.yaml" <<EOF
+version: peers
+image:
+  name: lab
+wait_for_peers: 120
+playbooks:
+  - playbook: peers.yml
+    vars:
+      base: $NODES
+nodes:
+  hostlist: pw[1-2]
+EOF
+cat >"$WORK/playbooks/peers.yml" <<'EOF'
+- hosts: all
+  tasks:
+    - name: every node of the cluster, as this node's playbooks see it
+      copy:
+        dest: "{{ base }}/peers-{{ inventory_hostname }}.txt"
+        content: "{% for h in groups['all'] %}{{ h }} {{ hostvars[h].ansible_host }} {{ (hostvars[h].provisiond_facts.ssh_host_key | default('') | length) > 20 }}\n{% endfor %}"
 EOF
 
 PROFILES_DIR="$WORK/profiles" PLAYBOOKS_DIR="$WORK/playbooks" start_provisiond it "ssh.port: $PORT" "configure.task_timeout: 60" \
@@ -308,10 +333,14 @@ touch "$NODES/tripped"
 expect_exit 1 "a failing check exits 1" ctl node check it1
 expect_output "naming the check" "it1: failed (1/2 checks passed): not-tripped: exit code 1"
 expect_eq "the status names it" "$(cat "$NODES/health.log.status")" "failed: not-tripped"
+expect_eq "the profile's health_hook got the outcome" "$(cat "$NODES/hook.it1")" "failed|not-tripped: exit code 1"
 check "node show has it" bash -c "'$PROVISIONCTL' node show it1 | grep -q 'health.*failed; marker-present ok; not-tripped failed'"
 expect_eq "its state stays" "$(sqlite3 "$DB" "select state from nodes where hostname='it1'")" ready
 check "a run of kind health" bash -c "'$PROVISIONCTL' run list --node it1 | grep -q health"
 rm -f "$NODES/tripped"
+check "node check it1 passes again" ctl node check it1
+expect_eq "and the hook hears it" "$(cat "$NODES/hook.it1")" "ok|"
+check "what the hook did is a health event" bash -c "'$PROVISIONCTL' events --node it1 | grep -q 'hook: done'"
 expect_exit 1 "an unreachable node is its own failure" ctl node check 'it1,it5'
 expect_output "it1 passes" "it1: ok (2/2 checks passed)"
 expect_output "it5 is unreachable" "it5: unreachable"
@@ -372,6 +401,24 @@ expect_output "with file:line" "bad.yml:4"
 expect_exit 1 "a playbook outside playbooks_dir is refused" ctl playbook run /etc/hostname it1
 expect_output "saying where playbooks come from" "playbooks_dir"
 grep -qF -- "$(head -c 40 /etc/hostname)" "$WORK/out" && fail "the refusal repeats the file's content"
+
+echo "== wait_for_peers: a node's playbooks wait until every node of its hostlist phoned home"
+check "enroll pw1" ctl node add pw1 --mac 52:54:00:cc:01:01 --ip "$(addr_of t1)"
+check "enroll pw2" ctl node add pw2 --mac 52:54:00:cc:01:02 --ip "$(addr_of t2)"
+check "apply peers" ctl profile apply peers --yes
+check "pw1 phones home" hello pw1 "$(key_of t1)"
+waiting_event() {
+  ctl events --node pw1 --limit 100 >"$WORK/pw-events" &&
+    grep -q "other nodes to phone home: pw2" "$WORK/pw-events"
+}
+wait_for 30 "pw1 says it waits for pw2" waiting_event
+expect_eq "pw1 is configuring, waiting" "$(sqlite3 "$DB" "select state from nodes where hostname='pw1'")" configuring
+check "nothing ran on pw1 yet" test ! -e "$NODES/peers-pw1.txt"
+check "pw2 phones home" hello pw2 "$(key_of t2)"
+check "both become ready" ctl wait 'pw[1-2]' --timeout 120
+expect_eq "pw1's playbook saw pw2 with its address and host key" "$(cat "$NODES/peers-pw1.txt")" \
+  "$(printf 'pw1 %s True\npw2 %s True' "$(addr_of t1)" "$(addr_of t2)")"
+check "and says so" bash -c "'$PROVISIONCTL' events --node pw1 | grep -q 'every node of profile peers has phoned home'"
 
 echo "== exports"
 check "hostfile" ctl export hostfile 'it[1-2]'

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <set>
 #include <thread>
 
 #include "base/clock.h"
@@ -209,6 +210,55 @@ struct Configurator::Impl {
     });
   }
 
+  // The profile's nodes that have not phoned home since they were powered
+  // on (no address and host key yet, or booting).
+  std::vector<std::string> PeersNotHome(const NodeRecord& node, const Profile& profile) {
+    std::set<std::string> home;
+    for (const auto& n : Group(profile.version))
+      if (!n.ip.empty() && !n.host_key.empty() &&
+          (n.state == NodeState::kBooted || n.state == NodeState::kConfiguring ||
+           n.state == NodeState::kReady || n.state == NodeState::kFailed))
+        home.insert(n.name());
+    std::vector<std::string> missing;
+    for (const auto& name : profile.nodes.hostnames)
+      if (name != node.name() && !home.count(name)) missing.push_back(name);
+    return missing;
+  }
+
+  // The profile's wait_for_peers: until every node its hostlist names has
+  // phoned home, or the time is up (then the run goes on with those there
+  // are). Each wait is an event of the node. False when cancelled.
+  bool WaitForPeers(const NodeRecord& node, const Profile& profile, RunOptions& options) {
+    if (profile.wait_for_peers_s <= 0) return true;
+    auto missing = PeersNotHome(node, profile);
+    if (missing.empty()) return true;
+    auto note = [&](const std::string& text) {
+      EventRecord e{0, 0, node.id, node.name(), "configure", text, "provisiond"};
+      store.AppendEvent(e);
+    };
+    note("waiting up to " + std::to_string(profile.wait_for_peers_s) +
+         " s for the profile's other nodes to phone home: " + JoinNames(missing));
+    const auto start = std::chrono::steady_clock::now();
+    while (!missing.empty()) {
+      if (std::chrono::steady_clock::now() - start >=
+          std::chrono::seconds(profile.wait_for_peers_s)) {
+        note("went on without " + JoinNames(missing) + " (not home after " +
+             std::to_string(profile.wait_for_peers_s) + " s)");
+        return true;
+      }
+      if (!options.sleep(1000)) return false;
+      missing = PeersNotHome(node, profile);
+    }
+    note("every node of profile " + profile.version + " has phoned home");
+    return true;
+  }
+
+  static std::string JoinNames(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+  }
+
   // The body of a configure run: playbooks, then health checks; sets the
   // run's status and message.
   void ConfigureNode(Sessions::Lease& lease, const NodeRecord& node, const Profile& profile,
@@ -229,6 +279,10 @@ struct Configurator::Impl {
       session = lease.Get(node);
     }
     if (!session.ok()) return SessionFailed(run, session.status());
+    if (!WaitForPeers(node, profile, options)) {
+      run.status = "interrupted";
+      return;
+    }
     json vars = node_vars.For(node, Group(node.profile_version));
     for (const auto& ref : profile.playbooks) {
       if (!ref.parsed && ref.runs_on != PlaybookRunner::kAnsible) {

@@ -82,22 +82,8 @@ std::string UtcStamp(int64_t ms) {
   return buf;
 }
 
-}  // namespace
-
-void KeepHealth(Store& store, Remote* remote, const Profile& profile, const NodeRecord& node,
-                int64_t run_id, const HealthOutcome& outcome) {
-  const int64_t now = NowMs();
-  const std::string health = HealthJson(outcome, run_id, now);
-  Status s = store.Transact([&](StoreTx& tx) -> Status {
-    auto n = tx.NodeById(node.id);
-    if (!n.ok()) return Status::Ok();  // deleted meanwhile
-    n->health = health;
-    return tx.UpdateNode(*n);
-  });
-  if (!s.ok()) spdlog::warn("{}: health not kept: {}", node.name(), s.message());
-  if (!remote || profile.health_log.empty() || outcome.status == "unreachable" ||
-      outcome.checks.empty())
-    return;
+void WriteHealthLog(Remote& remote, const Profile& profile, const NodeRecord& node,
+                    const HealthOutcome& outcome, int64_t now) {
   // One line per check, then the status; check names and details are the
   // profile's and the checks' own text: on the node's stdin, never in the
   // script.
@@ -117,10 +103,61 @@ void KeepHealth(Store& store, Remote* remote, const Profile& profile, const Node
                              "printf '%s\\n' " +
                              ShlexQuote(status) +
                              " >\"$log.status.tmp\"\nmv -f \"$log.status.tmp\" \"$log.status\"\n";
-  auto r = remote->Run(script, lines, "", 30000);
+  auto r = remote.Run(script, lines, "", 30000);
   if (!r.ok() || r->exit_code != 0)
     spdlog::warn("{}: health log not written on the node: {}", node.name(),
                  r.ok() ? OutputTail(r->err, 300) : r.status().message());
+}
+
+}  // namespace
+
+void KeepHealth(Store& store, Remote* remote, const Profile& profile, const NodeRecord& node,
+                int64_t run_id, const HealthOutcome& outcome) {
+  const int64_t now = NowMs();
+  const std::string health = HealthJson(outcome, run_id, now);
+  Status s = store.Transact([&](StoreTx& tx) -> Status {
+    auto n = tx.NodeById(node.id);
+    if (!n.ok()) return Status::Ok();  // deleted meanwhile
+    n->health = health;
+    return tx.UpdateNode(*n);
+  });
+  if (!s.ok()) spdlog::warn("{}: health not kept: {}", node.name(), s.message());
+  if (!remote || outcome.status == "unreachable" || outcome.checks.empty()) return;
+  if (!profile.health_log.empty()) WriteHealthLog(*remote, profile, node, outcome, now);
+  if (!profile.health_hook.empty()) RunHealthHook(store, *remote, profile, node, outcome);
+}
+
+void RunHealthHook(Store& store, Remote& remote, const Profile& profile, const NodeRecord& node,
+                   const HealthOutcome& outcome) {
+  if (profile.health_hook.empty() || outcome.status == "unreachable" || outcome.checks.empty())
+    return;
+  std::string reason = outcome.message;
+  const std::string prefix = "health check ";
+  if (reason.rfind(prefix, 0) == 0) reason.erase(0, prefix.size());
+  for (char& ch : reason)  // one line
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  const std::string input = outcome.status + "\n" + reason + "\n" + node.name() + "\n";
+  const std::string script =
+      "IFS= read -r PROVISION_HEALTH_STATUS || exit 97\n"
+      "IFS= read -r PROVISION_HEALTH_REASON || true\n"
+      "IFS= read -r PROVISION_NODE || true\n"
+      "export PROVISION_HEALTH_STATUS PROVISION_HEALTH_REASON PROVISION_NODE\n" +
+      profile.health_hook + "\n";
+  auto r = remote.Run(script, input, "", 60000);
+  std::string what;
+  if (!r.ok())
+    what = "hook failed: " + r.status().message();
+  else if (r->exit_code != 0)
+    what = "hook failed (exit code " + std::to_string(r->exit_code) +
+           "): " + OutputTail(r->err.empty() ? r->out : r->err, 300);
+  else
+    what = "hook: " + OutputTail(r->out.empty() ? std::string("done") : r->out, 300);
+  for (char& ch : what)
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  what.erase(what.find_last_not_of(' ') + 1);
+  if (what.rfind("hook failed", 0) == 0) spdlog::warn("{}: health {}", node.name(), what);
+  EventRecord e{0, 0, node.id, node.name(), "health", what, "provisiond"};
+  store.AppendEvent(e);
 }
 
 Status MoveNodeOn(StoreTx& tx, const RunRecord& run, const std::string& profile_sha,

@@ -49,6 +49,13 @@ std::string HealthJson(const HealthOutcome& outcome, int64_t run_id, int64_t tim
 void KeepHealth(Store& store, Remote* remote, const Profile& profile, const NodeRecord& node,
                 int64_t run_id, const HealthOutcome& outcome);
 
+// Runs the profile's health_hook on the node with the outcome in its
+// environment (see Profile::health_hook); the values reach it on stdin, never
+// in the script. What it prints, or why it failed, becomes a "health" event
+// of the node. Nothing when the checks did not run (unreachable).
+void RunHealthHook(Store& store, Remote& remote, const Profile& profile, const NodeRecord& node,
+                   const HealthOutcome& outcome);
+
 // The gate, inside FinishRun's transaction for a finished configure run
 // (`summary` is its RunSummary): the node goes `ready`, configured with
 // `profile_sha`, when the run is ok; `failed` with the run's message when it

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 
 #include "configure/run_recorder.h"
 
@@ -216,6 +218,53 @@ TEST_CASE("health: the gate leaves the node alone when the run is not its to jud
           "configuring -> ready: profile v0.1 configured (ok: 0 ok, 0 changed, 0 failed, 0 "
           "skipped in 0.0 s)");
   }
+}
+
+TEST_CASE("health: the hook gets the outcome in its environment, its output is an event") {
+  HealthFixture f;
+  char dir[] = "/tmp/health-hook-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string seen = std::string(dir) + "/seen";
+  f.Check("scratch", "echo 'line one'; echo \"line 'two'\" >&2; exit 4");
+  f.profile.health_hook =
+      "printf '%s|%s|%s\\n' \"$PROVISION_HEALTH_STATUS\" "
+      "\"$PROVISION_HEALTH_REASON\" \"$PROVISION_NODE\" >" +
+      seen + "; echo drained \"$PROVISION_NODE\"";
+  HealthOutcome out = f.RunChecks(f.local);
+  REQUIRE(out.status == "failed");
+  KeepHealth(*f.store, &f.local, f.profile, f.node, f.run.id, out);
+  std::ifstream in(seen);
+  std::string line, more;
+  REQUIRE(std::getline(in, line));
+  // The reason is one line, the check's own quotes untouched.
+  CHECK(line == "failed|scratch: exit code 4: line 'two' |n1");
+  CHECK_FALSE(std::getline(in, more));
+  CHECK(f.HealthEvents().back() == "hook: drained n1");
+
+  // Passing: status ok, no reason.
+  f.profile.health_checks.clear();
+  f.Check("scratch", "true");
+  out = f.RunChecks(f.local);
+  RunHealthHook(*f.store, f.local, f.profile, f.node, out);
+  std::ifstream again(seen);
+  REQUIRE(std::getline(again, line));
+  CHECK(line == "ok||n1");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("health: a hook that fails is an event, not an error; no hook when unreachable") {
+  HealthFixture f;
+  f.Check("disk", "true");
+  f.profile.health_hook = "echo 'scontrol: cannot reach slurmctld' >&2; exit 3";
+  HealthOutcome out = f.RunChecks(f.local);
+  RunHealthHook(*f.store, f.local, f.profile, f.node, out);
+  CHECK(f.HealthEvents().back() == "hook failed (exit code 3): scontrol: cannot reach slurmctld");
+  GoneRemote gone;
+  HealthOutcome lost = f.RunChecks(gone);
+  REQUIRE(lost.status == "unreachable");
+  const size_t before = f.HealthEvents().size();
+  RunHealthHook(*f.store, gone, f.profile, f.node, lost);
+  CHECK(f.HealthEvents().size() == before);
 }
 
 }  // namespace prov

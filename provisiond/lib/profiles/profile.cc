@@ -202,6 +202,11 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
                "health_log '" + p.health_log.substr(0, 200) +
                    "' must be an absolute path without quotes, '$', '`' or whitespace other "
                    "than spaces");
+  if (top.GetString("health_hook", p.health_hook) &&
+      (p.health_hook.find_first_not_of(" \t") == std::string::npos ||
+       p.health_hook.find_first_of(std::string("\n\r\0", 3)) != std::string::npos))
+    errors.Add(top.Raw("health_hook"), "health_hook must be one command line (not empty)");
+  top.GetInt("wait_for_peers", p.wait_for_peers_s, false, 0, 86400);
   top.GetMap("hardware", [&](MapReader& hw) { ParseHardware(hw, p); });
   top.GetMap(
       "image",
@@ -406,6 +411,8 @@ nlohmann::json ToJson(const Profile& p) {
           {"kernel_args", p.kernel_args},
           {"uefi_loader", p.uefi_loader},
           {"health_log", p.health_log},
+          {"health_hook", p.health_hook},
+          {"wait_for_peers", p.wait_for_peers_s},
           {"overlay", overlay},
           {"playbooks", playbooks},
           {"secrets", secrets},

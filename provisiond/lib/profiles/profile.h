@@ -106,6 +106,18 @@ struct Profile {
   // appended to this file, the status in <file>.status; empty: not kept on
   // the node (provisiond keeps them all the same).
   std::string health_log;
+  // A command run on the node after each round of checks (configure and
+  // `node check`), as root, with PROVISION_HEALTH_STATUS (ok | failed),
+  // PROVISION_HEALTH_REASON (the first failing check and why) and
+  // PROVISION_NODE in its environment: how a node's health reaches its
+  // scheduler (slurm.yml's provisiond-slurm-health drains and resumes it).
+  // Empty: none.
+  std::string health_hook;
+  // How long (seconds) a node's configure run waits for the profile's other
+  // nodes to phone home before its playbooks run, so that cluster playbooks
+  // (known hosts, slurm.conf) see every node's address, host key and facts;
+  // 0: no wait. After it, the run goes on with the nodes there are.
+  long wait_for_peers_s = 0;
   NodeSelector nodes;
   std::vector<ProfileFile> files;  // everything it is made of, by path
   std::string sha256;              // of `files` (HashProfileFiles)

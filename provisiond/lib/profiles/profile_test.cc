@@ -137,6 +137,9 @@ TEST_CASE("profile: every broken file gets its own clear error with file:line:co
        "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\noverlay:\n"
        "  - {path: /etc/motd, content: hi, mode: rw}\n",
        "mode 'rw' must be octal"},
+      {"health_hook of two lines",
+       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nhealth_hook: \"a\\nb\"\n",
+       "p.yaml:4:14: health_hook must be one command line"},
       {"health_log with a quote",
        "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nhealth_log: \"/var/log/x'y\"\n",
        "p.yaml:4:13: health_log '/var/log/x'y' must be an absolute path"},
@@ -225,6 +228,9 @@ TEST_CASE("profile: every shipped profile loads") {
   CHECK(all.at("v0.1").nodes.hostnames == std::vector<std::string>{"node0", "node1"});
   CHECK(all.at("v0.2").nodes.hostnames.size() == 4);
   CHECK(all.at("v0.1").accelerators.at(0).model == "Arc A770");
+  CHECK(all.at("lab-slurm").nodes.hostnames ==
+        std::vector<std::string>{"slurm0", "slurm1", "slurm2"});
+  CHECK(all.at("lab-slurm").health_hook == all.at("nvidia-slurm").health_hook);
 }
 
 }  // namespace prov
