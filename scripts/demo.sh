@@ -8,18 +8,31 @@
 # playbooks and health checks to `ready`. Then it keeps serving, with the web
 # page and the API on this machine's loopback (http://127.0.0.1:8080), until
 # Ctrl-C tears everything down.
-# Usage: scripts/demo.sh [--no-install] [--once]   (root; --once: stop when both are ready)
+# With --slurm: seed 003's cluster instead: three machines slurm0-slurm2 with
+# the lab-slurm image and profile (Slurm, MUNGE, PyTorch); once they are
+# ready it shows sinfo and a three-node srun, and runs a small PyTorch DDP
+# training job over torchrun on all three.
+# Usage: scripts/demo.sh [--no-install] [--once] [--slurm]
+#   (root; --once: stop when the nodes are ready and shown)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO="$(pwd)"
-install=1 once=0
+install=1 once=0 slurm=0
 for arg in "$@"; do
   case "$arg" in
     --no-install) install=0 ;;
     --once) once=1 ;;
-    *) echo "usage: scripts/demo.sh [--no-install] [--once]" >&2; exit 2 ;;
+    --slurm) slurm=1 ;;
+    *) echo "usage: scripts/demo.sh [--no-install] [--once] [--slurm]" >&2; exit 2 ;;
   esac
 done
+if [ "$slurm" -eq 1 ]; then
+  # PyTorch's import and a DDP job need more than the lab's default 512 MiB.
+  image=lab-slurm profile=lab-slurm nodes='slurm[0-2]' names="slurm0 slurm1 slurm2"
+  export LAB_VM_MEM="${LAB_VM_MEM:-1536}"
+else
+  image=lab profile=lab nodes='lab[0-1]' names="lab0 lab1"
+fi
 if [ "$(id -u)" -ne 0 ]; then
   echo "the demo creates a network namespace and virtual machines: run it as root (sudo)" >&2
   exit 2
@@ -36,9 +49,9 @@ forward=""
 stop_forward() { [ -z "$forward" ] || { kill "$forward" 2>/dev/null; wait "$forward" 2>/dev/null || true; }; }
 trap stop_forward EXIT
 
-say "lab image"
-STORE="$(lab_image_store "$BIN/provisiond" "$BIN/provisionctl" "$REPO/profiles")"
-echo "lab image $(cat "$STORE/lab/current") in $STORE"
+say "$image image"
+STORE="$(lab_image_store "$BIN/provisiond" "$BIN/provisionctl" "$REPO/profiles" "$image")"
+echo "$image image $(cat "$STORE/$image/current") in $STORE"
 
 say "private lab network"
 lab_init demo
@@ -74,25 +87,36 @@ socat "TCP-LISTEN:$PORT,bind=127.0.0.1,fork,reuseaddr" \
 forward=$!
 
 ctl preflight
-ctl image verify lab
-say "enroll two nodes, apply the lab profile, power them on"
-ctl node add lab0 --mac 52:54:00:de:00:10 --power command
-ctl node add lab1 --mac 52:54:00:de:00:11 --power command
-ctl profile apply lab --yes
-ctl node power on 'lab[0-1]'
+ctl image verify "$image"
+say "enroll the nodes ($nodes), apply the $profile profile, power them on"
+i=0
+for name in $names; do
+  ctl node add "$name" --mac "52:54:00:de:00:1$i" --power command
+  i=$((i + 1))
+done
+ctl profile apply "$profile" --yes
+ctl node power on "$nodes"
 
-say "waiting for both to netboot, phone home and be configured to ready (TCG: a few minutes)"
-if ! ctl wait 'lab[0-1]' --state ready --timeout 900; then
-  ctl node why lab0 || true
-  ctl node why lab1 || true
+say "waiting for them to netboot, phone home and be configured to ready (TCG: a few minutes)"
+t0=$SECONDS
+if ! ctl wait "$nodes" --state ready --timeout 1500; then
+  for name in $names; do ctl node why "$name" || true; done
   ctl run list || true
   exit 1
 fi
+echo "ready $((SECONDS - t0)) s after power-on"
 ctl node list
-ctl node why lab0
+ctl node why "${names%% *}"
 ctl run list
-say "the nodes are reachable over SSH as the compute user"
-ctl cmd 'lab[0-1]' --user compute -- 'id -un; hello'
+if [ "$slurm" -eq 1 ]; then
+  say "Slurm: three nodes, a job on all three, and a PyTorch DDP job over torchrun on all three"
+  ctl cmd slurm0 --user compute -- sinfo -N
+  ctl cmd slurm0 --user compute -- srun -N3 hostname
+  ctl cmd slurm0 --user compute -- torch-ddp-check 3
+else
+  say "the nodes are reachable over SSH as the compute user"
+  ctl cmd "$nodes" --user compute -- 'id -un; hello'
+fi
 ctl export hostfile-ip
 
 [ "$once" -eq 0 ] || exit 0
@@ -105,6 +129,6 @@ token from $LAB_DIR/data/tokens). The API is on the same address. In another ter
   $BIN/provisionctl node list
   $BIN/provisionctl events --follow
   $BIN/provisionctl cmd all -- uptime
-Serial consoles: $LAB_DIR/lab0.serial, $LAB_DIR/lab1.serial. Ctrl-C stops everything.
+Serial consoles: $LAB_DIR/<node>.serial ($names). Ctrl-C stops everything.
 TEXT
 while kill -0 "$(cat "$LAB_DIR/pids" | head -1)" 2>/dev/null; do sleep 5; done

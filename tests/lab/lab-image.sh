@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# lab_image_store PROVISIOND PROVISIONCTL PROFILES_DIR
-#   Prints the image store that holds a built `lab` image, building it first
+# lab_image_store PROVISIOND PROVISIONCTL PROFILES_DIR [IMAGE]
+#   Prints the image store that holds a built IMAGE (default `lab`; e.g.
+#   `lab-slurm`) from images/IMAGE/image.yaml, building it first
 #   when missing. The store is cached under LAB_CACHE_DIR (default
 #   /var/tmp/provisiond-lab-cache), keyed by everything that goes into the
 #   image, so only the first run on a machine builds it. The build runs in a
@@ -8,16 +9,16 @@
 #   outside), as a control node builds images over its own uplink.
 #   Progress goes to stderr.
 lab_image_store() {
-  local provisiond="$1" provisionctl="$2" profiles="$3"
+  local provisiond="$1" provisionctl="$2" profiles="$3" image="${4:-lab}"
   local repo key store work pid rc=0
   repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-  key="$(cat "$repo/images/lab/image.yaml" "$repo"/images/initramfs/* "$repo"/images/agent/* \
+  key="$(cat "$repo/images/$image/image.yaml" "$repo"/images/initramfs/* "$repo"/images/agent/* \
     "$repo"/provisiond/agent/*.cc "$repo"/provisiond/agent/*.h "$repo"/provisiond/tools/*.cc \
     "$repo"/provisiond/lib/images/*.cc | sha256sum | cut -c1-16)"
   store="${LAB_CACHE_DIR:-/var/tmp/provisiond-lab-cache}/image-store-$key"
   mkdir -p "$store"
   chmod 0755 "$(dirname "$store")" "$store"
-  if [ -s "$store/lab/current" ] && [ -d "$store/lab/$(cat "$store/lab/current")/root" ]; then
+  if [ -s "$store/$image/current" ] && [ -d "$store/$image/$(cat "$store/$image/current")/root" ]; then
     echo "$store"
     return 0
   fi
@@ -41,10 +42,10 @@ CONF
     sleep 0.1
   done
   if [ -s "$work/data/provisiond.url" ]; then
-    echo "building the lab image into $store (only the first time on this machine)" >&2
+    echo "building the $image image into $store (only the first time on this machine)" >&2
     PROVISIOND_URL="$(cat "$work/data/provisiond.url")" \
       PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$work/data/tokens")" \
-      "$provisionctl" image build lab >&2 || rc=$?
+      "$provisionctl" image build "$image" >&2 || rc=$?
   else
     cat "$work/provisiond.log" >&2
     rc=1

@@ -7,6 +7,9 @@
 #   wait_for WHAT TIMEOUT_S CMD...  polls CMD (every LAB_POLL_S, default 0.5 s) until it succeeds
 #   has_event NODE TEXT          true if one of NODE's events contains TEXT
 #   wait_ready HOSTLIST [TIMEOUT_S] `provisionctl wait --state ready`, or fail with node why
+#   lab_config PROFILES STORE    prints a provisiond config for the lab (full DHCP on the bridge,
+#                                the repository's playbooks, pxe and images, the lab's power
+#                                driver, data in $DATA); a test appends its own keys
 #   lab_dump LINES FILE...       for a test's `dump`: the last LINES lines of each FILE that
 #                                exists (printable characters: consoles carry escapes), then
 #                                the last events when the lab is up
@@ -33,6 +36,25 @@ lab_dump() {
   return 0
 } >&2
 ctl() { lab_exec "$PROVISIONCTL" "$@"; }
+lab_config() {
+  local here
+  here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  cat <<CONF
+listen: 0.0.0.0:8080
+data_dir: $DATA
+profiles_dir: $1
+playbooks_dir: $here/../../playbooks
+images_dir: $here/../../images
+pxe_dir: $here/../../pxe
+image_store: $2
+tools_dir: $(dirname "$PROVISIOND")
+interface: $LAB_BRIDGE
+dhcp:
+  range: 10.99.0.100-10.99.0.199
+power:
+  command: $here/power.sh
+CONF
+}
 wait_for() {
   local what="$1" timeout="$2"
   shift 2

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Lab test of seed 003's cluster (and seed 002's tools) on real machines: three
+# QEMU nodes slurm0-slurm2 boot the lab-slurm image (Debian's slurm-wlm, munge,
+# python3-torch) and reach `ready` through the lab-slurm profile, whose
+# playbooks are the ones nvidia-slurm ships:
+#   1. the MUNGE key and the cluster key pair come from the secrets store
+#      (made once, never in run output or events); slurm0 runs slurmctld,
+#      all three slurmd; a job runs on all three; as the compute user, slurm0
+#      reaches slurm2 over SSH (`ssh slurm2 hostname`)
+#   2. three independent jobs run at once, one on each node
+#   3. one PyTorch DDP job across all three (srun + torchrun, gloo): every
+#      rank ends with the same weights (the profile's torch-ddp.yml gate; its
+#      output is the configure run's)
+#   4. the health gate: a failing check on slurm1 (its scratch space filled)
+#      drains it in Slurm with the check as the reason; when it passes again
+#      slurm1 is resumed; the checks' log and status are on each node and
+#      `provisionctl gather` brings the status files home
+# Usage: slurm_test.sh PROVISIOND PROVISIONCTL   (root)
+set -euo pipefail
+PROVISIOND="$(realpath "$1")"
+PROVISIONCTL="$(realpath "$2")"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+TIMEOUT="${LAB_TIMEOUT:-1200}"
+# PyTorch's import and a DDP job need more than the lab's default 512 MiB.
+export LAB_VM_MEM="${LAB_VM_MEM:-1536}"
+dump() {
+  [ -n "${LAB_DIR:-}" ] || return 0
+  lab_dump 25 "$LAB_DIR"/provisiond.log "$LAB_DIR"/*.serial
+}
+source "$HERE/lab-test.sh"
+[ "$(id -u)" -eq 0 ] || fail "run as root (network namespaces, taps)"
+
+source "$HERE/lab.sh"
+source "$HERE/lab-image.sh"
+lab_init slurm
+DATA="$LAB_DIR/data"
+t="${EPOCHREALTIME//[!0-9]/}"
+STORE="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$REPO/profiles" lab-slurm)" ||
+  fail "the lab-slurm image was not built"
+say "lab-slurm image ready in $STORE ($(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s): $(cat "$STORE/lab-slurm/current")"
+lab_config "$REPO/profiles" "$STORE" >"$LAB_DIR/provisiond.yaml"
+lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/provisiond.yaml"
+wait_for "provisiond's URL file" 30 test -s "$DATA/provisiond.url"
+export PROVISIOND_URL="http://127.0.0.1:8080"
+export PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$DATA/tokens")"
+wait_for "dnsmasq" 20 lab_wait_port udp 67 1
+wait_for "the NFS server" 20 lab_wait_port tcp 2049 1
+ctl profile apply lab-slurm --yes >/dev/null
+
+# 1. Three machines powered on at once reach ready through the Slurm playbooks.
+for i in 0 1 2; do
+  ctl node add "slurm$i" --mac "52:54:00:98:00:1$i" --power command >/dev/null
+done
+ctl node power on 'slurm[0-2]' >/dev/null
+wait_ready 'slurm[0-2]'
+say "slurm0-2 ready: $(lab_vm_elapsed slurm0)s, $(lab_vm_elapsed slurm1)s, $(lab_vm_elapsed slurm2)s after power-on"
+ctl secret list >"$LAB_DIR/secrets.out"
+for s in munge_key cluster_key; do
+  grep -qE "^$s +yes " "$LAB_DIR/secrets.out" || { cat "$LAB_DIR/secrets.out"; fail "secret $s is not stored"; }
+done
+# No secret's value in what provisiond shows: events, every run's output.
+munge_b64="$(cat "$DATA/secrets/munge_key")"
+[ "${#munge_b64}" -gt 100 ] || fail "no MUNGE key in the secrets store"
+ctl events --limit 100000 >"$LAB_DIR/all-events.out"
+ctl run list >"$LAB_DIR/runs.out"
+: >"$LAB_DIR/all-runs.out"
+for id in $(awk 'NR > 1 {print $1}' "$LAB_DIR/runs.out"); do ctl run show "$id" >>"$LAB_DIR/all-runs.out"; done
+for id in $(awk 'NR > 1 {print $1}' "$LAB_DIR/runs.out"); do ctl run logs "$id" >>"$LAB_DIR/all-runs.out"; done
+for f in "$LAB_DIR/all-events.out" "$LAB_DIR/all-runs.out"; do
+  grep -qF -- "${munge_b64:0:40}" "$f" && fail "the MUNGE key appears in $(basename "$f")"
+  grep -q "PRIVATE KEY" "$f" && fail "the cluster's private key appears in $(basename "$f")"
+done
+ctl cmd slurm0 -- 'systemctl is-active slurmctld; systemctl is-active slurmd' >"$LAB_DIR/daemons.out" ||
+  { cat "$LAB_DIR/daemons.out"; fail "slurmctld or slurmd is not active on slurm0"; }
+for i in 1 2; do
+  ctl cmd "slurm$i" -- systemctl is-active slurmd >/dev/null || fail "slurmd is not active on slurm$i"
+done
+idle_nodes() {
+  ctl cmd slurm0 -- sinfo -h -N -o '%N|%t' >"$LAB_DIR/sinfo.out" || return 1
+  [ "$(grep -cxE 'slurm[0-2]\|idle' "$LAB_DIR/sinfo.out")" -eq 3 ]
+}
+wait_for "sinfo to show three idle nodes" 120 idle_nodes
+ctl cmd slurm0 --user compute -- srun -N3 hostname >"$LAB_DIR/srun.out" || { cat "$LAB_DIR/srun.out"; fail "srun -N3 failed"; }
+for i in 0 1 2; do grep -qx "slurm$i" "$LAB_DIR/srun.out" || { cat "$LAB_DIR/srun.out"; fail "srun -N3 did not run on slurm$i"; }; done
+ctl cmd slurm0 --user compute -- ssh slurm2 hostname >"$LAB_DIR/ssh.out" || { cat "$LAB_DIR/ssh.out"; fail "ssh slurm2 hostname failed from slurm0"; }
+grep -qx "slurm2" "$LAB_DIR/ssh.out" || { cat "$LAB_DIR/ssh.out"; fail "ssh slurm2 hostname did not answer slurm2"; }
+say "secrets made once and never shown; slurmctld on slurm0, slurmd on all, sinfo: three idle; srun -N3 answers from all three; compute on slurm0 runs 'ssh slurm2 hostname'"
+
+# 2. Three independent jobs at once, one per node.
+ctl cmd slurm0 --user compute -- \
+  'for i in 1 2 3; do sbatch --parsable -N1 --exclusive -o /dev/null --wrap "sleep 600"; done' >"$LAB_DIR/sbatch.out" ||
+  { cat "$LAB_DIR/sbatch.out"; fail "sbatch failed"; }
+three_running() {
+  ctl cmd slurm0 -- squeue -h -t R -o %N >"$LAB_DIR/squeue.out" || return 1
+  [ "$(grep -xE 'slurm[0-2]' "$LAB_DIR/squeue.out" | sort -u | wc -l)" -eq 3 ]
+}
+wait_for "three jobs running at once on slurm0-2" 120 three_running
+ctl cmd slurm0 -- scancel -u compute >/dev/null
+say "three independent jobs ran at once, one on each node: $(grep -xE 'slurm[0-2]' "$LAB_DIR/squeue.out" | sort | tr '\n' ' ')"
+
+# 3. The DDP job of the profile's gate: slurm0's configure run has every rank's line.
+run0="$(awk '$2 == "slurm0" && $3 == "configure" {print $1; exit}' "$LAB_DIR/runs.out")"
+[ -n "$run0" ] || fail "slurm0 has no configure run"
+ctl run logs "$run0" >"$LAB_DIR/run0.logs"
+for i in 0 1 2; do
+  grep -q "rank [0-2]/3 on slurm$i backend gloo: loss .* weights identical on all ranks" "$LAB_DIR/run0.logs" ||
+    { grep -i -A8 "DDP job" "$LAB_DIR/run0.logs" | head -30; fail "no DDP rank on slurm$i reported identical weights"; }
+done
+say "PyTorch DDP across slurm0-2 (srun + torchrun, gloo) in slurm0's configure run: $(grep -o "rank 0/3 on [a-z0-9]* backend gloo: loss [0-9.]* -> [0-9.]*" "$LAB_DIR/run0.logs" | head -1)"
+
+# 4. The health gate: slurm1's scratch space filled fails a check; it is drained with the check as
+# the reason; freed, it passes and is resumed.
+ctl cmd slurm1 -- 'fallocate -l $(( ($(df -Pk /tmp | awk "NR == 2 {print \$4}") - 65536) * 1024 )) /tmp/fill' >/dev/null ||
+  fail "could not fill slurm1's /tmp"
+if ctl node check slurm1 >"$LAB_DIR/check1.out" 2>&1; then cat "$LAB_DIR/check1.out"; fail "node check passed with slurm1's scratch space full"; fi
+grep -q "scratch-space" "$LAB_DIR/check1.out" || { cat "$LAB_DIR/check1.out"; fail "node check does not name the failing check"; }
+# sinfo's %t|%E: slurm1's state and the reason of its drain.
+slurm1_is() {
+  ctl cmd slurm0 -- sinfo -h -N -n slurm1 -o '%t|%E' >"$LAB_DIR/sinfo1.out" &&
+    grep -qE "$1" "$LAB_DIR/sinfo1.out"
+}
+slurm1_is '^drain\*?\|provisiond health: scratch-space' ||
+  { cat "$LAB_DIR/sinfo1.out"; ctl events --node slurm1 | tail -5; fail "slurm1 was not drained with the failing check as the reason"; }
+say "slurm1 drained in Slurm: $(grep '|' "$LAB_DIR/sinfo1.out")"
+ctl cmd slurm1 -- rm -f /tmp/fill >/dev/null
+ctl node check slurm1 >"$LAB_DIR/check1b.out" 2>&1 || { cat "$LAB_DIR/check1b.out"; fail "node check failed after /tmp was freed"; }
+has_event slurm1 "hook: resumed slurm1" || fail "no health event says slurm1 was resumed"
+slurm1_is '^idle\*?\|none$' || { cat "$LAB_DIR/sinfo1.out"; fail "slurm1 was not resumed when its checks passed"; }
+# Resumed, it takes jobs again (once slurmctld hears from its slurmd: at most a ping interval).
+ctl cmd slurm0 --user compute --timeout 300 -- timeout 280 srun -w slurm1 hostname >"$LAB_DIR/srun1.out" ||
+  { cat "$LAB_DIR/srun1.out"; fail "a job on slurm1 did not run after it was resumed"; }
+grep -qx slurm1 "$LAB_DIR/srun1.out" || { cat "$LAB_DIR/srun1.out"; fail "the job on slurm1 did not answer"; }
+ctl gather 'slurm[0-2]' /var/log/provision-health.log.status "$LAB_DIR/gathered" >"$LAB_DIR/gather.out" ||
+  { cat "$LAB_DIR/gather.out"; fail "gather of the health status failed"; }
+for i in 0 1 2; do
+  [ "$(cat "$LAB_DIR/gathered/slurm$i/provision-health.log.status")" = ok ] || fail "slurm$i's health status is not ok"
+done
+ctl cmd slurm2 -- touch /run/only-on-slurm2 >/dev/null
+if ctl gather 'slurm[0-2]' /run/only-on-slurm2 "$LAB_DIR/gathered2" >"$LAB_DIR/gather2.out" 2>&1; then
+  cat "$LAB_DIR/gather2.out"; fail "gather of a file two nodes lack exited 0"
+fi
+grep -q "slurm0" "$LAB_DIR/gather2.out" && grep -q "slurm1" "$LAB_DIR/gather2.out" ||
+  { cat "$LAB_DIR/gather2.out"; fail "gather does not name the nodes that lack the file"; }
+[ -f "$LAB_DIR/gathered2/slurm2/only-on-slurm2" ] || fail "gather did not bring slurm2's file"
+ctl node show slurm1 >"$LAB_DIR/show1.out"
+grep -q "scratch-space ok" "$LAB_DIR/show1.out" || { cat "$LAB_DIR/show1.out"; fail "node show has no health of slurm1"; }
+say "slurm1 resumed when its checks passed; every node's health status gathered: ok; gather names the nodes that lack a file"
+ctl node power off 'slurm[0-2]' >/dev/null
+say "all Slurm lab checks passed"
