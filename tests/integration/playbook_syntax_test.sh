@@ -39,7 +39,8 @@ pass() {
   PASSED=$((PASSED + 1))
 }
 
-# Three nodes as provisiond exports them: node0 with an Intel Arc, node1 with
+# Three nodes as provisiond exports them: node0 with an Intel Arc and an
+# NVIDIA GPU it could not name (no PCI ID database on it), node1 with
 # two NVIDIA GPUs (a VGA one and a 3D controller) plus an audio function,
 # node2 with one; each with its phone-home facts and host key.
 node() { # name ip pci-json
@@ -64,7 +65,7 @@ EOF
 {
   echo "all:"
   echo "  hosts:"
-  node node0 10.0.0.1 '[{slot: "0000:00:02.0", vendor_id: "8086", device_id: "56a0", class: "0300", vendor: "Intel Corporation", device: "DG2 [Arc A770]", driver: ""}]'
+  node node0 10.0.0.1 '[{slot: "0000:00:02.0", vendor_id: "8086", device_id: "56a0", class: "0300", vendor: "Intel Corporation", device: "DG2 [Arc A770]", driver: ""}, {slot: "0000:05:00.0", vendor_id: "10de", device_id: "2330", class: "0302", vendor: "", device: "", driver: "nvidia"}]'
   node node1 10.0.0.2 '[{slot: "0000:01:00.0", vendor_id: "10de", device_id: "2b85", class: "0300", vendor: "NVIDIA Corporation", device: "GB202 [GeForce RTX 5090]", driver: ""}, {slot: "0000:01:00.1", vendor_id: "10de", device_id: "22e8", class: "0403", vendor: "NVIDIA Corporation", device: "audio", driver: ""}, {slot: "0000:02:00.0", vendor_id: "10de", device_id: "2330", class: "0302", vendor: "NVIDIA Corporation", device: "GH100 [H100]", driver: ""}]'
   node node2 10.0.0.3 '[{slot: "0000:01:00.0", vendor_id: "10de", device_id: "2f04", class: "0300", vendor: "NVIDIA Corporation", device: "GB205 [GeForce RTX 5070]", driver: ""}]'
 } >"$WORK/inventory.yml"
@@ -150,11 +151,12 @@ expect_file node1 hostfile-ip "10.0.0.1
 expect_line node2 ssh_known_hosts "node0,10.0.0.1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAInode0key"
 expect_line node2 ssh_known_hosts "node2,10.0.0.3 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAInode2key"
 expect_line node0 slurm.conf "SlurmctldHost=node0(10.0.0.1)"
-expect_line node0 slurm.conf "NodeName=node0 NodeAddr=10.0.0.1 CPUs=8 RealMemory=15564 Gres=gpu:arc_a770:1 State=UNKNOWN"
+expect_line node0 slurm.conf "NodeName=node0 NodeAddr=10.0.0.1 CPUs=8 RealMemory=15564 Gres=gpu:arc_a770:1,gpu:10de_2330:1 State=UNKNOWN"
 expect_line node0 slurm.conf "NodeName=node1 NodeAddr=10.0.0.2 CPUs=8 RealMemory=15564 Gres=gpu:rtx_5090:1,gpu:h100:1 State=UNKNOWN"
 expect_line node0 slurm.conf "NodeName=node2 NodeAddr=10.0.0.3 CPUs=8 RealMemory=15564 Gres=gpu:rtx_5070:1 State=UNKNOWN"
 expect_line node0 slurm.conf "GresTypes=gpu"
 expect_line node0 gres.conf "NodeName=node0 Name=gpu Type=arc_a770 File=/dev/dri/by-path/pci-0000:00:02.0-render"
+expect_line node0 gres.conf "NodeName=node0 Name=gpu Type=10de_2330 File=/dev/nvidia0"
 expect_line node0 gres.conf "NodeName=node1 Name=gpu Type=rtx_5090 File=/dev/nvidia0"
 expect_line node0 gres.conf "NodeName=node1 Name=gpu Type=h100 File=/dev/nvidia1"
 expect_line node0 gres.conf "NodeName=node2 Name=gpu Type=rtx_5070 File=/dev/nvidia0"

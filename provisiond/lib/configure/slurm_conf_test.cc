@@ -171,14 +171,33 @@ TEST_CASE("slurm templates: several GPU models on one node are counted per type"
   INFO(conf);
   CHECK(HasLine(conf,
                 "NodeName=big0 NodeAddr=10.0.0.11 CPUs=64 "
-                "Gres=gpu:rtx_5090:1,gpu:h100_sxm5_80gb:2,gpu:device_2bff:1 State=UNKNOWN"));
+                "Gres=gpu:rtx_5090:1,gpu:h100_sxm5_80gb:2,gpu:10de_2bff:1 State=UNKNOWN"));
   const std::string gres = Render("gres.conf.j2", nodes, json::object());
   INFO(gres);
   // /dev/nvidiaN in PCI order.
   CHECK(HasLine(gres, "NodeName=big0 Name=gpu Type=rtx_5090 File=/dev/nvidia0"));
   CHECK(HasLine(gres, "NodeName=big0 Name=gpu Type=h100_sxm5_80gb File=/dev/nvidia1"));
   CHECK(HasLine(gres, "NodeName=big0 Name=gpu Type=h100_sxm5_80gb File=/dev/nvidia2"));
-  CHECK(HasLine(gres, "NodeName=big0 Name=gpu Type=device_2bff File=/dev/nvidia3"));
+  CHECK(HasLine(gres, "NodeName=big0 Name=gpu Type=10de_2bff File=/dev/nvidia3"));
+}
+
+TEST_CASE("slurm templates: an H100 as its node reported it, with no PCI names (recorded)") {
+  // provision-facts on a machine with one H100 and no PCI ID database
+  // (2026-11-24): the GPU's name is empty. nvidia-smi there: "GPU 0: NVIDIA
+  // H100 80GB HBM3", bus 00000000:00:06.0; /dev/nvidia0 present.
+  json h100 = {{"cpu", {{"cores", 16}, {"threads", 16}}},
+               {"memory_bytes", 135148564480LL},
+               {"pci", json::array({Pci("0000:00:03.0", "1af4:1041", "0200", ""),
+                                    Pci("0000:00:06.0", "10de:2330", "0302", "")})}};
+  std::vector<NodeRecord> nodes = {FactsNode(1, "gpu0", h100)};
+  const std::string conf = Render("slurm.conf.j2", nodes, json::object());
+  INFO(conf);
+  CHECK(HasLine(conf,
+                "NodeName=gpu0 NodeAddr=10.0.0.11 CPUs=16 RealMemory=122443 Gres=gpu:10de_2330:1 "
+                "State=UNKNOWN"));
+  const std::string gres = Render("gres.conf.j2", nodes, json::object());
+  INFO(gres);
+  CHECK(HasLine(gres, "NodeName=gpu0 Name=gpu Type=10de_2330 File=/dev/nvidia0"));
 }
 
 }  // namespace prov

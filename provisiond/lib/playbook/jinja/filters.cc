@@ -538,6 +538,21 @@ const std::map<std::string, Callable>& Filters() {
                     for (const auto& e : a.get(0, kNull)) all.push_back(e);
                     return Val::Own(Unique(all));
                   }};
+    // Ansible's zip: [a, b] | zip([1, 2]) is [[a, 1], [b, 2]], as long as
+    // the shortest list.
+    f["zip"] = {{}, 0, true, false, [](const Val& in, const Args& a, Scope&) {
+                  std::vector<const json*> lists = {&ListArg(in, a.pos, "zip")};
+                  for (const auto& r : a.rest) lists.push_back(&ListArg(r, a.pos, "zip"));
+                  size_t n = lists[0]->size();
+                  for (const json* l : lists) n = std::min(n, l->size());
+                  json out = json::array();
+                  for (size_t i = 0; i < n; ++i) {
+                    json row = json::array();
+                    for (const json* l : lists) row.push_back((*l)[i]);
+                    out.push_back(std::move(row));
+                  }
+                  return Val::Own(std::move(out));
+                }};
     f["intersect"] = {{"other"}, 1, false, false, [](const Val& in, const Args& a, Scope&) {
                         json out = json::array();
                         for (const auto& e : ListArg(in, a.pos, "intersect"))

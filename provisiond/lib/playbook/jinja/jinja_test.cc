@@ -296,6 +296,8 @@ TEST_CASE("jinja: expressions evaluate like Jinja2") {
       {"[1, [2, [3]]] | flatten", "[1,2,3]"},
       {"[1, [2, [3]]] | flatten(levels=1)", "[1,2,[3]]"},
       {"[1, 2] | union([2, 3])", "[1,2,3]"},
+      {"['a', 'b', 'c'] | zip([1, 2])", "[[\"a\",1],[\"b\",2]]"},
+      {"['a'] | zip([1], ['x']) | map('join', '-') | list", "[\"a-1-x\"]"},
       {"[1, 2] | intersect([2, 3])", "[2]"},
       {"[1, 2] | difference([2, 3])", "[1]"},
       {"flag | ternary('on', 'off')", R"("on")"},
