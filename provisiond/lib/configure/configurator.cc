@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "base/file_util.h"
+#include "base/strings.h"
 #include "configure/ansible_runner.h"
 #include "configure/health.h"
 #include "configure/node_vars.h"
@@ -237,12 +238,12 @@ struct Configurator::Impl {
       store.AppendEvent(e);
     };
     note("waiting up to " + std::to_string(profile.wait_for_peers_s) +
-         " s for the profile's other nodes to phone home: " + JoinNames(missing));
+         " s for the profile's other nodes to phone home: " + Join(missing, ", "));
     const auto start = std::chrono::steady_clock::now();
     while (!missing.empty()) {
       if (std::chrono::steady_clock::now() - start >=
           std::chrono::seconds(profile.wait_for_peers_s)) {
-        note("went on without " + JoinNames(missing) + " (not home after " +
+        note("went on without " + Join(missing, ", ") + " (not home after " +
              std::to_string(profile.wait_for_peers_s) + " s)");
         return true;
       }
@@ -251,12 +252,6 @@ struct Configurator::Impl {
     }
     note("every node of profile " + profile.version + " has phoned home");
     return true;
-  }
-
-  static std::string JoinNames(const std::vector<std::string>& names) {
-    std::string out;
-    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-    return out;
   }
 
   // The body of a configure run: playbooks, then health checks; sets the
