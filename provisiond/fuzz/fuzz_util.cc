@@ -60,8 +60,8 @@ ApiHarness::ApiHarness() {
   spdlog::set_level(spdlog::level::off);
   ImageCatalog& images = Images();
   store_ = std::move(*Store::Open(":memory:"));
-  inventory_ = std::make_unique<Inventory>(*store_, PROVISION_DATADIR "/profiles",
-                                           PROVISION_DATADIR "/playbooks", snapshots_.path());
+  inventory_ = std::make_unique<Inventory>(*store_, PROVISION_SOURCE_DIR "/profiles",
+                                           PROVISION_SOURCE_DIR "/playbooks", snapshots_.path());
   auto n0 = inventory_->Enroll({"n0", kNodeMac, "10.99.0.10", "lab"}, "fuzz");
   if (!n0.ok()) HarnessFailed("enroll", n0.status());
   node_token_ = n0->token;
@@ -74,7 +74,7 @@ ApiHarness::ApiHarness() {
   phonehome_ = std::make_unique<PhoneHome>(*inventory_, "ssh-ed25519 AAAAcontrol provisiond@fuzz",
                                            [] { return std::string("http://10.99.0.1:8080"); });
   boot_settings_.boot_url = "http://10.99.0.1:8080";
-  boot_settings_.pxe_dir = PROVISION_DATADIR "/pxe";
+  boot_settings_.pxe_dir = PROVISION_SOURCE_DIR "/pxe";
   boot_settings_.profile_kernel_args = [](const std::string& v) {
     return v == "lab" ? std::vector<std::string>{"console=ttyS0"} : std::vector<std::string>{};
   };
@@ -82,8 +82,8 @@ ApiHarness::ApiHarness() {
   boot_settings_.render_overlay = [home](const std::string& mac, const HttpRequest& request) {
     return home->Overlay(mac, NodeCaller::From(request));
   };
-  image_service_ = std::make_unique<ImageService>(*inventory_, images, PROVISION_DATADIR "/images",
-                                                  ImageBuildOptions{});
+  image_service_ = std::make_unique<ImageService>(
+      *inventory_, images, PROVISION_SOURCE_DIR "/images", ImageBuildOptions{});
 
   router_ = std::make_unique<Router>(std::make_shared<const TokenSet>(
       *TokenSet::Parse(std::string(kAdminToken) + " fuzz\n", "tokens")));
@@ -92,7 +92,7 @@ ApiHarness::ApiHarness() {
   context_.image_service = image_service_.get();
   context_.phonehome = phonehome_.get();
   context_.route_metrics = &router_->metrics();
-  context_.config.web_dir = PROVISION_DATADIR "/web";
+  context_.config.web_dir = PROVISION_SOURCE_DIR "/web";
   context_.own_address = "10.99.0.1";
   context_.max_event_wait_ms = 0;  // GET /events?wait= answers at once
   // The daemon's table on a staging router, then the routes that stay in the

@@ -35,8 +35,8 @@ const Request kRequests[] = {
 const std::map<std::string, prov::Profile>& Profiles() {
   static const auto profiles = [] {
     std::vector<std::string> errors;
-    return prov::LoadAllProfiles(PROVISION_DATADIR "/profiles", PROVISION_DATADIR "/playbooks",
-                                 errors);
+    return prov::LoadAllProfiles(PROVISION_SOURCE_DIR "/profiles",
+                                 PROVISION_SOURCE_DIR "/playbooks", errors);
   }();
   return profiles;
 }

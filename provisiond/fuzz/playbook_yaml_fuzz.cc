@@ -11,7 +11,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 64 * 1024) return 0;
   std::string text(reinterpret_cast<const char*>(data), size);
-  auto playbook = prov::ParsePlaybook(text, PROVISION_DATADIR "/playbooks/fuzz.yml");
+  auto playbook = prov::ParsePlaybook(text, PROVISION_SOURCE_DIR "/playbooks/fuzz.yml");
   if (!playbook.ok()) {
     FUZZ_CHECK(!playbook.status().message().empty(), text);
     return 0;

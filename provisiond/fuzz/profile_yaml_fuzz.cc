@@ -20,7 +20,7 @@ const std::string& StubPlaybooks() {
   static prov::TempDir dir("fuzz-playbooks");
   static bool made = [] {
     namespace fs = std::filesystem;
-    const fs::path shipped = PROVISION_DATADIR "/playbooks";
+    const fs::path shipped = PROVISION_SOURCE_DIR "/playbooks";
     for (const auto& e : fs::recursive_directory_iterator(shipped)) {
       const std::string ext = e.path().extension().string();
       if (!e.is_regular_file() || (ext != ".yml" && ext != ".yaml")) continue;

@@ -82,6 +82,11 @@ Apply NumberSetting(uint64_t min, uint64_t max, T Config::*member) {
 }
 
 const std::vector<Setting>& Table() {
+  // The shipped data's defaults follow the layout (installed or build tree).
+  static const std::string data = InstallLayout().data_dir;
+  static const std::string profiles = data + "/profiles", images = data + "/images",
+                           playbooks = data + "/playbooks", pxe = data + "/pxe",
+                           web = data + "/web", tools = InstallLayout().tools_dir;
   static const std::vector<Setting> table = {
       {{"listen", "address:port", "127.0.0.1:8080",
         "Where the HTTP server (boot scripts, API, web page, metrics) listens. Use the cluster "
@@ -114,7 +119,7 @@ const std::vector<Setting>& Table() {
       {{"tls_key", "path", "",
         "The certificate's private key (PEM, mode 0600). Empty: <data_dir>/tls/key.pem."},
        OptionalPathSetting(&Config::tls_key)},
-      {{"data_dir", "path", "/var/lib/provisiond",
+      {{"data_dir", "path", PROVISION_STATEDIR,
         "Where provisiond keeps its state: the SQLite inventory, generated dnsmasq config, "
         "rendered overlays. Created if missing."},
        PathSetting(&Config::data_dir)},
@@ -122,13 +127,12 @@ const std::vector<Setting>& Table() {
         "API tokens, one per line, '#' starts a comment. Empty: <data_dir>/tokens, created with "
         "one random token (mode 0600) on first start."},
        OptionalPathSetting(&Config::tokens_file)},
-      {{"profiles_dir", "path", PROVISION_DATADIR "/profiles",
+      {{"profiles_dir", "path", profiles.c_str(),
         "Versioned hardware profiles: <profiles_dir>/<version>/profile.yaml."},
        PathSetting(&Config::profiles_dir)},
-      {{"images_dir", "path", PROVISION_DATADIR "/images",
-        "Image manifests: <images_dir>/<name>/image.yaml."},
+      {{"images_dir", "path", images.c_str(), "Image manifests: <images_dir>/<name>/image.yaml."},
        PathSetting(&Config::images_dir)},
-      {{"playbooks_dir", "path", PROVISION_DATADIR "/playbooks",
+      {{"playbooks_dir", "path", playbooks.c_str(),
         "Playbooks that profiles name, in Ansible syntax."},
        PathSetting(&Config::playbooks_dir)},
       {{"ansible_playbook", "path", "/usr/bin/ansible-playbook",
@@ -241,8 +245,7 @@ const std::vector<Setting>& Table() {
         "Where the signed boot chain is: shim/shimx64.efi.signed (Debian's shim-signed) and "
         "grub/x86_64-efi-signed/grubnetx64.efi.signed (grub-efi-amd64-signed)."},
        PathSetting(&Config::signed_loader_dir)},
-      {{"pxe_dir", "path", PROVISION_DATADIR "/pxe",
-        "Templates for the dnsmasq config and the iPXE scripts."},
+      {{"pxe_dir", "path", pxe.c_str(), "Templates for the dnsmasq config and the iPXE scripts."},
        PathSetting(&Config::pxe_dir)},
       {{"image_store", "path", "",
         "Built images (kernel, initrd, root) by name and version. Empty: <data_dir>/images."},
@@ -251,7 +254,7 @@ const std::vector<Setting>& Table() {
         "Where `image import` reads kernels and initrds from (nothing outside it). Empty: "
         "<data_dir>/import, created 0700."},
        OptionalPathSetting(&Config::import_dir)},
-      {{"ipmi_credentials_file", "path", "/etc/provisiond/ipmi",
+      {{"ipmi_credentials_file", "path", PROVISION_CONFDIR "/ipmi",
         "IPMI credentials, one '<bmc address> <user> <password>' per line. Must be readable by "
         "its owner only; passwords are never logged."},
        PathSetting(&Config::ipmi_credentials_file)},
@@ -298,7 +301,7 @@ const std::vector<Setting>& Table() {
         "How long a configure run keeps trying to reach a node's sshd that does not answer "
         "(one that phoned home may still be starting it), backing off from 1 s; 0: one try."},
        NumberSetting(0, 3600, &Config::connect_retry_s)},
-      {{"tools_dir", "path", PROVISION_TOOLSDIR,
+      {{"tools_dir", "path", tools.c_str(),
         "Where provision-facts and provision-mount are: static programs that image builds copy "
         "into every image and initrd."},
        PathSetting(&Config::tools_dir)},
@@ -313,7 +316,7 @@ const std::vector<Setting>& Table() {
        }},
       {{"nfs.ganesha", "path", "/usr/bin/ganesha.nfsd", "The nfs-ganesha program."},
        PathSetting(&Config::ganesha_path)},
-      {{"web_dir", "path", PROVISION_DATADIR "/web",
+      {{"web_dir", "path", web.c_str(),
         "The inventory web page's files, served at / (no outside fetches: it works offline)."},
        PathSetting(&Config::web_dir)},
   };
@@ -335,6 +338,23 @@ void Flatten(const YAML::Node& map, const std::string& prefix,
 }
 
 }  // namespace
+
+const Layout& InstallLayout() {
+  static const Layout layout = [] {
+    Layout l{PROVISION_DATADIR, PROVISION_TOOLSDIR, false};
+#ifdef PROVISION_BUILD_TREE
+    // This binary's own folder, not the working directory: an installed copy
+    // of it is never in the build folder.
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    const std::string dir = exe.parent_path().string(), tree = PROVISION_BUILD_TREE;
+    if (!ec && (dir == tree || dir.starts_with(tree + "/")))
+      l = {PROVISION_SOURCE_TREE, PROVISION_BUILD_TREE, true};
+#endif
+    return l;
+  }();
+  return layout;
+}
 
 bool ApiListenAddress(const Config& config, std::string& host, uint16_t& port) {
   if (config.api_listen == "off") return false;

@@ -13,14 +13,33 @@
 #ifndef PROVISION_TOOLSDIR
 #define PROVISION_TOOLSDIR "/usr/lib/provisiond"
 #endif
-
 #ifndef PROVISION_DATADIR
 #define PROVISION_DATADIR "/usr/share/provisiond"
+#endif
+#ifndef PROVISION_CONFDIR
+#define PROVISION_CONFDIR "/etc/provisiond"
+#endif
+#ifndef PROVISION_STATEDIR
+#define PROVISION_STATEDIR "/var/lib/provisiond"
 #endif
 
 namespace prov {
 
-inline constexpr const char* kDefaultConfigPath = "/etc/provisiond/provisiond.yaml";
+inline constexpr const char* kDefaultConfigPath = PROVISION_CONFDIR "/provisiond.yaml";
+
+// Where the shipped data (profiles, playbooks, image manifests, pxe
+// templates, web page) and the static node tools are. An installed
+// provisiond uses the installed folders (/usr/share/provisiond,
+// /usr/lib/provisiond). A binary run from the build folder it was built in
+// uses the checkout's data and that folder's tools, so the demo and the tests
+// run without installing; packages are built without this (the CMake option
+// PROVISION_BUILD_TREE_DEFAULTS).
+struct Layout {
+  std::string data_dir;
+  std::string tools_dir;
+  bool build_tree = false;
+};
+const Layout& InstallLayout();
 
 struct Config {
   std::string listen_host;

@@ -31,6 +31,7 @@
 #include "playbook/runner_choice.h"
 #include "profiles/inventory.h"
 #include "profiles/profile.h"
+#include "store/backup.h"
 #include "store/store.h"
 
 namespace prov {
@@ -61,6 +62,9 @@ std::vector<std::string> CheckAll(const Config& config) {
 }
 
 struct Daemon::Impl {
+  // <data_dir>/provisiond.lock, held for the daemon's life (released last):
+  // one provisiond, or one restore, per data folder.
+  UniqueFd data_lock;
   Config config;
   std::unique_ptr<Store> store;
   std::unique_ptr<Inventory> inventory;
@@ -175,6 +179,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
                  st.st_mode & 0777);
     chmod(config.data_dir.c_str(), 0711);
   }
+  auto lock = LockDataDir(config.data_dir);
+  if (!lock.ok()) return lock.status();
+  impl->data_lock = std::move(*lock);
   s = EnsureTokensFile(config);
   if (!s.ok()) return s;
   if (config.import_dir.empty()) {

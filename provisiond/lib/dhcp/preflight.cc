@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "base/file_util.h"
@@ -39,8 +40,8 @@ Status EffectiveRange(const Config& config, const InterfaceAddress& iface, std::
   return Status::Ok();
 }
 
-Result<std::vector<std::string>> ProbeDhcpServers(const std::string& interface, int wait_ms,
-                                                  const std::string& ignore) {
+Result<std::vector<DhcpServerSeen>> ProbeDhcpServers(const std::string& interface, int wait_ms,
+                                                     const std::string& ignore) {
   UniqueFd sock(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!sock.valid()) return Status::Internal("socket: " + std::string(strerror(errno)));
   const int fd = sock.get();
@@ -78,7 +79,7 @@ Result<std::vector<std::string>> ProbeDhcpServers(const std::string& interface, 
   if (sendto(fd, p, sizeof p, 0, reinterpret_cast<sockaddr*>(&to), sizeof to) < 0)
     return Status::Error(Code::kUnavailable,
                          "cannot send a DHCP probe: " + std::string(strerror(errno)));
-  std::set<std::string> servers;
+  std::map<std::string, DhcpServerSeen> servers;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -93,6 +94,8 @@ Result<std::vector<std::string>> ProbeDhcpServers(const std::string& interface, 
     ssize_t n = recvfrom(fd, r, sizeof r, 0, reinterpret_cast<sockaddr*>(&from), &len);
     if (n < 244 || r[0] != 2 || memcmp(r + 4, &xid, 4) != 0) continue;
     std::string server = FormatIpv4(ntohl(from.sin_addr.s_addr));
+    uint32_t yiaddr = 0;
+    memcpy(&yiaddr, r + 16, 4);
     // Option 54 names the server more reliably than the source address.
     for (size_t i = 240; i + 1 < static_cast<size_t>(n) && r[i] != 255;) {
       if (r[i] == 0) {
@@ -107,9 +110,15 @@ Result<std::vector<std::string>> ProbeDhcpServers(const std::string& interface, 
       }
       i += 2 + l;
     }
-    if (server != ignore) servers.insert(server);
+    if (server == ignore) continue;
+    DhcpServerSeen& seen = servers[server];
+    seen.address = server;
+    seen.proxy = yiaddr == 0;
+    if (yiaddr != 0) seen.offered = FormatIpv4(ntohl(yiaddr));
   }
-  return std::vector<std::string>(servers.begin(), servers.end());
+  std::vector<DhcpServerSeen> out;
+  for (auto& [address, seen] : servers) out.push_back(std::move(seen));
+  return out;
 }
 
 namespace {
@@ -236,7 +245,8 @@ std::vector<PreflightCheck> RunPreflight(const Config& config, const PreflightOp
       if (config.dhcp_mode == "proxy") checks.back().ok = false;
     } else {
       std::string list;
-      for (const auto& s : *servers) list += (list.empty() ? "" : ", ") + s;
+      for (const auto& s : *servers)
+        list += (list.empty() ? "" : ", ") + s.address + (s.proxy ? " (proxy DHCP)" : "");
       bool ok = config.dhcp_mode == "proxy";
       add("other dhcp servers", ok, !ok,
           ok ? "DHCP server(s) " + list +

@@ -37,9 +37,18 @@ std::vector<PreflightCheck> RunPreflight(const Config& config, const PreflightOp
 Status EffectiveRange(const Config& config, const InterfaceAddress& iface, std::string& first,
                       std::string& last);
 
-// Sends a DHCPDISCOVER on `interface` and returns the addresses of the
-// servers that offered within `wait_ms` (other than `ignore`).
-Result<std::vector<std::string>> ProbeDhcpServers(const std::string& interface, int wait_ms,
-                                                  const std::string& ignore);
+// A DHCP server that answered a probe.
+struct DhcpServerSeen {
+  std::string address;
+  // It offered no address (yiaddr 0.0.0.0), only boot information: a proxy
+  // DHCP server (another PXE service), not one that leases.
+  bool proxy = false;
+  std::string offered;  // the address it offered, when not a proxy
+};
+
+// Sends a DHCPDISCOVER on `interface` and returns the servers that offered
+// within `wait_ms` (other than `ignore`), by address.
+Result<std::vector<DhcpServerSeen>> ProbeDhcpServers(const std::string& interface, int wait_ms,
+                                                     const std::string& ignore);
 
 }  // namespace prov

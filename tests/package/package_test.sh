@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The Debian package, as an operator installs it: built from the checkout
+# (scripts/package.sh), lintian clean of errors, installed with apt into a
+# fresh Debian 12 root (mmdebstrap, with systemd), where:
+#   - provisiond uses the installed paths and its default config passes --check;
+#   - systemd-analyze verify accepts the unit;
+#   - provisiond started from the installed files answers its API, the
+#     packaged provisionctl talks to it, and a second provisiond on the same
+#     data folder is refused;
+#   - a backup taken while it runs restores (same nodes, same token);
+#   - a newer package installed over it backs up first (preinst) and keeps
+#     the inventory; an older one that would meet a newer schema is refused
+#     before any file is replaced;
+#   - a purge removes the state and keeps the backups.
+# Everything in the root runs in a network namespace of its own (loopback only).
+# Usage: package_test.sh [DEB]   (root; DEB: an already built package, else
+# scripts/package.sh builds one)
+set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
+DEB="${1:-}"
+[ -z "$DEB" ] || DEB="$(realpath "$DEB")"
+NS="provpkg$$"
+SERVER_PID=""
+CLEANUP_HOOKS+=("ip netns del $NS 2>/dev/null")
+
+ROOT="$WORK/root"
+# CMD... run inside the installed root, in the test's network namespace, with
+# /proc and /dev. exec_in_root replaces the shell: the PID of `exec_in_root ... &`
+# is the command's own.
+in_root() {
+  exec_in_root "$@" &
+  wait $!
+}
+exec_in_root() {
+  exec ip netns exec "$NS" unshare --mount sh -c \
+    'mount -t proc proc "$0/proc" && mount --bind /dev "$0/dev" && exec chroot "$0" "$@"' "$ROOT" "$@"
+}
+
+echo "== the package"
+if [ -z "$DEB" ]; then
+  "$REPO/scripts/package.sh" >"$WORK/package.log" 2>&1 || { tail -n 40 "$WORK/package.log"; exit 1; }
+  DEB="$(tail -n 1 "$WORK/package.log")"
+fi
+version="$(dpkg-deb -f "$DEB" Version)"
+echo "$DEB ($version)"
+lintian --fail-on error --suppress-tags no-manual-page "$DEB" >"$WORK/lintian" 2>&1 && pass "lintian: no errors" ||
+  fail "lintian found errors: $(grep '^E:' "$WORK/lintian" | head -n 20)"
+
+echo "== installed with apt into a fresh Debian 12 root"
+mmdebstrap --variant=minbase --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount \
+  --include="systemd,$DEB" bookworm "$ROOT" http://deb.debian.org/debian >"$WORK/mmdebstrap.log" 2>&1 ||
+  { tail -n 30 "$WORK/mmdebstrap.log"; exit 1; }
+pass "apt installed $(basename "$DEB") and its dependencies"
+ip netns add "$NS"
+ip netns exec "$NS" ip link set lo up
+
+check "provisiond --version" in_root provisiond --version
+expect_output "the installed provisiond uses the installed data" "data /usr/share/provisiond, node tools /usr/lib/provisiond"
+check "the default config passes provisiond --check" in_root provisiond --check
+check "systemd-analyze verify provisiond.service" in_root systemd-analyze verify /lib/systemd/system/provisiond.service
+[ -s "$WORK/out" ] && fail "systemd-analyze verify printed: $(cat "$WORK/out")"
+check "the service is enabled" test -L "$ROOT/etc/systemd/system/multi-user.target.wants/provisiond.service"
+check "provisionctl --help lists the commands" in_root provisionctl --help
+expect_output "provisionctl --help" "provisionctl node list"
+
+start_server() {
+  rm -f "$ROOT/var/lib/provisiond/provisiond.url"
+  exec_in_root /usr/sbin/provisiond --config /etc/provisiond/provisiond.yaml >>"$WORK/provisiond.log" 2>&1 &
+  SERVER_PID=$!  # provisiond's own: every step before it execs
+  PIDS+=("$SERVER_PID")
+  for _ in $(seq 1 200); do
+    [ -s "$ROOT/var/lib/provisiond/provisiond.url" ] && return 0
+    kill -0 "$SERVER_PID" 2>/dev/null || { fail "provisiond exited: $(tail -n 5 "$WORK/provisiond.log")"; return 1; }
+    sleep 0.05
+  done
+  fail "provisiond did not write its URL in 10 s"
+  return 1
+}
+stop_server() {
+  kill -TERM "$SERVER_PID" && wait "$SERVER_PID" || true
+  SERVER_PID=""
+}
+ctl() { in_root provisionctl --token-file /var/lib/provisiond/tokens "$@"; }
+
+echo "== provisiond from the installed files"
+start_server
+pass "provisiond started with /etc/provisiond/provisiond.yaml"
+check "provisionctl status" ctl status
+check "provisionctl node add" ctl node add pkg0 --mac 52:54:00:a0:00:01
+check "provisionctl node add" ctl node add pkg1 --mac 52:54:00:a0:00:02
+check "provisionctl node list" ctl node list
+expect_output "node list shows the node" "pkg1"
+in_root provisiond --config /etc/provisiond/provisiond.yaml >"$WORK/out" 2>&1 &&
+  fail "a second provisiond on the same data folder started" || true
+expect_output "a second provisiond on the data folder is refused" "another provisiond (or a restore) is using /var/lib/provisiond"
+check "provisiond backup while it runs" in_root provisiond backup /root/running.tar
+expect_output "the backup counts the nodes" "inventory of 2 node(s)"
+in_root provisiond restore /root/running.tar >"$WORK/out" 2>&1 && fail "a restore ran while provisiond runs" || true
+expect_output "a restore while provisiond runs is refused" "stop it first"
+ctl node add pkg2 --mac 52:54:00:a0:00:03 >/dev/null
+token_before="$(cat "$ROOT/var/lib/provisiond/tokens")"
+stop_server
+
+check "provisiond restore" in_root provisiond restore /root/running.tar
+expect_output "restore says where the replaced state went" "what was there before is in /var/lib/provisiond/before-restore-"
+start_server
+check "node list after the restore" ctl node list
+expect_output "the restored inventory has the backed-up nodes" "pkg1"
+grep -q pkg2 "$WORK/out" && fail "pkg2, added after the backup, is in the restored inventory" ||
+  pass "the restored inventory is the one backed up"
+[ "$(cat "$ROOT/var/lib/provisiond/tokens")" = "$token_before" ] && pass "the tokens came back" ||
+  fail "the tokens differ after the restore"
+stop_server
+
+echo "== upgrade and downgrade"
+newer="$WORK/provisiond_9.9.9_amd64.deb"
+dpkg-deb -R "$DEB" "$WORK/repack"
+sed -i 's/^Version: .*/Version: 9.9.9/' "$WORK/repack/DEBIAN/control"
+sed -i 's/^SCHEMA=.*/SCHEMA=999/; s/^VERSION=.*/VERSION=9.9.9/' "$WORK/repack/DEBIAN/preinst"
+dpkg-deb --root-owner-group -Zxz -b "$WORK/repack" "$newer" >/dev/null
+cp "$newer" "$DEB" "$ROOT/root/"
+check "the newer package installs over the older one" in_root dpkg -i "/root/$(basename "$newer")"
+check "the upgrade made a backup first" sh -c "ls '$ROOT'/var/backups/provisiond/provisiond-$version-*.tar"
+check "the upgrade's backup verifies" in_root sh -c "provisiond restore --verify /var/backups/provisiond/provisiond-$version-*.tar"
+expect_output "the upgrade's backup holds the inventory" "2 node(s)"
+# The inventory as a newer provisiond would leave it.
+sqlite3 "$ROOT/var/lib/provisiond/provisiond.db" "PRAGMA user_version = 500"
+in_root dpkg -i "/root/$(basename "$DEB")" >"$WORK/out" 2>&1 && fail "the downgrade was installed" ||
+  pass "the downgrade over a newer schema is refused"
+expect_output "the refusal names the schema" "has schema version 500"
+[ "$(in_root dpkg-query -W -f '${Version}' provisiond)" = 9.9.9 ] && pass "the newer version stays installed" ||
+  fail "the installed version changed"
+
+echo "== purge"
+check "dpkg --purge" in_root dpkg --purge provisiond
+[ ! -e "$ROOT/var/lib/provisiond" ] && [ ! -e "$ROOT/etc/provisiond" ] && pass "purge removed the state and the config" ||
+  fail "purge left /var/lib/provisiond or /etc/provisiond"
+ls "$ROOT"/var/backups/provisiond/*.tar >/dev/null 2>&1 && pass "purge kept the backups" || fail "purge removed the backups"
+
+finish
