@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <istream>
 #include <map>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <sstream>
 
 #include "base/file_util.h"
+#include "settings.h"
 #include "verb.h"
 
 namespace prov::ctl {
@@ -29,6 +31,10 @@ Environment:
                     ~/.config/provisionctl/known_servers (PROVISIONCTL_KNOWN_SERVERS)
   PROVISIOND_TOKEN  API token; --token-file wins
   PROVISIOND_CA_FILE, PROVISIOND_FINGERPRINT  as --ca-file, --fingerprint
+
+Config file: ~/.config/provisionctl/config (PROVISIONCTL_CONFIG names another), lines of
+`key: value` with the keys url, token_file, ca_file and fingerprint, for what no flag or
+environment variable gives.
 
 Exit status: 0 done, 1 failed (provisiond said no, or cannot be reached), 2 usage error,
 130 stopped following with Ctrl-C (image build; the build goes on).)";
@@ -165,6 +171,109 @@ Result<std::string> ReadToken(const GlobalArgs& global, std::string& source) {
   return token;
 }
 
+// Edit distance, for "did you mean".
+size_t Distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The choice nearest to `word` (a prefix of it, or at most two edits away),
+// or "".
+std::string Nearest(const std::string& word, const std::vector<std::string>& choices) {
+  std::string best;
+  size_t best_distance = 3;
+  for (const auto& c : choices) {
+    if (c.rfind(word, 0) == 0 && word.size() >= 2) return c;
+    size_t d = Distance(word, c);
+    if (d < best_distance && d < c.size()) best = c, best_distance = d;
+  }
+  return best;
+}
+
+// The command words of argv (global options and their values skipped), up
+// to the first two.
+std::vector<std::string> CommandWords(int argc, const char* const* argv) {
+  std::vector<std::string> words;
+  for (int i = 1; i < argc && words.size() < 2; ++i) {
+    std::string a = argv[i];
+    if (a == "--") break;
+    if (a.rfind("-", 0) == 0) {
+      if (a.find('=') == std::string::npos &&
+          (a == "--url" || a == "--token-file" || a == "--ca-file" || a == "--fingerprint"))
+        ++i;
+      if (words.empty()) continue;
+      break;  // a verb's own options follow its words
+    }
+    words.push_back(a);
+  }
+  return words;
+}
+
+// Before CLI11: no command, an unknown noun or verb, or a noun without its
+// verb get the commands they could have meant rather than "A subcommand is
+// required". Returns -1 when the words are fine.
+int CheckCommandWords(int argc, const char* const* argv, const Io& io) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h" || a == "--version") return -1;
+  }
+  std::map<std::string, std::vector<std::string>> verbs_of;  // "" holds the top level
+  std::map<std::string, std::string> synopsis;
+  for (const auto& v : Verbs()) {
+    auto w = Words(v.path);
+    auto& top = verbs_of[""];
+    if (std::find(top.begin(), top.end(), w.front()) == top.end()) top.push_back(w.front());
+    if (w.size() > 1) verbs_of[w.front()].push_back(w.back());
+    synopsis[v.path] = v.synopsis;
+  }
+  const auto words = CommandWords(argc, argv);
+  auto list = [&](const std::string& noun) {
+    std::string out;
+    for (const auto& v : Verbs())
+      if (noun.empty() || Words(v.path).front() == noun)
+        out += "  provisionctl " + std::string(v.synopsis) + "\n";
+    return out;
+  };
+  if (words.empty()) {
+    io.err << "provisionctl: which command? (provisionctl --help describes them)\n" << list("");
+    return kExitUsage;
+  }
+  const auto& top = verbs_of[""];
+  if (std::find(top.begin(), top.end(), words[0]) == top.end()) {
+    std::string near = Nearest(words[0], top);
+    io.err << "provisionctl: unknown command '" << words[0] << "'"
+           << (near.empty() ? "" : "; did you mean '" + near + "'?") << "\n";
+    if (near.empty()) io.err << "Commands:\n" << list("");
+    return kExitUsage;
+  }
+  auto nested = verbs_of.find(words[0]);
+  if (nested == verbs_of.end() || nested->second.empty()) return -1;  // a verb of one word
+  if (words.size() < 2) {
+    io.err << "provisionctl " << words[0] << ": which one?\n" << list(words[0]);
+    return kExitUsage;
+  }
+  const auto& subs = nested->second;
+  if (std::find(subs.begin(), subs.end(), words[1]) == subs.end()) {
+    std::string near = Nearest(words[1], subs);
+    io.err << "provisionctl " << words[0] << ": unknown command '" << words[1] << "'"
+           << (near.empty() ? "" : "; did you mean '" + words[0] + " " + near + "'?") << "\n"
+           << words[0] << " commands:\n"
+           << list(words[0]);
+    return kExitUsage;
+  }
+  return -1;
+}
+
 }  // namespace
 
 std::string RenderDoc(const CLI::App& app) {
@@ -190,12 +299,26 @@ int RunCli(int argc, const char* const* argv, const Io& io) {
   GlobalArgs global;
   Args args;
   std::map<const CLI::App*, const Verb*> verbs;
+  if (int status = CheckCommandWords(argc, argv, io); status >= 0) return status;
   try {
     verbs = BuildCli(app, global, args);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e, io.out, io.err) == 0 ? kExitOk : kExitUsage;
   }
+  // What neither a flag nor the environment gave comes from the config file.
+  auto settings = LoadSettings();
+  if (!settings.ok()) {
+    io.err << "provisionctl: " << settings.status().message() << "\n";
+    return kExitUsage;
+  }
+  auto unset = [&app](const char* option) { return app.get_option(option)->count() == 0; };
+  if (!settings->url.empty() && unset("--url")) global.url = settings->url;
+  if (!settings->ca_file.empty() && unset("--ca-file")) global.ca_file = settings->ca_file;
+  if (!settings->fingerprint.empty() && unset("--fingerprint"))
+    global.fingerprint = settings->fingerprint;
+  if (!settings->token_file.empty() && global.token_file.empty() && !getenv("PROVISIOND_TOKEN"))
+    global.token_file = settings->token_file;
   const Verb* verb = nullptr;
   for (const auto& [command, v] : verbs)
     if (command->parsed()) verb = v;

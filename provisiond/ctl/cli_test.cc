@@ -1,11 +1,16 @@
 #include "cli.h"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <vector>
 
+#include "base/file_util.h"
 #include "client.h"
+#include "settings.h"
 #include "testing/fake_daemon.h"
 #include "verb.h"
 
@@ -111,6 +116,68 @@ TEST_CASE("an unreachable provisiond fails with exit 1 and says where it looked"
   r = Cli({"node", "rm", "node[0-9]"});
   CHECK(r.status == kExitFailed);
   CHECK(r.err.find("cannot reach") == r.err.rfind("cannot reach"));
+}
+
+TEST_CASE("no command, an unknown command or verb: the commands, and the nearest one") {
+  CurlGlobal curl;
+  Run r = Cli({});
+  CHECK(r.status == kExitUsage);
+  CHECK(r.err.find("provisionctl: which command?") == 0);
+  CHECK(r.err.find("provisionctl node list") != std::string::npos);
+  r = Cli({"node", "lst"});
+  CHECK(r.status == kExitUsage);
+  CHECK(r.err.find("provisionctl node: unknown command 'lst'; did you mean 'node list'?") == 0);
+  CHECK(r.err.find("provisionctl node why") != std::string::npos);
+  CHECK(r.err.find("provisionctl image") == std::string::npos);  // only node's
+  r = Cli({"nod", "list"});
+  CHECK(r.err.find("unknown command 'nod'; did you mean 'node'?") != std::string::npos);
+  r = Cli({"profle", "apply", "v0.2"});
+  CHECK(r.err.find("did you mean 'profile'?") != std::string::npos);
+  r = Cli({"node"});
+  CHECK(r.status == kExitUsage);
+  CHECK(r.err.find("provisionctl node: which one?") == 0);
+  r = Cli({"zzzzzz"});
+  CHECK(r.err.find("did you mean") == std::string::npos);
+  CHECK(r.err.find("Commands:") != std::string::npos);
+}
+
+TEST_CASE("the config file: key: value, errors at file:line, flags and environment win") {
+  auto s = ParseSettings(
+      "# laptop\nurl: https://10.77.0.1:8443\ntoken_file: token\nfingerprint: 'AB:CD'\n",
+      "/home/op/.config/provisionctl/config");
+  REQUIRE_MESSAGE(s.ok(), s.status().message());
+  CHECK(s->url == "https://10.77.0.1:8443");
+  CHECK(s->token_file == "/home/op/.config/provisionctl/token");
+  CHECK(s->fingerprint == "AB:CD");
+  auto bad = ParseSettings("url: https://x\nurl_typo: y\n", "/c");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() ==
+        "/c:2: unknown key 'url_typo' (known: url, token_file, ca_file, fingerprint)");
+  CHECK_FALSE(ParseSettings("url: ftp://x\n", "/c").ok());
+  CHECK_FALSE(ParseSettings("url\n", "/c").ok());
+
+  // Through the command line: the file's URL is used, a flag overrides it.
+  CurlGlobal curl;
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("provisionctl-cfg-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  WriteFileAtomic((dir / "config").string(), "url: http://127.0.0.1:2\n");
+  setenv("PROVISIONCTL_CONFIG", (dir / "config").c_str(), 1);
+  std::vector<const char*> args = {"provisionctl", "status"};
+  std::istringstream in;
+  std::ostringstream out, err;
+  int status = RunCli(static_cast<int>(args.size()), args.data(), {in, out, err, false});
+  CHECK(status == kExitFailed);
+  CHECK(err.str().find("provisionctl: cannot reach provisiond at http://127.0.0.1:2") == 0);
+  Run flag = Cli({"status"});  // --url http://127.0.0.1:1
+  CHECK(flag.err.find("provisionctl: cannot reach provisiond at http://127.0.0.1:1") == 0);
+  WriteFileAtomic((dir / "config").string(), "bogus: 1\n");
+  Run broken = Cli({"status"});
+  CHECK(broken.status == kExitUsage);
+  CHECK(broken.err.find((dir / "config").string() + ":1: unknown key 'bogus'") !=
+        std::string::npos);
+  unsetenv("PROVISIONCTL_CONFIG");
+  fs::remove_all(dir);
 }
 
 }  // namespace prov::ctl
