@@ -13,7 +13,7 @@ PACKAGES=(
   libspdlog-dev doctest-dev nlohmann-json3-dev libcurl4-openssl-dev libcli11-dev libssl-dev
   libpcre2-dev   # playbook and template regular expressions, bounded (playbook/jinja/regex.h)
   sqlite3 curl clang-format cpio openssl
-  lintian   # the Debian package's check (tests/package)
+  lintian systemd-container   # the Debian package's checks, its service booted (tests/package)
   clang libclang-rt-14-dev   # the libFuzzer build of the fuzz targets (docs/fuzzing.md)
 )
 # The netboot lab (QEMU, iPXE, OVMF, dnsmasq, busybox) and the browser test

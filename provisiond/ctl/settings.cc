@@ -55,8 +55,7 @@ Result<Settings> ParseSettings(const std::string& text, const std::string& path)
     if (value.empty()) return Status::Invalid(where + key + " has no value");
     if (key == "url") {
       if (value.rfind("http://", 0) != 0 && value.rfind("https://", 0) != 0)
-        return Status::Invalid(where + "url: expected http:// or https://, found '" + value +
-                               "'");
+        return Status::Invalid(where + "url: expected http:// or https://, found '" + value + "'");
       s.url = value;
     } else if (key == "token_file") {
       s.token_file = ResolvePath(value, path);

@@ -8,6 +8,10 @@
 #     packaged provisionctl talks to it, and a second provisiond on the same
 #     data folder is refused;
 #   - a backup taken while it runs restores (same nodes, same token);
+#   - booted with systemd as PID 1 (systemd-nspawn: these machines have no
+#     systemd of their own), the service starts at boot, `systemctl restart`
+#     keeps the inventory, a kill -9 is restarted by systemd, reload rereads
+#     the tokens, stop stops it;
 #   - a newer package installed over it backs up first (preinst) and keeps
 #     the inventory; an older one that would meet a newer schema is refused
 #     before any file is replaced;
@@ -48,7 +52,7 @@ lintian --fail-on error --suppress-tags no-manual-page "$DEB" >"$WORK/lintian" 2
 
 echo "== installed with apt into a fresh Debian 12 root"
 mmdebstrap --variant=minbase --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount \
-  --include="systemd,$DEB" bookworm "$ROOT" http://deb.debian.org/debian >"$WORK/mmdebstrap.log" 2>&1 ||
+  --include="systemd,systemd-sysv,dbus,$DEB" bookworm "$ROOT" http://deb.debian.org/debian >"$WORK/mmdebstrap.log" 2>&1 ||
   { tail -n 30 "$WORK/mmdebstrap.log"; exit 1; }
 pass "apt installed $(basename "$DEB") and its dependencies"
 ip netns add "$NS"
@@ -112,6 +116,79 @@ grep -q pkg2 "$WORK/out" && fail "pkg2, added after the backup, is in the restor
   fail "the tokens differ after the restore"
 stop_server
 
+echo "== the service under systemd (the root booted as a container, systemd as its PID 1)"
+# A cluster interface in the namespace, and init's config for it: the
+# service runs dnsmasq and nfs-ganesha as its children.
+ip link add pkgc0 netns "$NS" type veth peer name pkgs0 netns "$NS"
+ip -n "$NS" addr add 10.88.0.1/24 dev pkgc0
+ip -n "$NS" link set pkgc0 up
+ip -n "$NS" link set pkgs0 up
+check "provisiond init from the package" in_root provisiond init --interface pkgc0 --dhcp-mode full
+expect_output "init replaced the package's default config" "kept the old config as /etc/provisiond/provisiond.yaml.before-init"
+CONTAINER_PID=""
+systemd-nspawn --quiet -D "$ROOT" --boot --register=no --keep-unit --console=passive \
+  --capability=CAP_NET_ADMIN \
+  --network-namespace-path="/run/netns/$NS" --machine="provpkg$$" </dev/null >"$WORK/container.log" 2>&1 &
+NSPAWN_PID=$!
+PIDS+=("$NSPAWN_PID")
+for _ in $(seq 1 100); do
+  # nspawn's child is a short-lived helper until it becomes the container's systemd.
+  CONTAINER_PID="$(ps -o pid=,comm= --ppid "$NSPAWN_PID" | awk '$2 == "systemd" {print $1; exit}' || true)"
+  [ -n "$CONTAINER_PID" ] && break
+  sleep 0.1
+done
+[ -n "$CONTAINER_PID" ] || { fail "the container did not start: $(tail -n 20 "$WORK/container.log")"; exit 1; }
+# The container's PID 1 killed takes its whole PID namespace with it.
+CLEANUP_HOOKS+=("kill -9 $CONTAINER_PID 2>/dev/null")
+in_box() { nsenter -t "$CONTAINER_PID" -a "$@"; }
+# service_up: provisiond is active under systemd and answers its API.
+service_up() {
+  [ "$(in_box systemctl is-active provisiond 2>/dev/null)" = active ] &&
+    in_box provisionctl --token-file /var/lib/provisiond/tokens status >/dev/null 2>&1
+}
+main_pid() { in_box systemctl show -p MainPID --value provisiond; }
+wait_for 120 "systemd started provisiond at boot" service_up || {
+  tail -n 20 "$WORK/container.log"
+  in_box journalctl -u provisiond --no-pager | tail -n 30
+  exit 1
+}
+check "the restored inventory, served by the service" in_box provisionctl --token-file /var/lib/provisiond/tokens node list
+expect_output "node list under systemd" "pkg1"
+[ "$(in_box systemctl is-active nfs-ganesha 2>/dev/null || true)" != active ] &&
+  pass "the system's nfs-ganesha service is stopped (Conflicts=)" || fail "nfs-ganesha.service runs beside provisiond"
+check "node add under systemd" in_box provisionctl --token-file /var/lib/provisiond/tokens node add sd0 --mac 52:54:00:a0:00:10
+first_pid="$(main_pid)"
+check "systemctl restart provisiond" in_box systemctl restart provisiond
+wait_for 60 "provisiond answers after the restart" service_up
+check "node list after the restart" in_box provisionctl --token-file /var/lib/provisiond/tokens node list
+expect_output "systemctl restart keeps the inventory" "sd0"
+[ "$(main_pid)" != "$first_pid" ] && pass "the restart started a new process" || fail "MainPID did not change"
+killed="$(main_pid)"
+in_box kill -9 "$killed"
+restarted() { local p; p="$(main_pid)"; [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$killed" ] && service_up; }
+wait_for 60 "systemd restarts provisiond after a kill -9" restarted
+expect_eq "systemd counted the restart" "$(in_box systemctl show -p NRestarts --value provisiond)" 1
+check "node list after the kill -9" in_box provisionctl --token-file /var/lib/provisiond/tokens node list
+expect_output "the kill -9 lost nothing" "sd0"
+token_loads() { in_box journalctl -u provisiond --no-pager | grep -c 'loaded 1 API token' || true; }
+loads_before="$(token_loads)"
+check "systemctl reload (SIGHUP: the tokens)" in_box systemctl reload provisiond
+reloaded() { [ "$(token_loads)" -gt "$loads_before" ]; }
+wait_for 30 "the reload reread the tokens" reloaded
+children() { in_box systemd-cgls --no-pager -u provisiond.service; }
+check "the service's control group" children
+grep -q dnsmasq "$WORK/out" || in_box journalctl -u provisiond --no-pager | tail -n 30
+expect_output "dnsmasq runs in the service's control group" "dnsmasq"
+expect_output "nfs-ganesha runs in the service's control group" "ganesha.nfsd"
+check "systemctl stop provisiond" in_box systemctl stop provisiond
+in_box pgrep -x dnsmasq >"$WORK/out" 2>&1 && fail "dnsmasq outlived the service: $(cat "$WORK/out")" ||
+  pass "stopping the service stopped dnsmasq"
+in_box pgrep -x ganesha.nfsd >"$WORK/out" 2>&1 && fail "ganesha outlived the service" ||
+  pass "stopping the service stopped nfs-ganesha"
+[ "$(in_box systemctl is-active provisiond || true)" = inactive ] && pass "stopped" || fail "provisiond still active"
+in_box systemctl poweroff >/dev/null 2>&1 || true
+wait_for 60 "the container powered off" sh -c "! kill -0 $NSPAWN_PID 2>/dev/null"
+
 echo "== upgrade and downgrade"
 newer="$WORK/provisiond_9.9.9_amd64.deb"
 dpkg-deb -R "$DEB" "$WORK/repack"
@@ -122,7 +199,7 @@ cp "$newer" "$DEB" "$ROOT/root/"
 check "the newer package installs over the older one" in_root dpkg -i "/root/$(basename "$newer")"
 check "the upgrade made a backup first" sh -c "ls '$ROOT'/var/backups/provisiond/provisiond-$version-*.tar"
 check "the upgrade's backup verifies" in_root sh -c "provisiond restore --verify /var/backups/provisiond/provisiond-$version-*.tar"
-expect_output "the upgrade's backup holds the inventory" "2 node(s)"
+expect_output "the upgrade's backup holds the inventory (pkg0, pkg1, sd0)" "3 node(s)"
 # The inventory as a newer provisiond would leave it.
 sqlite3 "$ROOT/var/lib/provisiond/provisiond.db" "PRAGMA user_version = 500"
 in_root dpkg -i "/root/$(basename "$DEB")" >"$WORK/out" 2>&1 && fail "the downgrade was installed" ||

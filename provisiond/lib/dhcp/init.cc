@@ -102,9 +102,8 @@ Result<InitResult> InitControlNode(const InitOptions& o) {
 
   const std::string subnet = iface->network() + "/" + std::to_string(iface->prefix);
   r.config_text =
-      "# Written by `provisiond init` on " + Today() + " for the cluster interface " +
-      o.interface + " (" + iface->address + "/" + std::to_string(iface->prefix) +
-      ").\n# DHCP: " + r.reason +
+      "# Written by `provisiond init` on " + Today() + " for the cluster interface " + o.interface +
+      " (" + iface->address + "/" + std::to_string(iface->prefix) + ").\n# DHCP: " + r.reason +
       ".\n# `provisiond --describe-config` lists every key; `provisiond --check` validates.\n"
       "#\n# Boot routes (scripts, kernels, phone-home) on every address, port " +
       std::to_string(o.port) +
@@ -148,8 +147,7 @@ Result<InitResult> InitControlNode(const InitOptions& o) {
   const std::string ctl = "provisionctl --token-file " + r.tokens_file;
   r.next = {"provisiond --check --config " + o.config_path,
             "systemctl restart provisiond   # or: provisiond --config " + o.config_path,
-            ctl + " preflight",
-            ctl + " profile list",
+            ctl + " preflight", ctl + " profile list",
             "open https://" + iface->address + ":8443/ (the web page; the token is in " +
                 r.tokens_file + ")"};
   if (r.mode == "full")

@@ -17,8 +17,8 @@ namespace prov {
 
 struct InitOptions {
   std::string interface;
-  std::string config_path;       // where to write the config
-  std::string default_config;    // the package's default: may be replaced without --force
+  std::string config_path;     // where to write the config
+  std::string default_config;  // the package's default: may be replaced without --force
   std::string data_dir;
   std::string dhcp_mode = "auto";  // auto (probe), full or proxy
   std::string range;               // FIRST-LAST in full mode; empty: from the subnet
@@ -38,9 +38,9 @@ struct InitResult {
   std::string range;   // full mode's lease range
   std::string tokens_file;
   bool token_created = false;
-  std::string backup_of_old;        // where the replaced config went, if any
-  std::vector<std::string> notes;   // warnings for the operator
-  std::vector<std::string> next;    // the commands to run next
+  std::string backup_of_old;       // where the replaced config went, if any
+  std::vector<std::string> notes;  // warnings for the operator
+  std::vector<std::string> next;   // the commands to run next
 };
 
 Result<InitResult> InitControlNode(const InitOptions& options);

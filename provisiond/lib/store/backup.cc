@@ -36,10 +36,17 @@ int64_t BackupClockMs() {
 // (copied through SQLite instead), what provisiond writes again at every
 // start, built images, and earlier restores' leftovers.
 bool LeftOut(const std::string& top) {
-  static const std::set<std::string> names = {
-      "provisiond.db", "provisiond.db-wal", "provisiond.db-shm", "provisiond.lock",
-      "provisiond.url", "provisiond.api-url", "images",          "netboot",
-      "nfs",           "ansible",          "import"};
+  static const std::set<std::string> names = {"provisiond.db",
+                                              "provisiond.db-wal",
+                                              "provisiond.db-shm",
+                                              "provisiond.lock",
+                                              "provisiond.url",
+                                              "provisiond.api-url",
+                                              "images",
+                                              "netboot",
+                                              "nfs",
+                                              "ansible",
+                                              "import"};
   return names.count(top) || top.starts_with("before-restore-");
 }
 
@@ -237,13 +244,14 @@ Result<BackupInfo> WriteBackup(const std::string& data_dir, const std::string& d
   list.push_back({{"path", kDatabaseEntry}, {"size", db_size}, {"sha256", *db_sum}});
   for (const auto& f : files) {
     if (f.directory) continue;
-    list.push_back({{"path", f.path}, {"size", f.content.size()}, {"sha256", Sha256Hex(f.content)}});
+    list.push_back(
+        {{"path", f.path}, {"size", f.content.size()}, {"sha256", Sha256Hex(f.content)}});
     ++info.files;
   }
-  nlohmann::json manifest = {{"format", kFormat},           {"format_version", 1},
-                             {"provisiond", version},       {"schema", info.schema},
-                             {"nodes", info.nodes},         {"created_ms", info.created_ms},
-                             {"data_dir", data_dir},        {"files", list}};
+  nlohmann::json manifest = {{"format", kFormat},     {"format_version", 1},
+                             {"provisiond", version}, {"schema", info.schema},
+                             {"nodes", info.nodes},   {"created_ms", info.created_ms},
+                             {"data_dir", data_dir},  {"files", list}};
 
   UniqueFd out(::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!out.valid()) return Status::Internal("cannot create " + partial + ": " + strerror(errno));
@@ -259,8 +267,7 @@ Result<BackupInfo> WriteBackup(const std::string& data_dir, const std::string& d
     if (!header.ok()) return header.status();
     s = WriteAll(out.get(), *header, partial);
     if (s.ok() && !f.directory)
-      s = WriteAll(out.get(), f.content + std::string(TarPadding(f.content.size()), '\0'),
-                   partial);
+      s = WriteAll(out.get(), f.content + std::string(TarPadding(f.content.size()), '\0'), partial);
   }
   if (s.ok()) s = WriteAll(out.get(), std::string(kTarTrailerSize, '\0'), partial);
   if (!s.ok()) return s;

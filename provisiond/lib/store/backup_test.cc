@@ -74,7 +74,7 @@ TEST_CASE("backup: taken while nodes are added, restored whole; images and run f
   REQUIRE_MESSAGE(info.ok(), info.status().message());
   CHECK(info->nodes >= 200);
   CHECK(info->nodes % 10 == 0);  // whole transactions only
-  CHECK(info->files == 3);        // tokens, the key, the munge key
+  CHECK(info->files == 3);       // tokens, the key, the munge key
   CHECK((fs::status(d.path / "b.tar").permissions() & fs::perms::all) ==
         (fs::perms::owner_read | fs::perms::owner_write));
   CHECK_FALSE(fs::exists(d.path / "b.tar.partial"));
@@ -93,8 +93,8 @@ TEST_CASE("backup: taken while nodes are added, restored whole; images and run f
     REQUIRE(AddNodes(**old, 50000, 3).ok());
   }
   std::string moved;
-  auto restored = RestoreBackup((d.path / "b.tar").string(), other, other + "/provisiond.db",
-                                &moved);
+  auto restored =
+      RestoreBackup((d.path / "b.tar").string(), other, other + "/provisiond.db", &moved);
   REQUIRE_MESSAGE(restored.ok(), restored.status().message());
   CHECK(restored->nodes == info->nodes);
   CHECK(restored->files == 3);
@@ -156,8 +156,7 @@ TEST_CASE("backup: the data folder's lock admits one holder") {
   // flock locks belong to the open file: a second open in this process conflicts too.
   auto second = LockDataDir(d.path.string());
   REQUIRE_FALSE(second.ok());
-  CHECK(second.status().message().find("process " + std::to_string(getpid())) !=
-        std::string::npos);
+  CHECK(second.status().message().find("process " + std::to_string(getpid())) != std::string::npos);
   first->reset();
   CHECK(LockDataDir(d.path.string()).ok());
 }
