@@ -137,6 +137,27 @@ fake_boot_files() {
   printf '\037\213' | dd of="$1/initrd.img" bs=1 seek=0 conv=notrunc status=none
 }
 
+# boot_storm NODE_SIM AT: 1,000 simulated nodes (tests/bench's node simulator)
+# against the provisiond start_provisiond started, after the lab image (fake
+# boot files) and profile: each enrolls (POST /api/v1/nodes, 201), fetches
+# /boot/start.ipxe and its own script, and phones home (200), all at once, in
+# the background (SIM is its PID, $WORK/answers its log, `hellos` counts the
+# phone-homes answered). Returns once AT of them were answered.
+boot_storm() {
+  local sim="$1" at="$2"
+  fake_boot_files "$WORK" 65536 262144
+  check "image import" "$PROVISIONCTL" image import lab --kernel "$WORK/vmlinuz" --initrd "$WORK/initrd.img"
+  check "apply lab (nodes lab* get its image)" "$PROVISIONCTL" profile apply lab --yes
+  "$sim" --url "$URL" --token "$TOKEN" --nodes 1000 --prefix lab --enroll --hello \
+    --log "$WORK/answers" >"$WORK/sim.json" 2>"$WORK/sim.err" &
+  SIM=$!
+  PIDS+=("$SIM")
+  STORM_AT="$at"
+  wait_for 90 "$at phone-homes answered" storm_reached
+}
+hellos() { awk '$2 == "hello" && $3 == 200' "$WORK/answers" 2>/dev/null | wc -l; }
+storm_reached() { [ "$(hellos)" -ge "$STORM_AT" ]; }
+
 # node_hello URL MAC FACTS_JSON: the end of a node's boot, as the node does it:
 # its boot script (which issues this boot's ticket), ticket.img (the initrd part
 # that carries the ticket), the overlay with the ticket and the hello with the

@@ -41,20 +41,9 @@ if [ "${CRASH_PART:-ab}" != b ]; then
 echo "== (a) SIGKILL during 1,000 concurrent enrolls and phone-homes"
 start_provisiond storm "ssh.port: 1" "configure.task_timeout: 5"
 DB="$DATA/data/provisiond.db"
-fake_boot_files "$WORK" 65536 262144
-check "image import" ctl image import lab --kernel "$WORK/vmlinuz" --initrd "$WORK/initrd.img"
-check "apply lab (nodes lab* get its image)" ctl profile apply lab --yes
-# Each simulated node: POST /api/v1/nodes (201), GET /boot/start.ipxe,
-# GET /boot/<mac>.ipxe (its token), POST /api/v1/nodes/<mac>/hello (200).
-"$NODE_SIM" --url "$URL" --token "$TOKEN" --nodes 1000 --prefix lab --enroll --hello \
-  --log "$WORK/answers" >"$WORK/sim.json" 2>"$WORK/sim.err" &
-SIM=$!
-PIDS+=("$SIM")
 # Kill once a quarter of the nodes have phoned home: enrolls, scripts and
 # hellos are all in flight then.
-hellos() { awk '$2 == "hello" && $3 == 200' "$WORK/answers" 2>/dev/null | wc -l; }
-enough_hellos() { [ "$(hellos)" -ge 250 ]; }
-wait_for 90 "250 phone-homes answered" enough_hellos
+boot_storm "$NODE_SIM" 250
 kill9
 pass "provisiond killed with $(hellos) phone-homes answered"
 wait "$SIM" || true
