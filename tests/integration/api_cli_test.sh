@@ -63,12 +63,19 @@ expect_output "it says a token is needed" "needs a bearer token"
 add_read_token
 for path in /api/v1/status /api/v1/nodes /api/v1/nodes/node0 /api/v1/nodes/node0/why \
   /api/v1/profiles /api/v1/profiles/v0.1 /api/v1/profiles/v0.1/plan /api/v1/images \
-  /api/v1/events /api/v1/runs /api/v1/export/hostfile /api/v1/export/ansible-inventory /metrics; do
+  /api/v1/events /api/v1/runs /api/v1/export/hostfile /api/v1/export/ansible-inventory \
+  /api/v1/sd/prometheus /metrics; do
   c0="$(curl -s -o /dev/null -w '%{http_code}' "$URL$path")"
   c1="$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrongwrongwrongwrong' "$URL$path")"
   c2="$(curl -s -o /dev/null -w '%{http_code}' "${READ_AUTH[@]}" "$URL$path")"
   expect_eq "GET $path: no token, a wrong token, a read token" "$c0 $c1 $c2" "401 401 200"
 done
+# Prometheus's http_sd_configs with a read token: node0, node1, node3 (node2 is retired).
+expect_eq "service discovery: each node's node_exporter, labelled" \
+  "$(curl -sf "${READ_AUTH[@]}" "$URL/api/v1/sd/prometheus" | python3 -c '
+import json, sys
+print(" ".join(g["targets"][0] + "/" + g["labels"]["hostname"] + "/" + g["labels"]["exporter"]
+               for g in json.load(sys.stdin)))')" "10.99.0.10:9100/node0/node 10.99.0.11:9100/node1/node 10.99.0.13:9100/node3/node"
 expect_eq "the web page's own files load without a token" \
   "$(for f in / /web/app.js /web/style.css; do curl -s -o /dev/null -w '%{http_code} ' "$URL$f"; done)" "200 200 200 "
 PROVISIOND_TOKEN="$READ_TOKEN" check "a read token lists the nodes" ctl node list

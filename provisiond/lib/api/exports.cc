@@ -1,9 +1,11 @@
 #include "api/exports.h"
 
+#include <algorithm>
 #include <map>
 
 #include "base/hostlist.h"
 #include "base/json_fields.h"
+#include "profiles/hardware_check.h"
 #include "profiles/inventory.h"
 
 namespace prov {
@@ -27,7 +29,69 @@ int NvidiaGpus(const json& facts) {
   return count;
 }
 
+// The accelerators' models, for a label: "GeForce RTX 5090" from
+// "GB202 [GeForce RTX 5090]", the PCI ID of one the node could not name;
+// distinct, in PCI order, comma-separated; "none" without any.
+std::string AcceleratorLabel(const json& facts) {
+  std::vector<std::string> models;
+  for (const auto& a : Accelerators(facts)) {
+    std::string name = a.value("name", "");
+    size_t open = name.find('['), close = name.rfind(']');
+    if (open != std::string::npos && close != std::string::npos && close > open)
+      name = name.substr(open + 1, close - open - 1);
+    if (name.empty()) name = a.value("pci_id", "");
+    if (std::find(models.begin(), models.end(), name) == models.end()) models.push_back(name);
+  }
+  std::string out;
+  for (const auto& m : models) out += (out.empty() ? "" : ",") + m;
+  return out.empty() ? "none" : out;
+}
+
+struct Exporter {
+  const char* name;
+  int port;
+  bool (*wanted)(const json& facts);
+};
+
+constexpr Exporter kExporters[] = {
+    {"node", 9100, [](const json&) { return true; }},
+    {"dcgm", 9400, [](const json& facts) { return NvidiaGpus(facts) > 0; }},
+};
+
 }  // namespace
+
+json PrometheusTargets(const std::vector<NodeRecord>& nodes, const std::string& exporter) {
+  json groups = json::array();
+  for (const auto& n : nodes) {
+    if (!Selectable(n) || n.ip.empty()) continue;
+    json facts = json::parse(n.facts, nullptr, false);
+    if (!facts.is_object()) facts = json::object();
+    for (const Exporter& e : kExporters) {
+      if ((!exporter.empty() && exporter != e.name) || !e.wanted(facts)) continue;
+      const bool v6 = n.ip.find(':') != std::string::npos;
+      groups.push_back(
+          {{"targets", {(v6 ? "[" + n.ip + "]" : n.ip) + ":" + std::to_string(e.port)}},
+           {"labels",
+            {{"hostname", n.name()},
+             {"mac", n.mac},
+             {"profile", n.profile_version},
+             {"state", ToString(n.state)},
+             {"accelerator", AcceleratorLabel(facts)},
+             {"exporter", e.name}}}});
+    }
+  }
+  return groups;
+}
+
+HttpResponse GetPrometheusTargets(const ApiContext& ctx, const HttpRequest& r) {
+  const std::string exporter = r.Query("exporter");
+  bool known = exporter.empty();
+  for (const Exporter& e : kExporters) known |= exporter == e.name;
+  if (!known)
+    return HttpResponse::FromStatus(
+        Status::Invalid("unknown exporter '" + exporter + "' (node, dcgm)"));
+  return HttpResponse::Json(200, PrometheusTargets(ctx.inventory->store().ListNodes(), exporter));
+}
 
 HttpResponse GetExport(const ApiContext& ctx, const HttpRequest& r) {
   Inventory& inv = *ctx.inventory;

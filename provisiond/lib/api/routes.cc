@@ -66,6 +66,7 @@ constexpr ApiRoute kRoutes[] = {
   {"POST",   "/api/v1/cmd",                        kAdmin, RunCommand},        // cmd
   {"POST",   "/api/v1/gather",                     kAdmin, GatherFiles},       // cmd
   {"GET",    "/api/v1/export/{format}",            kRead,  GetExport},         // exports
+  {"GET",    "/api/v1/sd/prometheus",              kRead,  GetPrometheusTargets}, // exports
   // From nodes as they boot.
   {"GET",    "/boot/{script}",                     kOpen,  ServeBootScript},   // boot
   {"GET",    "/boot/{mac}/{file}",                 kOpen,  ServeBootFile},     // boot
