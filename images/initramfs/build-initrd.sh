@@ -41,6 +41,9 @@
 # Needs: cpio (GNU, --reproducible), gzip, find, sort, awk (xz, zstd for compressed modules). Runs as any user that can read ROOTFS
 # (/boot/vmlinuz and some modules may be root-only).
 set -euo pipefail
+# Under pipefail `cmd | grep -q` fails when grep exits at its first match
+# before cmd has written everything (cmd gets SIGPIPE): the greps below read
+# their whole input instead.
 
 die() { echo "build-initrd: $*" >&2; exit 1; }
 log() { echo "build-initrd: $*" >&2; }
@@ -62,9 +65,9 @@ MODULES="${INITRD_MODULES:-$DEFAULT_MODULES} ${INITRD_EXTRA_MODULES:-}"
 for tool in cpio gzip find sort awk; do
   command -v "$tool" >/dev/null || die "missing tool: $tool"
 done
-cpio --help 2>/dev/null | grep -q -- --reproducible || die "cpio lacks --reproducible (need GNU cpio >= 2.13)"
+cpio --help 2>/dev/null | grep -- --reproducible >/dev/null || die "cpio lacks --reproducible (need GNU cpio >= 2.13)"
 [ -x "$BUSYBOX" ] || die "missing $BUSYBOX (package busybox-static)"
-if command -v file >/dev/null && LC_ALL=C file -L "$BUSYBOX" | grep -q 'dynamically linked'; then
+if command -v file >/dev/null && LC_ALL=C file -L "$BUSYBOX" | grep 'dynamically linked' >/dev/null; then
   die "$BUSYBOX is dynamically linked; install busybox-static"
 fi
 for f in "$HERE/init" "$HERE/udhcpc.script"; do [ -r "$f" ] || die "missing $f"; done
@@ -89,7 +92,7 @@ STAGE="$TMP/root"
 # ---------------------------------------------------------------- provision-mount
 is_static() {
   if command -v file >/dev/null; then
-    LC_ALL=C file -L "$1" | grep -qE 'statically linked|static-pie linked'
+    LC_ALL=C file -L "$1" | grep -E 'statically linked|static-pie linked' >/dev/null
   elif grep -q 'ld-linux' "$1"; then
     return 1
   fi
@@ -133,7 +136,7 @@ moddeps() { # relative path -> its dependencies (relative paths)
 }
 is_builtin() {
   [ -r "$MODDIR/modules.builtin" ] &&
-    sed -e 's|.*/||' -e 's|\.ko$||' -e 's|-|_|g' "$MODDIR/modules.builtin" | grep -qx "$(echo "$1" | tr - _)"
+    sed -e 's|.*/||' -e 's|\.ko$||' -e 's|-|_|g' "$MODDIR/modules.builtin" | grep -x "$(echo "$1" | tr - _)" >/dev/null
 }
 softdeps() { # NAME pre|post -> module names
   [ -r "$MODDIR/modules.softdep" ] || return 0

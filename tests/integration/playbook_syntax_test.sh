@@ -82,7 +82,7 @@ for book in "${books[@]}"; do
     fail "$name fails ansible-playbook --syntax-check: $(tail -n 20 "$WORK/out")"
   fi
   # Each playbook says what it does, which seed asks for it and its check.
-  if head -n 40 "$book" | grep -q '^# Check' && head -n 40 "$book" | grep -qi '^# .*seed'; then
+  if head -n 40 "$book" | grep '^# Check' >/dev/null && head -n 40 "$book" | grep -i '^# .*seed' >/dev/null; then
     pass "$name has its header (seed, check)"
   else
     fail "$name: its header comment must name the seed and say '# Check: ...'"

@@ -30,7 +30,7 @@ done
 BUSYBOX="${LAB_BUSYBOX:-/bin/busybox}"
 [ -x "$BUSYBOX" ] || die "missing $BUSYBOX (package busybox-static)"
 # The initramfs has no libraries: the busybox in it must be static.
-if LC_ALL=C file -L "$BUSYBOX" 2>/dev/null | grep -q 'dynamically linked'; then
+if LC_ALL=C file -L "$BUSYBOX" 2>/dev/null | grep 'dynamically linked' >/dev/null; then
   die "$BUSYBOX is dynamically linked; install busybox-static"
 fi
 

@@ -95,7 +95,7 @@ lab_wait_serial lab1 "$MARKER.*provision.node=lab1 " "$TIMEOUT" || fail "lab1 (U
 for stage in "shim: shimx64.efi" "grub: grubx64.efi" "grub-config: $M1.cfg" "kernel: vmlinuz" "initrd: initrd.img"; do
   has_event lab1 "$stage" || fail "lab1 has no '$stage' event (TFTP)"
 done
-grep -a "$MARKER" "$LAB_DIR/lab1.serial" | grep -q "initrd=" && fail "grub's kernel line names an initrd= (iPXE's EFI argument)"
+grep -a "$MARKER" "$LAB_DIR/lab1.serial" | grep "initrd=" >/dev/null && fail "grub's kernel line names an initrd= (iPXE's EFI argument)"
 say "lab1 (UEFI, PXE -> TFTP shim -> grub -> its config, kernel, initrd) kernel started $(lab_vm_elapsed lab1)s after power-on"
 
 # 4. Two machines at once, each with its reserved address.
