@@ -22,6 +22,10 @@ check "provisiond backup during the storm" "$PROVISIOND" --config "$DATA/provisi
 cat "$WORK/out"
 wait "$SIM" || fail "the node simulator failed: $(tail -n 5 "$WORK/sim.err")"
 expect_eq "every simulated node phoned home" "$(hellos)" 1000
+# The storm's boot stages in /metrics: each node's script fetch, then its hello.
+hello_count="$(curl -sf "${AUTH[@]}" "$URL/metrics" |
+  sed -n 's/^provisiond_boot_stage_seconds_count{stage="hello"} //p')"
+expect_eq "/metrics times the step to every phone-home" "$hello_count" 1000
 
 tar -xOf "$WORK/storm.tar" provisiond.db >"$WORK/snap.db"
 SNAP="$WORK/snap.db"

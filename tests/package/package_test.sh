@@ -9,9 +9,10 @@
 #     data folder is refused;
 #   - a backup taken while it runs restores (same nodes, same token);
 #   - booted with systemd as PID 1 (systemd-nspawn: these machines have no
-#     systemd of their own), the service starts at boot, `systemctl restart`
-#     keeps the inventory, a kill -9 is restarted by systemd, reload rereads
-#     the tokens, stop stops it;
+#     systemd of their own), the service starts at boot and again after a
+#     reboot, `systemctl restart` keeps the inventory, a kill -9 is restarted
+#     by systemd, reload rereads the tokens, stop stops it with dnsmasq and
+#     nfs-ganesha;
 #   - a newer package installed over it backs up first (preinst) and keeps
 #     the inventory; an older one that would meet a newer schema is refused
 #     before any file is replaced;
@@ -126,20 +127,6 @@ ip -n "$NS" link set pkgs0 up
 check "provisiond init from the package" in_root provisiond init --interface pkgc0 --dhcp-mode full
 expect_output "init replaced the package's default config" "kept the old config as /etc/provisiond/provisiond.yaml.before-init"
 CONTAINER_PID=""
-systemd-nspawn --quiet -D "$ROOT" --boot --register=no --keep-unit --console=passive \
-  --capability=CAP_NET_ADMIN \
-  --network-namespace-path="/run/netns/$NS" --machine="provpkg$$" </dev/null >"$WORK/container.log" 2>&1 &
-NSPAWN_PID=$!
-PIDS+=("$NSPAWN_PID")
-for _ in $(seq 1 100); do
-  # nspawn's child is a short-lived helper until it becomes the container's systemd.
-  CONTAINER_PID="$(ps -o pid=,comm= --ppid "$NSPAWN_PID" | awk '$2 == "systemd" {print $1; exit}' || true)"
-  [ -n "$CONTAINER_PID" ] && break
-  sleep 0.1
-done
-[ -n "$CONTAINER_PID" ] || { fail "the container did not start: $(tail -n 20 "$WORK/container.log")"; exit 1; }
-# The container's PID 1 killed takes its whole PID namespace with it.
-CLEANUP_HOOKS+=("kill -9 $CONTAINER_PID 2>/dev/null")
 in_box() { nsenter -t "$CONTAINER_PID" -a "$@"; }
 # service_up: provisiond is active under systemd and answers its API.
 service_up() {
@@ -147,11 +134,35 @@ service_up() {
     in_box provisionctl --token-file /var/lib/provisiond/tokens status >/dev/null 2>&1
 }
 main_pid() { in_box systemctl show -p MainPID --value provisiond; }
-wait_for 120 "systemd started provisiond at boot" service_up || {
-  tail -n 20 "$WORK/container.log"
-  in_box journalctl -u provisiond --no-pager | tail -n 30
-  exit 1
+# boot_box: the root booted with systemd as PID 1; returns once systemd has
+# started provisiond (enabled: at boot) and it answers.
+boot_box() {
+  systemd-nspawn --quiet -D "$ROOT" --boot --register=no --keep-unit --console=passive \
+    --capability=CAP_NET_ADMIN \
+    --network-namespace-path="/run/netns/$NS" --machine="provpkg$$" </dev/null >>"$WORK/container.log" 2>&1 &
+  NSPAWN_PID=$!
+  PIDS+=("$NSPAWN_PID")
+  CONTAINER_PID=""
+  for _ in $(seq 1 100); do
+    # nspawn's child is a short-lived helper until it becomes the container's systemd.
+    CONTAINER_PID="$(ps -o pid=,comm= --ppid "$NSPAWN_PID" | awk '$2 == "systemd" {print $1; exit}' || true)"
+    [ -n "$CONTAINER_PID" ] && break
+    sleep 0.1
+  done
+  [ -n "$CONTAINER_PID" ] || { fail "the container did not start: $(tail -n 20 "$WORK/container.log")"; exit 1; }
+  # The container's PID 1 killed takes its whole PID namespace with it.
+  CLEANUP_HOOKS+=("kill -9 $CONTAINER_PID 2>/dev/null")
+  wait_for 120 "systemd started provisiond at boot" service_up || {
+    tail -n 20 "$WORK/container.log"
+    in_box journalctl -u provisiond --no-pager | tail -n 30
+    exit 1
+  }
 }
+poweroff_box() {
+  in_box systemctl poweroff >/dev/null 2>&1 || true
+  wait_for 60 "the container powered off" sh -c "! kill -0 $NSPAWN_PID 2>/dev/null"
+}
+boot_box
 check "the restored inventory, served by the service" in_box provisionctl --token-file /var/lib/provisiond/tokens node list
 expect_output "node list under systemd" "pkg1"
 [ "$(in_box systemctl is-active nfs-ganesha 2>/dev/null || true)" != active ] &&
@@ -186,8 +197,12 @@ in_box pgrep -x dnsmasq >"$WORK/out" 2>&1 && fail "dnsmasq outlived the service:
 in_box pgrep -x ganesha.nfsd >"$WORK/out" 2>&1 && fail "ganesha outlived the service" ||
   pass "stopping the service stopped nfs-ganesha"
 [ "$(in_box systemctl is-active provisiond || true)" = inactive ] && pass "stopped" || fail "provisiond still active"
-in_box systemctl poweroff >/dev/null 2>&1 || true
-wait_for 60 "the container powered off" sh -c "! kill -0 $NSPAWN_PID 2>/dev/null"
+poweroff_box
+boot_box
+pass "after a reboot systemd starts provisiond again"
+check "node list after the reboot" in_box provisionctl --token-file /var/lib/provisiond/tokens node list
+expect_output "the reboot kept the inventory" "sd0"
+poweroff_box
 
 echo "== upgrade and downgrade"
 newer="$WORK/provisiond_9.9.9_amd64.deb"

@@ -71,6 +71,7 @@ HttpResponse GetMetrics(const ApiContext& ctx, const HttpRequest&) {
       "# TYPE provisiond_events_total counter\n"
       "provisiond_events_total " +
       std::to_string(store.LastEventId()) + "\n";
+  out += store.MetricsText();
   if (ctx.route_metrics) out += ctx.route_metrics->Prometheus();
   return HttpResponse::Text(200, std::move(out), "text/plain; version=0.0.4");
 }

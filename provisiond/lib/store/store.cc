@@ -299,14 +299,17 @@ Status Store::Transact(const std::function<Status(StoreTx&)>& fn) {
   Status s = Exec("BEGIN IMMEDIATE");
   if (!s.ok()) return s;
   StoreTx tx(*this);
+  pending_metrics_.clear();
   try {
     s = fn(tx);
   } catch (...) {
     Exec("ROLLBACK");
+    pending_metrics_.clear();
     throw;
   }
   if (!s.ok()) {
     Exec("ROLLBACK");
+    pending_metrics_.clear();
     // The rolled-back events are gone; re-read the cursor.
     Stmt q(*this, kLastEventId);
     last_event_id_ = sqlite3_step(q.get()) == SQLITE_ROW ? sqlite3_column_int64(q.get(), 0) : 0;
@@ -315,10 +318,14 @@ Status Store::Transact(const std::function<Status(StoreTx&)>& fn) {
   Status c = Exec("COMMIT");
   if (!c.ok()) {
     Exec("ROLLBACK");
+    pending_metrics_.clear();
     return c;
   }
+  std::vector<MetricObservation> observed;
+  observed.swap(pending_metrics_);
   lock.unlock();
   events_cv_.notify_all();
+  if (!observed.empty()) metrics_.Apply(observed);
   return Status::Ok();
 }
 
@@ -392,6 +399,9 @@ Status StoreTx::AppendEvent(EventRecord& e) {
   BindText(s.get(), 5, e.detail);
   BindText(s.get(), 6, e.who);
   if (sqlite3_step(s.get()) != SQLITE_DONE) return SqlError(store_.db_, "cannot append event");
+  if (e.kind == "boot" && e.node_id)
+    store_.pending_metrics_.push_back({MetricObservation::Kind::kBootStage, e.node_id,
+                                       e.detail.substr(0, e.detail.find(':')), "", e.time_ms, 0});
   e.id = sqlite3_last_insert_rowid(store_.db_);
   store_.last_event_id_ = e.id;
   if (store_.keep_events_ > 0 && e.id % 256 == 0 && e.id > store_.keep_events_) {
@@ -782,6 +792,10 @@ Status StoreTx::UpdateRun(const RunRecord& run) {
   BindRun(s.get(), run);
   if (sqlite3_step(s.get()) != SQLITE_DONE)
     return SqlError(store_.db_, "cannot update run " + std::to_string(run.id));
+  if (run.status != "running" && run.started_ms > 0 && run.finished_ms >= run.started_ms)
+    store_.pending_metrics_.push_back(
+        {MetricObservation::Kind::kRun, run.node_id, run.kind, run.status, 0,
+         static_cast<double>(run.finished_ms - run.started_ms) / 1000.0});
   return Status::Ok();
 }
 

@@ -16,6 +16,7 @@
 
 #include "base/result.h"
 #include "store/node_state.h"
+#include "store/store_metrics.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -244,6 +245,10 @@ class Store {
 
   int schema_version();
 
+  // Boot-stage and run durations as Prometheus histograms (store_metrics.h),
+  // from what committed transactions wrote since the store was opened.
+  std::string MetricsText() const { return metrics_.Prometheus(); }
+
   // Replaces this database's whole content by `from`'s (SQLite's backup
   // API) and forgets what it had derived from the old content (the event
   // cursor, the address book). The fuzz harness restores a pristine store
@@ -271,6 +276,10 @@ class Store {
   int64_t keep_runs_ = 0;                         // guarded by mu_
   std::shared_ptr<const AddressBook> addresses_;  // guarded by mu_
   bool stopping_ = false;                         // guarded by mu_
+  // What the open transaction wrote that /metrics counts: guarded by mu_,
+  // handed to metrics_ when it commits.
+  std::vector<MetricObservation> pending_metrics_;
+  StoreMetrics metrics_;
 };
 
 // A function that appends an event of `kind` (no node, by `kind`) with the
