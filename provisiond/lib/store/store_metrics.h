@@ -38,10 +38,10 @@ class Histograms {
 struct MetricObservation {
   enum class Kind { kBootStage, kRun } kind;
   int64_t node_id = 0;
-  std::string what;  // the stage, or the run's kind ("configure")
-  std::string status;  // a run's end status
-  int64_t time_ms = 0;     // a stage: when it was reached
-  double seconds = 0;      // a run: how long it took
+  std::string what;     // the stage, or the run's kind ("configure")
+  std::string status;   // a run's end status
+  int64_t time_ms = 0;  // a stage: when it was reached
+  double seconds = 0;   // a run: how long it took
 };
 
 class StoreMetrics {
