@@ -339,6 +339,13 @@ void Flatten(const YAML::Node& map, const std::string& prefix,
 
 }  // namespace
 
+std::string NewTokensFile(const std::string& name) {
+  return "# provisiond API tokens: one per line, '<token> [name [role]]'; the role is read\n"
+         "# (every read of the API) or admin (everything, the default). SIGHUP reloads this "
+         "file.\n" +
+         RandomHex(24) + (name.empty() ? "" : " " + name) + " admin\n";
+}
+
 const Layout& InstallLayout() {
   static const Layout layout = [] {
     Layout l{PROVISION_DATADIR, PROVISION_TOOLSDIR, false};

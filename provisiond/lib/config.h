@@ -126,6 +126,11 @@ Result<Config> ParseConfig(const std::string& text, const std::string& file);
 // Reads and parses the file; a missing file is an error naming the path.
 Result<Config> LoadConfig(const std::string& path);
 
+// A new tokens file: its explanatory header and one fresh `admin` token
+// (named `name` when not empty), as provisiond's first start and `provisiond
+// init` write it.
+std::string NewTokensFile(const std::string& name);
+
 // The table as text, for --describe-config and the docs.
 std::string DescribeConfig();
 

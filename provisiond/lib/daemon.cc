@@ -112,12 +112,7 @@ const std::string& Daemon::url() const {
 static Status EnsureTokensFile(const Config& config) {
   const std::string path = config.effective_tokens_file();
   if (!config.tokens_file.empty() || std::filesystem::exists(path)) return Status::Ok();
-  Status s = WriteFileAtomic(path,
-                             "# provisiond API tokens: one per line, '<token> [name [role]]'; the "
-                             "role is read\n# (every read of the API) or admin (everything, the "
-                             "default). SIGHUP reloads this file.\n" +
-                                 RandomHex(24) + " admin\n",
-                             0600);
+  Status s = WriteFileAtomic(path, NewTokensFile(""), 0600);
   if (s.ok()) spdlog::info("created {} with a new admin token (mode 0600)", path);
   return s;
 }

@@ -15,6 +15,10 @@ namespace prov {
 
 Result<std::string> ReadFile(const std::string& path);
 
+// Writes all of `data` to `fd` (retrying short writes and EINTR); `path`
+// names it in the error.
+Status WriteAll(int fd, std::string_view data, const std::string& path);
+
 // Writes `content` to `path` through a temporary file and rename(2).
 Status WriteFileAtomic(const std::string& path, const std::string& content, int mode = 0644);
 

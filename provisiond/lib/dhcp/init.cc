@@ -134,12 +134,7 @@ Result<InitResult> InitControlNode(const InitOptions& o) {
   if (!s.ok()) return s;
   r.tokens_file = parsed->effective_tokens_file();
   if (!std::filesystem::exists(r.tokens_file)) {
-    s = WriteFileAtomic(r.tokens_file,
-                        "# provisiond API tokens: one per line, '<token> [name [role]]'; the "
-                        "role is read\n# (every read of the API) or admin (everything, the "
-                        "default). SIGHUP reloads this file.\n" +
-                            RandomHex(24) + " init admin\n",
-                        0600);
+    s = WriteFileAtomic(r.tokens_file, NewTokensFile("init"), 0600);
     if (!s.ok()) return s;
     r.token_created = true;
   }

@@ -5,7 +5,6 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -25,12 +24,6 @@ namespace fs = std::filesystem;
 constexpr const char* kManifest = "MANIFEST.json";
 constexpr const char* kDatabaseEntry = "provisiond.db";
 constexpr const char* kFormat = "provisiond-backup";
-
-int64_t BackupClockMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // Top-level names of the data folder a backup leaves out: the database
 // (copied through SQLite instead), what provisiond writes again at every
@@ -136,16 +129,6 @@ Status CollectFiles(const std::string& data_dir, std::vector<FileEntry>& out) {
   return Status::Ok();
 }
 
-Status WriteAll(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Status::Internal("cannot write " + path + ": " + strerror(errno));
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return Status::Ok();
-}
-
 // Appends the file at `from` to the archive as `name`, in blocks.
 Status AppendFile(int fd, const std::string& out, const std::string& name, const std::string& from,
                   uint64_t size, int64_t mtime_s) {
@@ -220,7 +203,7 @@ Result<BackupInfo> WriteBackup(const std::string& data_dir, const std::string& d
                                const std::string& out_path, const std::string& version) {
   BackupInfo info;
   info.provisiond_version = version;
-  info.created_ms = BackupClockMs();
+  info.created_ms = NowMs();
   const std::string partial = out_path + ".partial", db_copy = out_path + ".db-copy";
   fs::remove(db_copy);
   struct Cleanup {
@@ -290,7 +273,7 @@ Result<BackupInfo> VerifyBackup(const std::string& archive_path) {
 }
 
 Result<BackupInfo> RestoreBackup(const std::string& archive_path, const std::string& data_dir,
-                                 const std::string& database, std::string* moved_to) {
+                                 const std::string& database_path, std::string* moved_to) {
   auto read = ReadChecked(archive_path);
   if (!read.ok()) return read.status();
   BackupInfo info = InfoOf(read->first);
@@ -298,11 +281,12 @@ Result<BackupInfo> RestoreBackup(const std::string& archive_path, const std::str
   if (!s.ok()) return s;
 
   // Everything the restore replaces moves aside first: nothing is lost.
-  const std::string aside = data_dir + "/before-restore-" + std::to_string(BackupClockMs());
+  const std::string aside = data_dir + "/before-restore-" + std::to_string(NowMs());
   std::set<std::string> tops;
   for (const auto& e : read->second)
     if (e.path != kManifest) tops.insert(e.path.substr(0, e.path.find('/')));
-  std::vector<std::string> db_files = {database, database + "-wal", database + "-shm"};
+  std::vector<std::string> db_files = {database_path, database_path + "-wal",
+                                       database_path + "-shm"};
   bool moved = false;
   auto move_aside = [&](const std::string& from, const std::string& name) -> Status {
     if (!fs::exists(fs::symlink_status(from))) return Status::Ok();
@@ -329,22 +313,22 @@ Result<BackupInfo> RestoreBackup(const std::string& archive_path, const std::str
 
   for (const auto& e : read->second) {
     if (e.path == kManifest) continue;
-    const std::string to = e.path == kDatabaseEntry ? database : data_dir + "/" + e.path;
+    const bool database = e.path == kDatabaseEntry;
+    const std::string to = database ? database_path : data_dir + "/" + e.path;
     if (e.directory) {
       s = MakeDirs(to, e.mode);
       if (s.ok()) ::chmod(to.c_str(), static_cast<mode_t>(e.mode));
     } else {
       s = MakeDirs(fs::path(to).parent_path().string(), 0700);
-      if (s.ok()) s = WriteFileAtomic(to, e.content, e.path == kDatabaseEntry ? 0600 : e.mode);
+      if (s.ok()) s = WriteFileAtomic(to, e.content, database ? 0600 : e.mode);
     }
     if (!s.ok()) return s;
-    if (!e.directory) ++info.files;
+    if (!e.directory && !database) ++info.files;
   }
-  --info.files;  // the database is counted apart
   info.bytes = fs::file_size(archive_path);
 
   // Opening migrates an older schema and proves the database whole.
-  auto store = Store::Open(database);
+  auto store = Store::Open(database_path);
   if (!store.ok()) return store.status();
   info.nodes = static_cast<int64_t>((*store)->ListNodes().size());
   info.schema = (*store)->schema_version();
