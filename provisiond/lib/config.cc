@@ -70,6 +70,20 @@ Apply PathSetting(std::string Config::*member) {
   };
 }
 
+// true/false (YAML's yes/no and on/off too) into `member`.
+Apply BoolSetting(bool Config::*member) {
+  return [member](const std::string& v, const std::string&, Config& c) {
+    if (v == "true" || v == "yes" || v == "on") {
+      c.*member = true;
+    } else if (v == "false" || v == "no" || v == "off") {
+      c.*member = false;
+    } else {
+      return Status::Invalid("expected true or false, found '" + v + "'");
+    }
+    return Status::Ok();
+  };
+}
+
 // A whole number between `min` and `max` into `member`.
 template <typename T>
 Apply NumberSetting(uint64_t min, uint64_t max, T Config::*member) {
@@ -301,6 +315,11 @@ const std::vector<Setting>& Table() {
         "How long a configure run keeps trying to reach a node's sshd that does not answer "
         "(one that phoned home may still be starting it), backing off from 1 s; 0: one try."},
        NumberSetting(0, 3600, &Config::connect_retry_s)},
+      {{"configure.resume_on_start", "true|false", "true",
+        "At start, configure again the nodes whose configuration the last stop cut off (left "
+        "`configuring`) and those that phoned home but were never configured (`booted` with a "
+        "profile)."},
+       BoolSetting(&Config::resume_on_start)},
       {{"tools_dir", "path", tools.c_str(),
         "Where provision-facts and provision-mount are: static programs that image builds copy "
         "into every image and initrd."},

@@ -82,9 +82,10 @@ struct Config {
   int64_t keep_runs = 100000;     // the newest runs kept, with their tasks (0: all)
   int task_timeout_s = 600;
   int connect_retry_s = 30;
-  std::string tools_dir;   // provision-facts, provision-mount (static, copied into images)
-  std::string nfs_server;  // "ganesha" or "none"
-  std::string web_dir;     // the inventory web page
+  bool resume_on_start = true;  // configure the nodes a stop cut off again at start
+  std::string tools_dir;        // provision-facts, provision-mount (static, copied into images)
+  std::string nfs_server;       // "ganesha" or "none"
+  std::string web_dir;          // the inventory web page
   std::string ganesha_path;
 
   std::string database_path() const { return data_dir + "/provisiond.db"; }

@@ -26,6 +26,17 @@ TEST_CASE("config: every default in the table is valid") {
   }
 }
 
+TEST_CASE("config: booleans take YAML's spellings") {
+  auto c = ParseConfig("", "p.yaml");
+  REQUIRE(c.ok());
+  CHECK(c->resume_on_start);
+  for (const char* no : {"false", "no", "off"}) {
+    auto off = ParseConfig(std::string("configure:\n  resume_on_start: ") + no + "\n", "p.yaml");
+    REQUIRE(off.ok());
+    CHECK_FALSE(off->resume_on_start);
+  }
+}
+
 TEST_CASE("config: relative paths are relative to the config file") {
   auto c = ParseConfig("data_dir: state\nprofiles_dir: ../profiles\n", "/srv/lab/conf/p.yaml");
   REQUIRE(c.ok());
@@ -50,6 +61,8 @@ TEST_CASE("config: errors name file:line:col, all of them at once") {
       {"listen: [\n", "p.yaml:2:1: YAML syntax"},
       {"- a\n- b\n", "p.yaml:1:1: the config must be a mapping"},
       {"data_dir: \"\"\n", "p.yaml:1:11: 'data_dir': expected a path"},
+      {"configure:\n  resume_on_start: maybe\n",
+       "p.yaml:2:20: 'configure.resume_on_start': expected true or false, found 'maybe'"},
   };
   for (const auto& c : cases) {
     INFO(c.text);

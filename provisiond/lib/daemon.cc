@@ -433,6 +433,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     spdlog::info("boot network on {} ({} DHCP), nodes boot from {}", config.interface,
                  config.dhcp_mode, boot_url);
   }
+  // Configuration a stop cut off (a SIGKILL, a crash, a power cut) goes on
+  // now that everything it needs runs.
+  if (config.resume_on_start) {
+    if (int n = d.configurator->ResumeCutOff("provisiond (resumed after a restart)"); n > 0)
+      spdlog::info("configuring {} node(s) again that the last stop cut off", n);
+  }
   return daemon;
 }
 

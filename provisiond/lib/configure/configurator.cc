@@ -445,7 +445,7 @@ Configurator::Configurator(Inventory& inventory, ConfigureSettings settings)
   if (interrupted)
     spdlog::warn(
         "{} run(s) were interrupted when provisiond last stopped; they are marked "
-        "interrupted and finish at the next profile apply",
+        "interrupted and their nodes are configured again",
         interrupted);
 }
 
@@ -502,6 +502,22 @@ bool Configurator::Configure(const std::string& name, const std::string& who, bo
   auto queued = impl_->queue.SubmitOnce(id, [impl, id, who] { impl->RunConfigure(id, who); });
   if (queued == WorkQueue::Keyed::kClosed) return refuse("provisiond is stopping");
   return true;
+}
+
+int Configurator::ResumeCutOff(const std::string& who) {
+  int queued = 0;
+  for (NodeState state : {NodeState::kConfiguring, NodeState::kBooted}) {
+    NodeFilter filter;
+    filter.state = state;
+    for (const auto& node : impl_->store.ListNodes(filter)) {
+      std::string why;
+      if (Configure(node.name(), who, false, &why))
+        ++queued;
+      else
+        spdlog::info("{}: not configured again: {}", node.name(), why);
+    }
+  }
+  return queued;
 }
 
 Result<std::vector<RunRecord>> Configurator::StartPlaybook(

@@ -62,6 +62,12 @@ class Configurator {
   bool Configure(const std::string& node, const std::string& who, bool force = false,
                  std::string* why_not = nullptr);
 
+  // After a start: the nodes whose configuration the last stop cut off (left
+  // `configuring`, their runs marked interrupted) and those that phoned home
+  // but were never configured (`booted` with a profile) are queued again.
+  // Returns how many.
+  int ResumeCutOff(const std::string& who);
+
   // Starts `playbook_path` on `nodes` (enrolled nodes with an address) on
   // the runner `wanted` asks (auto: native when it loads there); returns the
   // runs it created, one per node, already recorded as running, and the
