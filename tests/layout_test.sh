@@ -20,7 +20,8 @@ declare -A allowed=(
   [boot]="base http store profiles images"
   [hello]="base http store profiles"
   [configure]="base store profiles playbook"
-  [api]="base http store power playbook profiles dhcp images boot hello configure"
+  [console]="base store"
+  [api]="base http store power playbook profiles dhcp images boot hello configure console"
 )
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }

@@ -57,9 +57,9 @@ BUSYBOX="${BUSYBOX:-/bin/busybox}"
 EPOCH="${SOURCE_DATE_EPOCH:-0}"
 
 # name:required|optional. The file systems are required; nfsv3 is optional (NFSv4 is the
-# default). NIC drivers are not listed: every one is included and /init loads the ones its
+# default); netconsole (the network console) is optional. NIC drivers are not listed: every one is included and /init loads the ones its
 # devices ask for. With INITRD_NIC_DRIVERS=none, list the NIC's driver here instead.
-DEFAULT_MODULES="nfsv4:required nfsv3:optional overlay:required"
+DEFAULT_MODULES="nfsv4:required nfsv3:optional overlay:required netconsole:optional"
 MODULES="${INITRD_MODULES:-$DEFAULT_MODULES} ${INITRD_EXTRA_MODULES:-}"
 
 for tool in cpio gzip find sort awk; do

@@ -48,6 +48,7 @@ struct Args {
   bool yes = false;
   std::string node;                     // events --node
   std::optional<int64_t> since;         // events --since
+  std::optional<int64_t> boot;          // node console --boot
   int64_t limit = 0;                    // events --limit; 0: the API's default
   bool follow = false;                  // events --follow
   bool no_follow = false;               // image build --no-follow

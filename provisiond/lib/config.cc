@@ -320,6 +320,28 @@ const std::vector<Setting>& Table() {
         "`configuring`) and those that phoned home but were never configured (`booted` with a "
         "profile)."},
        BoolSetting(&Config::resume_on_start)},
+      {{"console.listen", "ADDR:PORT|off", "",
+        "The network console: the UDP address booting nodes send what they print to (the "
+        "kernel's netconsole, with the initrd's steps and the journal). Empty: the cluster "
+        "interface's address, port 6666, when there is an interface; off: none."},
+       [](const std::string& v, const std::string&, Config& c) {
+         if (v.empty() || v == "off") {
+           c.console_listen = v;
+           return Status::Ok();
+         }
+         std::string host;
+         uint16_t port = 0;
+         Status s = ParseListen(v, host, port);
+         if (!s.ok()) return s;
+         c.console_listen = v;
+         return Status::Ok();
+       }},
+      {{"console.keep_lines", "integer", "5000",
+        "Network console lines kept per node, the newest (0: all)."},
+       NumberSetting(0, 100000000, &Config::console_keep_lines)},
+      {{"console.keep_boots", "integer", "5",
+        "Boots whose network console lines are kept per node, the newest (0: all)."},
+       NumberSetting(0, 100000, &Config::console_keep_boots)},
       {{"tools_dir", "path", tools.c_str(),
         "Where provision-facts and provision-mount are: static programs that image builds copy "
         "into every image and initrd."},

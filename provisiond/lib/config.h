@@ -83,9 +83,13 @@ struct Config {
   int task_timeout_s = 600;
   int connect_retry_s = 30;
   bool resume_on_start = true;  // configure the nodes a stop cut off again at start
-  std::string tools_dir;        // provision-facts, provision-mount (static, copied into images)
-  std::string nfs_server;       // "ganesha" or "none"
-  std::string web_dir;          // the inventory web page
+  // The network console: "" (the interface's address, port 6666), "off" or ADDR:PORT.
+  std::string console_listen;
+  int64_t console_keep_lines = 5000;  // per node (0: all)
+  int64_t console_keep_boots = 5;     // per node (0: all)
+  std::string tools_dir;   // provision-facts, provision-mount (static, copied into images)
+  std::string nfs_server;  // "ganesha" or "none"
+  std::string web_dir;     // the inventory web page
   std::string ganesha_path;
 
   std::string database_path() const { return data_dir + "/provisiond.db"; }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -20,6 +21,7 @@
 #include "configure/secrets.h"
 #include "configure/ssh_keys.h"
 #include "configure/work_queue.h"
+#include "console/console_listener.h"
 #include "dhcp/dnsmasq.h"
 #include "dhcp/preflight.h"
 #include "hello/phonehome.h"
@@ -67,6 +69,12 @@ struct Daemon::Impl {
   UniqueFd data_lock;
   Config config;
   std::unique_ptr<Store> store;
+  // The network console: its lines (null when it is off) and its listener,
+  // which the boot service tells the stages it records (set once it runs).
+  std::unique_ptr<ConsoleLog> console_log;
+  std::unique_ptr<NodeByAddress> console_nodes;
+  std::unique_ptr<ConsoleListener> console;
+  std::atomic<ConsoleListener*> console_ready{nullptr};
   std::unique_ptr<Inventory> inventory;
   std::unique_ptr<ImageCatalog> images;
   std::unique_ptr<BootService> boot;
@@ -93,6 +101,7 @@ Daemon::~Daemon() {
   // Long-polls (GET /events?wait=) are woken first: the server waits for
   // every request it is handling before it stops.
   impl_->store->WakeWaiters();
+  if (impl_->console_log) impl_->console_log->WakeWaiters();
   impl_->dnsmasq.reset();
   impl_->tftp_configs.reset();  // after dnsmasq, which queues; before nfs, which it uses
   impl_->api_server.reset();
@@ -100,6 +109,8 @@ Daemon::~Daemon() {
   impl_->configurator.reset();  // interrupts runs, records them as interrupted
   impl_->nfs.reset();
   impl_->image_service.reset();  // stops a running build
+  impl_->console_ready = nullptr;
+  impl_->console.reset();  // writes what it received
   spdlog::info("provisiond stopped");
 }
 
@@ -157,6 +168,39 @@ Status Daemon::StartApiListener(const Config& config, Impl& d) {
   if (!s.ok()) return s;
   spdlog::info("API and web page on {} (certificate {}, SHA-256 fingerprint {})", d.api->tls_url,
                config.effective_tls_cert(), tls->fingerprint);
+  return Status::Ok();
+}
+
+// The network console (console.listen): on the cluster interface's address
+// unless told otherwise; nodes' kernels are told where (provision.console=).
+Status Daemon::StartConsole(const Config& config, Impl& d) {
+  ConsoleListenerSettings where;
+  if (config.console_listen == "off") return Status::Ok();
+  if (config.console_listen.empty()) {
+    if (!d.iface) return Status::Ok();
+    where.address = d.iface->address;
+  } else {
+    size_t colon = config.console_listen.rfind(':');
+    where.address = config.console_listen.substr(0, colon);
+    if (where.address.size() > 2 && where.address.front() == '[')
+      where.address = where.address.substr(1, where.address.size() - 2);
+    where.port = static_cast<uint16_t>(std::stoi(config.console_listen.substr(colon + 1)));
+  }
+  auto log =
+      ConsoleLog::Open(config.data_dir + "/console.db",
+                       ConsoleRetention{config.console_keep_lines, config.console_keep_boots});
+  if (!log.ok()) return log.status();
+  d.console_log = std::move(*log);
+  d.console_nodes = std::make_unique<NodeByAddress>(*d.store);
+  auto listener = ConsoleListener::Start(
+      where, *d.console_log,
+      [nodes = d.console_nodes.get()](const std::string& ip) { return nodes->Find(ip); });
+  if (!listener.ok()) return listener.status();
+  d.console = std::move(*listener);
+  d.api->console_log = d.console_log.get();
+  d.api->console = d.console.get();
+  d.boot->set_console_target(d.console->target());
+  d.console_ready = d.console.get();
   return Status::Ok();
 }
 
@@ -268,6 +312,10 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   boot.render_overlay = [raw](const std::string& mac, const HttpRequest& request) {
     return raw->phonehome->Overlay(mac, NodeCaller::From(request));
   };
+  boot.on_stage = [raw](const NodeRecord& node, const std::string& text) {
+    if (ConsoleListener* console = raw->console_ready.load())
+      console->AddLine(node.id, "provisiond", text);
+  };
   auto boot_service = BootService::Create(boot, *impl->store, *impl->images);
   if (!boot_service.ok()) return boot_service.status();
   impl->boot = std::move(*boot_service);
@@ -333,6 +381,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   api.on_booted = [raw](const NodeRecord& node) {
     if (!node.profile_version.empty()) raw->configurator->Configure(node.name(), "node");
   };
+  // Before the server starts: the routes read what it sets up.
+  s = StartConsole(config, *impl);
+  if (!s.ok()) return s;
   AddRoutes(*impl->router, api);  // every route: api/routes.cc
 
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(impl)));

@@ -31,6 +31,8 @@ class Daemon {
   explicit Daemon(std::unique_ptr<Impl> impl);
   // The HTTPS listener (api_listen); nothing when it is off.
   static Status StartApiListener(const Config& config, Impl& impl);
+  // The network console's listener (console.listen); nothing when it is off.
+  static Status StartConsole(const Config& config, Impl& impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -15,6 +15,10 @@
 #      other one stayed ready and reachable meanwhile
 #   3. node why names the stage when the export cannot be read, and when a
 #      phone-home comes with a wrong token
+#   4. the network console: lab0's boot in `node console` in order (what
+#      provisiond served, the kernel, the initrd's steps, the journal); a
+#      machine whose initrd cannot mount its root shows the failing line in
+#      node why; a line from an address that is no node is dropped and counted
 # The image store is cached between runs (keyed by what goes into the image),
 # so only the first run on a machine builds the image.
 # Usage: image_boot_test.sh PROVISIOND PROVISIONCTL   (root)
@@ -52,6 +56,15 @@ DATA="$LAB_DIR/data"
 cp -r "$REPO/profiles" "$LAB_DIR/profiles"
 mkdir -p "$LAB_DIR/profiles/broken"
 printf 'version: broken\nimage: {name: broken}\nnodes: {pattern: "bad*"}\n' >"$LAB_DIR/profiles/broken/profile.yaml"
+# And one whose nodes are told a root export that does not exist (the last
+# provision.nfs= on the command line wins), failing once per round.
+mkdir -p "$LAB_DIR/profiles/noroot"
+cat >"$LAB_DIR/profiles/noroot/profile.yaml" <<'PROFILE'
+version: noroot
+image: {name: lab}
+nodes: {pattern: "noroot*"}
+kernel_args: ["console=ttyS0", "provision.nfs=10.99.0.1:/no/such/export", "provision.tries=1"]
+PROFILE
 # The lab profile also runs node-report.yml on each runner: a node reaches
 # ready through a playbook that runs under ansible-playbook, and the facts the
 # native runner derives match the ones Ansible gathers on the node.
@@ -107,6 +120,39 @@ ctl node power on 'lab[0-1]' >/dev/null
 # Phone-home, then the lab profile's playbooks and health checks: ready.
 wait_ready 'lab[0-1]'
 say "lab0 and lab1 booted at the same time: ready $(lab_vm_elapsed lab0)s and $(lab_vm_elapsed lab1)s after power-on"
+
+# 1a. The network console of lab0's boot, in order: provisiond's lines for the
+# stages it served, the kernel's (netconsole sends what the log held before it
+# started), the initrd's steps, then the journal of the booted system.
+console_json() { ctl node console "$1" --json >"$LAB_DIR/console-$1.json"; }
+first_line() { grep -n -m1 -- "$2" "$LAB_DIR/console-$1.json" | cut -d: -f1; }
+has_system_lines() { console_json "$1" && grep -q '"source":"system"' "$LAB_DIR/console-$1.json"; }
+wait_for "lab0's journal in its network console" 120 has_system_lines lab0
+ctl node console lab0 >"$LAB_DIR/console-lab0.out"
+served="$(first_line lab0 '"source":"provisiond","text":"script: ')"
+banner="$(first_line lab0 '"source":"kernel","text":"[^"]*Linux version ')"
+initrd="$(first_line lab0 '"source":"initrd","text":"[^"]*provision: network ')"
+system="$(first_line lab0 '"source":"system","text":"[^"]*systemd\[1\]: ')"
+for v in served banner initrd system; do
+  [ -n "${!v}" ] || { cat "$LAB_DIR/console-lab0.out"; fail "lab0's network console has no $v line"; }
+done
+[ "$served" -lt "$banner" ] && [ "$banner" -lt "$initrd" ] && [ "$initrd" -lt "$system" ] ||
+  { cat "$LAB_DIR/console-lab0.out"; fail "lab0's console lines are out of order ($served $banner $initrd $system)"; }
+grep -q '"boot":1,' "$LAB_DIR/console-lab0.json" || fail "lab0's first boot is not boot 1"
+say "lab0's network console: $(wc -l <"$LAB_DIR/console-lab0.json") lines, provisiond's stages (line $served), the kernel (banner at $banner), the initrd ($initrd), the journal ($system)"
+# A line from an address that is no node (provisiond's own, on the lab
+# network) is dropped and counted.
+metric() {
+  lab_exec curl -sf -H "Authorization: Bearer $PROVISIOND_TOKEN" "$PROVISIOND_URL/metrics" >"$LAB_DIR/metrics.out"
+  awk -v m="$1" 'index($0, m) == 1 {print $2}' "$LAB_DIR/metrics.out"
+}
+dropped_before="$(metric 'provisiond_console_dropped_total{reason="unknown_address"}')"
+lab_exec bash -c "echo 'made-up line from no node' >/dev/udp/$LAB_ADDR/6666"
+dropped_more() { [ "$(metric 'provisiond_console_dropped_total{reason="unknown_address"}')" -gt "${dropped_before:-0}" ]; }
+wait_for "the line from no node to be counted as dropped" 30 dropped_more
+[ "$(sqlite3 "$DATA/console.db" "select count(*) from console_lines where line like '%made-up line%'")" = 0 ] ||
+  fail "a line from an address that is no node was kept"
+say "a line from $LAB_ADDR (no node) was dropped and counted: $(grep 'provisiond_console_dropped_total{reason="unknown_address"}' "$LAB_DIR/metrics.out")"
 ctl run list --node lab0 --status ok >"$LAB_DIR/runs0.out"
 grep -q "lab0 .*configure" "$LAB_DIR/runs0.out" || { ctl run list --node lab0 >&2; fail "lab0 has no configure run that is ok"; }
 ctl run show "$(awk '$2 == "lab0" && $3 == "configure" {print $1; exit}' "$LAB_DIR/runs0.out")" >"$LAB_DIR/run0.out" || true
@@ -210,6 +256,20 @@ ctl cmd lab0 --user compute -- id -un >"$LAB_DIR/cmd0b.out" || { cat "$LAB_DIR/c
 say "lab0 power-cycled: the file written before is gone, configured again to ready ($(lab_vm_elapsed lab0)s after the reset); lab1 stayed ready and answered"
 time_spent lab0
 ctl node power off 'lab[0-1]' >/dev/null
+
+# 4. A machine whose initrd cannot mount its root: its failing line, from the
+# network console, in node why.
+ctl node add noroot0 --mac 52:54:00:97:00:14 --profile noroot --power command >/dev/null
+ctl node power on noroot0 >/dev/null
+why_quotes_mount() {
+  ctl node why noroot0 >"$LAB_DIR/why-noroot0.out" 2>&1 &&
+    grep -q "provision: ERROR mount-nfs" "$LAB_DIR/why-noroot0.out"
+}
+wait_for "node why noroot0 to quote the initrd's failing line" "$TIMEOUT" why_quotes_mount
+grep -q "its console, boot 1, last lines:" "$LAB_DIR/why-noroot0.out" ||
+  { cat "$LAB_DIR/why-noroot0.out"; fail "node why does not show noroot0's console"; }
+ctl node power off noroot0 >/dev/null
+say "noroot0 cannot mount its root: node why quotes it: $(grep -m1 'ERROR mount-nfs' "$LAB_DIR/why-noroot0.out" | cut -c1-160)"
 
 # 3. node why: an export that cannot be read; a phone-home with a wrong token.
 bad="$STORE/broken/0000000000000001"

@@ -180,7 +180,8 @@ lab_exec curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $PROVI
 [ "$(cat "$LAB_DIR/plain.code")" = 403 ] || fail "the API answered plain HTTP off loopback: $(cat "$LAB_DIR/plain.code")"
 lab_exec ss -H -lntup >"$LAB_DIR/listen.out"
 bridge_addrs=" $(lab_exec ip -o addr show dev "$LAB_BRIDGE" | awk '{sub("/.*", "", $4); print $4}' | paste -sd' ') "
-# provisiond: TCP 8080 (boot) and 8443 (API, HTTPS) on the lab address only. dnsmasq: DHCP bound to the lab
+# provisiond: TCP 8080 (boot) and 8443 (API, HTTPS), UDP 6666 (the network console) on the lab
+# address only. dnsmasq: DHCP bound to the lab
 # bridge, TFTP on the bridge's addresses, no DNS (port=0). nfs-ganesha 4.3
 # listens on every address whatever it is told (images/nfs/README.md: its
 # export admits the boot subnet only). Nothing else listens.
@@ -190,7 +191,8 @@ while read -r proto _ _ _ local _ users; do
   addr="${addr#[}"
   addr="${addr%]}"
   case "$users" in
-    *'"provisiond"'*) [ "$proto" = tcp ] && { [ "$local" = "$LAB_ADDR:8080" ] || [ "$local" = "$LAB_ADDR:8443" ]; } ||
+    *'"provisiond"'*) { [ "$proto" = tcp ] && { [ "$local" = "$LAB_ADDR:8080" ] || [ "$local" = "$LAB_ADDR:8443" ]; }; } ||
+      [ "$proto $local" = "udp $LAB_ADDR:6666" ] ||
       fail "provisiond listens where it was not told to: $proto $local" ;;
     *'"dnsmasq"'*) [ "$proto $local" = "udp 0.0.0.0%$LAB_BRIDGE:67" ] ||
       { [ "$proto" = udp ] && [ "${local##*:}" = 69 ] && [[ "$bridge_addrs" == *" $addr "* ]]; } ||
@@ -200,7 +202,7 @@ while read -r proto _ _ _ local _ users; do
   esac
 done <"$LAB_DIR/listen.out"
 grep -q '"dnsmasq"' "$LAB_DIR/listen.out" || fail "dnsmasq does not listen: $(cat "$LAB_DIR/listen.out")"
-say "SIGKILLed provisiond: its dnsmasq (orphaned: $orphan) stopped by the next one; listening only on $LAB_ADDR:8080 and :8443 (HTTPS, certificate pinned by provisionctl, plain API refused off loopback), DHCP and TFTP on $LAB_BRIDGE"
+say "SIGKILLed provisiond: its dnsmasq (orphaned: $orphan) stopped by the next one; listening only on $LAB_ADDR:8080, :8443 (HTTPS, certificate pinned by provisionctl, plain API refused off loopback) and UDP :6666 (network console), DHCP and TFTP on $LAB_BRIDGE"
 
 # Stopping provisiond stops its dnsmasq.
 kill -TERM "$(cat "$LAB_DIR/provisiond.pid")"

@@ -110,6 +110,13 @@ std::string RenderNode(const json& node, const json& events, int64_t now_ms) {
   return out;
 }
 
+std::string RenderConsoleLine(const json& line) {
+  // "HH:MM:SS.mmm" of the local time: the date is the boot's.
+  std::string time = FormatTime(Int(line, "time"));
+  if (time.size() >= 23) time = time.substr(11, 12);
+  return time + "  " + Pad(Str(line, "source"), 10) + "  " + Str(line, "text");
+}
+
 std::string RenderWhy(const json& why) {
   const std::string node = Dash(Str(why, "node")), mac = Str(why, "mac");
   const std::string image = Str(why, "image");
@@ -137,6 +144,15 @@ std::string RenderWhy(const json& why) {
   for (const auto& e : Array(why, "errors")) out += "error: " + Scalar(e) + "\n";
   if (std::string cmdline = Str(why, "kernel_cmdline"); !cmdline.empty())
     out += "kernel command line: " + cmdline + "\n";
+  // The node's own last words (the network console), and the failing line
+  // when it is further up: for a node that is not ready.
+  const json& tail = Array(why, "console");
+  if (!tail.empty() && Str(why, "state") != "ready") {
+    out += "its console, boot " + std::to_string(Int(tail.back(), "boot")) + ", last lines:\n";
+    if (why.contains("console_error") && why["console_error"].is_object())
+      out += "  " + RenderConsoleLine(why["console_error"]) + "  <- the failing line\n  ...\n";
+    for (const auto& l : tail) out += "  " + RenderConsoleLine(l) + "\n";
+  }
   if (std::string summary = Str(why, "summary"); !summary.empty()) out += summary + "\n";
   return out;
 }

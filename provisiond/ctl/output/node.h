@@ -25,5 +25,7 @@ std::string RenderNode(const nlohmann::json& node, const nlohmann::json& events,
 // per boot stage with its time since the first, the errors, the kernel
 // command line, and the summary sentence last.
 std::string RenderWhy(const nlohmann::json& why);
+// One line of a node's network console: "HH:MM:SS.mmm  SOURCE  TEXT".
+std::string RenderConsoleLine(const nlohmann::json& line);
 
 }  // namespace prov::ctl

@@ -69,6 +69,42 @@ TEST_CASE("node why: header, one line per stage, errors, command line, summary l
         "node1 has not asked to boot yet\n");
 }
 
+TEST_CASE("node why quotes the console of a node that is not ready") {
+  const int64_t t = 1764050000123;
+  const std::string hms = FormatTime(t).substr(11, 12);
+  json why = {{"node", "n0"},
+              {"state", "booting"},
+              {"steps", json::array()},
+              {"summary", "n0 stopped after 'initrd'"},
+              {"console",
+               {{{"id", 9},
+                 {"boot", 2},
+                 {"time", t},
+                 {"source", "initrd"},
+                 {"text", "provision: mount-nfs: retrying in 5s"}}}},
+              {"console_error",
+               {{"id", 7},
+                {"boot", 2},
+                {"time", t},
+                {"source", "initrd"},
+                {"text", "provision: ERROR mount-nfs (try 1/3): access denied"}}}};
+  CHECK(RenderWhy(why) ==
+        "n0 booting, no image assigned\n"
+        "its console, boot 2, last lines:\n"
+        "  " +
+            hms +
+            "  initrd      provision: ERROR mount-nfs (try 1/3): access denied"
+            "  <- the failing line\n"
+            "  ...\n"
+            "  " +
+            hms +
+            "  initrd      provision: mount-nfs: retrying in 5s\n"
+            "n0 stopped after 'initrd'\n");
+  why["state"] = "ready";
+  CHECK(RenderWhy(why).find("its console") == std::string::npos);
+  CHECK(RenderConsoleLine(json::object()).find("  ") != std::string::npos);
+}
+
 TEST_CASE("sizes, offsets and power specs") {
   CHECK(FormatSize(0) == "0 B");
   CHECK(FormatSize(1023) == "1023 B");

@@ -195,6 +195,55 @@ int RunNodeWhy(Context& ctx, const Args& a) {
   return kExitOk;
 }
 
+// GET .../console pages: `boot` 0 is the latest; `after` the cursor.
+int RunNodeConsole(Context& ctx, const Args& a) {
+  const std::string boot = a.boot ? std::to_string(*a.boot) : "";
+  int64_t after = 0, shown_boot = -1;
+  auto print = [&](const json& page) {
+    for (const auto& l : page.value("lines", json::array())) {
+      if (a.json) {
+        ctx.out << l.dump() << "\n";
+        continue;
+      }
+      if (int64_t b = l.value("boot", int64_t{0}); b != shown_boot) {
+        ctx.out << "-- boot " << b << " --\n";
+        shown_boot = b;
+      }
+      ctx.out << RenderConsoleLine(l) << "\n";
+    }
+    ctx.out << std::flush;
+    after = page.value("next", after);
+  };
+  // What there is now, page by page.
+  for (;;) {
+    auto r = ctx.client.Get(NodePath(a.target) + "/console" +
+                            QueryString({{"boot", boot}, {"after", std::to_string(after)}}));
+    if (!r.ok()) return Fail(ctx, r.status());
+    if (!r->value("enabled", true))
+      return Fail(ctx, Status::Error(Code::kUnavailable,
+                                     "provisiond runs no network console (console.listen)"));
+    const size_t n = r->value("lines", json::array()).size();
+    if (n == 0 && after == 0 && !a.follow && !a.json)
+      ctx.out << "no console lines for " << a.target << (boot.empty() ? "" : " in boot " + boot)
+              << " (its kernel sends them once the initrd has the network)\n";
+    print(*r);
+    if (n < 5000) break;  // the API's page
+  }
+  if (!a.follow) return kExitOk;
+  InterruptScope interrupt(ctx.client);
+  while (!interrupt.interrupted()) {
+    auto r = ctx.client.Get(NodePath(a.target) + "/console" +
+                                QueryString({{"boot", boot},
+                                             {"after", std::to_string(after)},
+                                             {"wait", std::to_string(kEventWaitS)}}),
+                            kEventWaitS + 15);
+    if (interrupt.interrupted()) break;
+    if (!r.ok()) return Fail(ctx, r.status());
+    print(*r);
+  }
+  return kExitOk;
+}
+
 int RunNodeAdd(Context& ctx, const Args& a) {
   json body = {{"hostname", a.target}, {"mac", a.mac}};
   if (a.ip) body["ip"] = *a.ip;
@@ -418,6 +467,33 @@ Examples:
          AddJsonFlag(c, a);
        },
        RunNodeWhy},
+
+      {"node console", "node console NODE [--boot N] [--follow] [--json]",
+       "Print what a node printed as it booted (the network console)",
+       R"(Prints the node's network console: what its kernel printed (netconsole), with
+the initrd's steps and the journal of the booted system, which both go to the
+kernel log, and a line for each boot stage provisiond served or saw (its
+source is provisiond: Debian's iPXE and grub send no console of their own).
+One line each: TIME (local, milliseconds) SOURCE (provisiond, kernel, initrd,
+system) TEXT. Without --boot the latest boot; boots are numbered from 1 and
+the newest few are kept (console.keep_boots). --follow keeps printing lines as
+they come, across reboots, until Ctrl-C. --json prints one JSON object per line.
+The kernel sends its lines once the initrd has the network (they include
+everything it printed before); 'provisionctl node why' quotes the last ones.
+
+Examples:
+  provisionctl node console node0
+  provisionctl node console node0 --follow
+  provisionctl node console node0 --boot 3 --json)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("node", a.target, "Hostname or MAC")->type_name("NODE")->required();
+         c.add_option("--boot", a.boot, "That boot (1 the first kept), not the latest")
+             ->type_name("N")
+             ->check(CLI::Range(int64_t{1}, int64_t{1} << 52).description(""));
+         c.add_flag("--follow,-f", a.follow, "Keep printing lines as they come (Ctrl-C stops)");
+         AddJsonFlag(c, a);
+       },
+       RunNodeConsole},
 
       {"node add",
        "node add HOSTNAME --mac MAC [--ip ADDRESS] [--profile VERSION] [--power SPEC] "

@@ -1,5 +1,6 @@
 #include "api/boot.h"
 
+#include "api/events.h"
 #include "boot/boot.h"
 #include "hello/phonehome.h"
 #include "images/image_catalog.h"
@@ -73,6 +74,15 @@ HttpResponse NodeWhy(const ApiContext& ctx, const HttpRequest& r) {
               {"last_stage", t.last_stage},
               {"next_stage", t.next_stage},
               {"summary", t.summary}};
+  // What the node printed last (the network console): where it stopped, in
+  // its own words, and the failing line when it is further up.
+  if (ctx.console_log) {
+    ConsoleLine error;
+    json tail = json::array();
+    for (const auto& l : ctx.console_log->Tail(node->id, 8, &error)) tail.push_back(ToJson(l));
+    out["console"] = tail;
+    if (error.id != 0) out["console_error"] = ToJson(error);
+  }
   if (!node->image_version.empty()) {
     auto image = ctx.images->Resolve(node->image_version);
     out["image"] =

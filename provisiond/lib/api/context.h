@@ -18,6 +18,8 @@ namespace prov {
 
 class BootService;
 class Configurator;
+class ConsoleListener;
+class ConsoleLog;
 class ImageCatalog;
 class ImageService;
 class Inventory;
@@ -37,6 +39,8 @@ struct ApiContext {
   NfsService* nfs = nullptr;                    // null without a boot network
   SecretStore* secrets = nullptr;               // names and sizes; never values
   const RouteMetrics* route_metrics = nullptr;  // the router's, for /metrics
+  ConsoleLog* console_log = nullptr;            // the network console; null when off
+  const ConsoleListener* console = nullptr;     // its listener, for /metrics
 
   Config config;  // preflight, the playbooks and web folders
   PowerSettings power;

@@ -37,6 +37,7 @@ constexpr ApiRoute kRoutes[] = {
   {"PATCH",  "/api/v1/nodes/{node}",               kAdmin, ChangeNode},        // nodes
   {"DELETE", "/api/v1/nodes/{node}",               kAdmin, RetireNode},        // nodes
   {"GET",    "/api/v1/nodes/{node}/why",           kRead,  NodeWhy},           // boot
+  {"GET",    "/api/v1/nodes/{node}/console",       kRead,  NodeConsole},       // console
   {"POST",   "/api/v1/nodes/{node}/power",         kAdmin, PowerNode},         // power
   {"POST",   "/api/v1/nodes/{node}/configure",     kAdmin, ConfigureNode},     // runs
   // Profiles.

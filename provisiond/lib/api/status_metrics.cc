@@ -1,5 +1,6 @@
 #include "api/status_metrics.h"
 
+#include "console/console_listener.h"
 #include "dhcp/preflight.h"
 #include "profiles/inventory.h"
 
@@ -72,6 +73,7 @@ HttpResponse GetMetrics(const ApiContext& ctx, const HttpRequest&) {
       "provisiond_events_total " +
       std::to_string(store.LastEventId()) + "\n";
   out += store.MetricsText();
+  if (ctx.console) out += ctx.console->MetricsText();
   if (ctx.route_metrics) out += ctx.route_metrics->Prometheus();
   return HttpResponse::Text(200, std::move(out), "text/plain; version=0.0.4");
 }

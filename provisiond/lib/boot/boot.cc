@@ -384,6 +384,7 @@ Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::s
   const std::string text = stage + (detail.empty() ? "" : ": " + detail);
   NodeRecord result;
   bool capped = false;
+  std::string staged;  // the event's text, when one was written
   Status s = store_.Transact([&](StoreTx& tx) -> Status {
     auto current = tx.FindNode(mac);
     if (!current.ok()) {
@@ -416,6 +417,7 @@ Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::s
       EventRecord e{0,           0,      node.id,
                     node.name(), "boot", "network: " + detail + " (the initrd's DHCP)",
                     "boot"};
+      staged = e.detail;
       return tx.AppendEvent(e);
     }
     // A DHCP renewal from a running node is not a boot.
@@ -443,9 +445,11 @@ Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::s
     }
     result = node;
     EventRecord e{0, 0, node.id, node.name(), "boot", text, "boot"};
+    staged = text;
     return tx.AppendEvent(e);
   });
   if (!s.ok()) return s;
+  if (!staged.empty() && settings_.on_stage) settings_.on_stage(result, staged);
   if (capped) {
     // Said once a minute at most: the flood is what is being bounded.
     static std::atomic<int64_t> last_said{0};
@@ -461,6 +465,11 @@ Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::s
   if (recent_.size() > 100000) recent_.clear();  // bounded; only an optimization
   recent_[key] = now;
   return result;
+}
+
+void BootService::set_console_target(const std::string& target) {
+  std::lock_guard lock(url_mu_);
+  settings_.console_target = target;
 }
 
 void BootService::set_boot_url(const std::string& url) {
@@ -486,6 +495,10 @@ std::string BootService::KernelCommandLine(const NodeRecord& node, const ImageVe
   cmd += (cmd.empty() ? "" : " ") + std::string("provision.url=") + boot_url() +
          " provision.mac=" + node.mac + " provision.node=" + node.hostname +
          " provision.image=" + image.ref();
+  {
+    std::lock_guard lock(url_mu_);
+    if (!settings_.console_target.empty()) cmd += " provision.console=" + settings_.console_target;
+  }
   if (settings_.root_args) {
     std::string root = settings_.root_args(image);
     if (!root.empty()) cmd += " " + root;

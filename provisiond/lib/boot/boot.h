@@ -58,6 +58,13 @@ struct BootSettings {
   // hello/phonehome.h checks the ticket and the request's port.
   std::function<Result<std::string>(const std::string& mac, const HttpRequest& request)>
       render_overlay;
+  // Told each boot stage recorded for a node (its event's text, e.g.
+  // "kernel: lab@1a2b"), after it was written: the network console's
+  // loader lines.
+  std::function<void(const NodeRecord& node, const std::string& text)> on_stage;
+  // Where the node's kernel sends its console ("ADDR:PORT", the network
+  // console; "" : nowhere): provision.console= on the command line.
+  std::string console_target;
 };
 
 // A node's credentials on its way up. The boot script and the kernel command
@@ -133,6 +140,8 @@ class BootService {
   // Set once the HTTP server knows its port (before dnsmasq starts).
   void set_boot_url(const std::string& url);
   std::string boot_url() const;
+  // Set once the network console listens (before dnsmasq starts).
+  void set_console_target(const std::string& target);
 
   // The kernel command line for a node (also shown by `node why`).
   std::string KernelCommandLine(const NodeRecord& node, const ImageVersion& image) const {
@@ -172,7 +181,7 @@ class BootService {
   // one (by TFTP), from a privileged port of a node that is booting.
   HttpResponse TicketText(const HttpRequest& request, const std::string& mac);
 
-  BootSettings settings_;  // boot_url guarded by url_mu_
+  BootSettings settings_;  // boot_url and console_target guarded by url_mu_
   mutable std::mutex url_mu_;
   Store& store_;
   ImageCatalog& images_;

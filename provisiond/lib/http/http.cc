@@ -40,6 +40,19 @@ std::string HttpRequest::Query(const std::string& name, const std::string& fallb
   return it == query.end() ? fallback : it->second;
 }
 
+Result<int64_t> HttpRequest::QueryInt(const std::string& name, int64_t fallback, int64_t min,
+                                      int64_t max) const {
+  std::string v = Query(name);
+  if (v.empty()) return fallback;
+  if (v.find_first_not_of("0123456789") != std::string::npos || v.size() > 15)
+    return Status::Invalid("query parameter '" + name + "' must be a number");
+  int64_t n = std::stoll(v);
+  if (n < min || n > max)
+    return Status::Invalid("query parameter '" + name + "' must be between " + std::to_string(min) +
+                           " and " + std::to_string(max));
+  return n;
+}
+
 const std::string& HttpRequest::Param(const std::string& name) const {
   static const std::string empty;
   auto it = params.find(name);

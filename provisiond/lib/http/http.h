@@ -40,6 +40,10 @@ struct HttpRequest {
 
   std::string Header(const std::string& lowercase_name) const;
   std::string Query(const std::string& name, const std::string& fallback = "") const;
+  // A whole-number query parameter: `fallback` when absent, an error that
+  // names it when it is not a number between `min` and `max`.
+  Result<int64_t> QueryInt(const std::string& name, int64_t fallback, int64_t min,
+                           int64_t max) const;
   const std::string& Param(const std::string& name) const;
 };
 

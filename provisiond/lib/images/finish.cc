@@ -50,7 +50,8 @@ BuildDir::~BuildDir() {
 Status CheckFinishingInputs(const ImageBuildOptions& opt) {
   for (const std::string& need :
        {opt.tools_dir + "/provision-facts", opt.tools_dir + "/provision-mount",
-        opt.tools_dir + "/provision-fetch", opt.agent_dir + "/provision-hello", opt.initrd_builder})
+        opt.tools_dir + "/provision-fetch", opt.agent_dir + "/provision-hello",
+        opt.agent_dir + "/provision-console", opt.initrd_builder})
     if (access(need.c_str(), R_OK) != 0)
       return Status::NotFound("image builds need " + need +
                               " (build provision-facts, provision-mount and provision-fetch; "
@@ -71,12 +72,19 @@ Status AddProvisionFiles(const std::string& root, const ImageManifest& m,
   if (s.ok())
     s = CopyInto(root, opt.agent_dir + "/provision-hello.service",
                  "/etc/systemd/system/provision-hello.service", 0644);
+  // The journal's half of the network console.
+  if (s.ok())
+    s = CopyInto(root, opt.agent_dir + "/provision-console", "/usr/local/sbin/provision-console",
+                 0755);
+  if (s.ok())
+    s = CopyInto(root, opt.agent_dir + "/provision-console.service",
+                 "/etc/systemd/system/provision-console.service", 0644);
   if (!s.ok()) return s;
   std::error_code ec;
   fs::create_directories(root + "/etc/systemd/system/multi-user.target.wants", ec);
-  fs::create_symlink("/etc/systemd/system/provision-hello.service",
-                     root + "/etc/systemd/system/multi-user.target.wants/provision-hello.service",
-                     ec);
+  for (const char* unit : {"provision-hello.service", "provision-console.service"})
+    fs::create_symlink(std::string("/etc/systemd/system/") + unit,
+                       root + "/etc/systemd/system/multi-user.target.wants/" + unit, ec);
   // The node's identity comes from its overlay at every boot, never from the
   // image (mmdebstrap copies the build host's hostname and resolv.conf in).
   fs::remove(root + "/etc/machine-id", ec);

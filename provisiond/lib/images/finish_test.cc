@@ -40,6 +40,8 @@ struct FinishFixture {
     Put(options.tools_dir + "/provision-fetch", "FETCH", 0755);
     Put(options.agent_dir + "/provision-hello", "HELLO", 0755);
     Put(options.agent_dir + "/provision-hello.service", "[Unit]\n");
+    Put(options.agent_dir + "/provision-console", "CONSOLE", 0755);
+    Put(options.agent_dir + "/provision-console.service", "[Unit]\n");
     // The real builder packs busybox and the kernel's modules; this one
     // writes what it was given, and fails when the root has no modules.
     Put(options.initrd_builder,
@@ -114,6 +116,10 @@ TEST_CASE("image finishing: a fake root becomes a committed version") {
   CHECK(fs::read_symlink(root +
                          "/etc/systemd/system/multi-user.target.wants/provision-hello.service") ==
         "/etc/systemd/system/provision-hello.service");
+  CHECK(*ReadFile(root + "/usr/local/sbin/provision-console") == "CONSOLE");
+  CHECK(fs::read_symlink(root +
+                         "/etc/systemd/system/multi-user.target.wants/provision-console.service") ==
+        "/etc/systemd/system/provision-console.service");
   CHECK(fs::exists(root + "/etc/systemd/system/ssh.service.d/provision-hostkeys.conf"));
   CHECK_FALSE(fs::exists(root + "/etc/hostname"));
   CHECK_FALSE(fs::exists(root + "/etc/ssh/ssh_host_ed25519_key"));
