@@ -10,6 +10,7 @@
 #include "api/cmd.h"
 #include "api/events.h"
 #include "api/exports.h"
+#include "api/history/history.h"
 #include "api/images.h"
 #include "api/nodes.h"
 #include "api/power.h"
@@ -37,6 +38,7 @@ constexpr ApiRoute kRoutes[] = {
   {"PATCH",  "/api/v1/nodes/{node}",               kAdmin, ChangeNode},        // nodes
   {"DELETE", "/api/v1/nodes/{node}",               kAdmin, RetireNode},        // nodes
   {"GET",    "/api/v1/nodes/{node}/why",           kRead,  NodeWhy},           // boot
+  {"GET",    "/api/v1/nodes/{node}/boots",         kRead,  NodeBoots},         // history/history
   {"POST",   "/api/v1/nodes/{node}/power",         kAdmin, PowerNode},         // power
   {"POST",   "/api/v1/nodes/{node}/configure",     kAdmin, ConfigureNode},     // runs
   // Profiles.
@@ -57,6 +59,7 @@ constexpr ApiRoute kRoutes[] = {
   {"DELETE", "/api/v1/secrets/{name}",             kAdmin, RemoveSecret},      // profiles
   // Events.
   {"GET",    "/api/v1/events",                     kRead,  ListEvents},        // events
+  {"GET",    "/api/v1/history/states",             kRead,  StateCountsOverTime}, // history/history
   // Configuration over SSH, commands, exports.
   {"GET",    "/api/v1/runs",                       kRead,  ListRuns},          // runs
   {"GET",    "/api/v1/runs/{id}",                  kRead,  ShowRun},           // runs
