@@ -59,7 +59,7 @@ const Charts = (() => {
     const total = Math.max(...boots.map((b) => b.steps[b.steps.length - 1].after_ms), 1000);
     const W = Math.max(520, Math.min(width || 900, 1100));
     const left = 100, right = 130, top = 10, rowH = 32, axisH = 40;
-    const plot = W - left - right - 44;  // room for the last bar's time label
+    const plot = W - left - right - 56;  // room for the last bar's time label
     const step = niceStep(total, Math.max(2, Math.floor(plot / 70)));
     const span = Math.ceil(total / step) * step;
     const x = (ms) => left + (ms / span) * plot;

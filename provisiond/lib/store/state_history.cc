@@ -25,7 +25,7 @@ bool ChangesCounts(const EventRecord& e) {
   return e.kind == "state" || e.kind == "enrolled" || e.kind == "discovered" || e.kind == "purged";
 }
 
-constexpr int64_t kChunk = 10000;  // events read under the store's lock at once
+constexpr int64_t kStateEventsChunk = 10000;  // events read under the store's lock at once
 
 }  // namespace
 
@@ -110,7 +110,7 @@ StateHistory ReadStateHistory(Store& store, int64_t since_ms, int points, int64_
   int64_t oldest_read_ms = until_ms;
   int64_t oldest_id = 0;
   while (hi > 0 && !reached_since && h.events_read < max_events) {
-    int64_t lo = std::max<int64_t>(0, hi - std::min(kChunk, max_events - h.events_read));
+    int64_t lo = std::max<int64_t>(0, hi - std::min(kStateEventsChunk, max_events - h.events_read));
     std::vector<EventRecord> chunk = store.ListEvents(lo, 0, hi - lo);
     if (chunk.empty()) break;  // the older ones were pruned
     for (auto it = chunk.rbegin(); it != chunk.rend(); ++it) {
