@@ -235,20 +235,22 @@ async function pollEvents() {
 // Read once, after the table is shown (so the first render is not held up), then moved on
 // by the live updates with /status's counts, and once a minute for the time axis.
 
-const HISTORY_HOURS = 6;
-const HISTORY_POINTS = 180;  // a point every 2 minutes
-const stateHistory = { data: null, error: null, loading: false };
+const HISTORY_POINTS = 180;  // over 6 hours, a point every 2 minutes
+const stateHistory = { data: null, error: null, loading: false, asked: 0 };
 
-async function loadStateHistory() {
-  if (stateHistory.loading || stateHistory.data) return;
+// `again`: the window changed; an answer for the window asked before is dropped.
+async function loadStateHistory(again = false) {
+  if (!again && (stateHistory.loading || stateHistory.data)) return;
+  const asked = ++stateHistory.asked;
   stateHistory.loading = true;
+  let data = null, error = null;
   try {
-    stateHistory.data = await api(`/history/states?hours=${HISTORY_HOURS}&points=${HISTORY_POINTS}`);
-    stateHistory.error = null;
+    data = await api(`/history/states?hours=${$('history-hours').value}&points=${HISTORY_POINTS}`);
   } catch (e) {
-    stateHistory.error = e;
+    error = e;
   }
-  stateHistory.loading = false;
+  if (asked !== stateHistory.asked || !token()) return;
+  Object.assign(stateHistory, { data, error, loading: false });
   liveStateChart();
 }
 
@@ -727,6 +729,7 @@ function init() {
   $('sign-out').addEventListener('click', () => signOut(''));
   window.addEventListener('hashchange', route);
   window.addEventListener('resize', debounce(renderStateChart, 150));
+  $('history-hours').addEventListener('change', () => loadStateHistory(true));
   setInterval(() => { if (!$('view-overview').hidden) liveStateChart(); }, 60000);
   if (token()) start(); else signOut('');
 }

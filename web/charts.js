@@ -142,20 +142,24 @@ const Charts = (() => {
     // Time ticks: whole hours (or minutes, for short windows) before now,
     // at least 80 pixels apart so their labels never touch.
     const hours = (t1 - t0) / 3600e3;
-    const unit = hours >= 2 ? 3600e3 : 60e3;
+    const unit = hours >= 48 ? 86400e3 : hours >= 2 ? 3600e3 : 60e3;
+    const unitName = { 86400000: 'd', 3600000: 'h', 60000: 'min' }[unit];
     const units = (t1 - t0) / unit;
     let every = niceStep(units, Math.max(1, Math.floor(plotW / 80)));
     every = Math.max(1, Math.round(every));
     for (let i = 0; i * every * unit <= t1 - t0 + 1; i++) {
       const t = t1 - i * every * unit;
       if (t < t0) break;
-      const name = i === 0 ? 'now' : `${i * every} ${unit === 3600e3 ? 'h' : 'min'} ago`;
+      const name = i === 0 ? 'now' : `${i * every} ${unitName} ago`;
       const anchor = i === 0 ? 'end' : x(t) - left < 30 ? 'start' : 'middle';
       svg += `<line class="tick-mark" x1="${x(t)}" x2="${x(t)}" y1="${top + plotH}" y2="${top + plotH + 4}"/>` +
         `<text class="tick" x="${x(t)}" y="${top + plotH + 16}" text-anchor="${anchor}">${name}<title>${esc(hhmm(t))} UTC</title></text>`;
     }
+    const span = Math.round(hours) === 1 ? 'hour' : Math.round(hours) % 24 === 0 && hours >= 48
+      ? `${Math.round(hours / 24)} days` : `${+hours.toFixed(1)} hours`;
+    const range = hours >= 24 ? `${utc(t0).slice(0, 16)} to ${utc(t1).slice(0, 16)} UTC` : `${hhmm(t0)}–${hhmm(t1)} UTC`;
     svg += `<text class="axis-title" x="${left + plotW / 2}" y="${H - 4}" text-anchor="middle">` +
-      `the last ${esc(+hours.toFixed(1))} hours, ${esc(hhmm(t0))}–${esc(hhmm(t1))} UTC</text>`;
+      `the last ${esc(span)}, ${esc(range)}</text>`;
     // The areas, bottom up.
     const below = new Array(n + 1).fill(0);
     for (const s of order) {
@@ -192,7 +196,7 @@ const Charts = (() => {
       (Object.entries(latest).filter(([, v]) => v > 0).map(([s, v]) => `${s} ${v}`).join(', ') || 'none') +
       `; at most ${max} nodes.`;
     return `<svg class="chart states" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="states-title states-desc">` +
-      `<title id="states-title">Nodes by state over the last ${esc(+hours.toFixed(1))} hours</title><desc id="states-desc">${esc(desc)}</desc>` +
+      `<title id="states-title">Nodes by state over the last ${esc(span)}</title><desc id="states-desc">${esc(desc)}</desc>` +
       `${svg}</svg><div class="legend">${legend}</div>`;
   }
 

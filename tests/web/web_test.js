@@ -294,6 +294,22 @@ async function testStates(page) {
   check(await page.$eval('#state-chart .legend .key[data-state="maintenance"] b', (b) => b.textContent) === '2',
     "and the chart's legend: maintenance 2");
   check(historyReads.length === 1, 'the history was read once; the live updates moved it on', historyReads);
+  await page.selectOption('#history-hours', '1');
+  await waitFor(page, 'the chart over the last hour, in minutes, with the same counts now', () => {
+    const svg = document.querySelector('#state-chart svg.states');
+    const cols = document.querySelectorAll('#state-chart rect.col');
+    const ticks = [...document.querySelectorAll('#state-chart text.tick')].map((t) => t.firstChild.textContent);
+    return svg && svg.querySelector('title').textContent === 'Nodes by state over the last hour' &&
+      ticks.includes('30 min ago') && /\bmaintenance 2\b/.test(cols[cols.length - 1].textContent) &&
+      cols[cols.length - 1].textContent.includes('(10 in all)');
+  });
+  check(historyReads.length === 2 && historyReads[1].includes('hours=1'), 'choosing the window reads its history', historyReads);
+  const hourAgo = await page.$$eval('#state-chart rect.col', (cs) => cs[0].textContent);
+  check(/\benrolled 5\b/.test(hourAgo) && /\bretired 1\b/.test(hourAgo) && hourAgo.includes('(9 in all)') &&
+    !hourAgo.includes('booting'), 'an hour ago: 9 nodes, five of them enrolled, none booting yet', hourAgo);
+  await page.selectOption('#history-hours', '6');
+  await waitFor(page, 'and back to 6 hours', () =>
+    document.querySelector('#state-chart svg.states title')?.textContent === 'Nodes by state over the last 6 hours');
   check(await page.evaluate(() => window.__noReload === true), 'the page was not reloaded');
   await shot(page, 'overview-live');
 
