@@ -249,7 +249,7 @@ async function loadStateHistory(again = false) {
   } catch (e) {
     error = e;
   }
-  if (asked !== stateHistory.asked || !token()) return;
+  if (asked !== stateHistory.asked) return;  // a later window, or signed out since
   Object.assign(stateHistory, { data, error, loading: false });
   liveStateChart();
 }
@@ -510,7 +510,8 @@ function signOut(why) {
   $('view-profiles').innerHTML = '';
   $('nodes').querySelector('tbody').innerHTML = '';
   $('counts').innerHTML = '';
-  stateHistory.data = stateHistory.error = null;
+  Object.assign(stateHistory, { data: null, error: null, loading: false });
+  stateHistory.asked++;  // an answer on its way is dropped
   $('state-chart').innerHTML = '';
   $('error').hidden = true;
   $('signin-error').hidden = !why;

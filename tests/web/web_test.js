@@ -510,6 +510,13 @@ async function testStates(page) {
     document.querySelector('table.profiles tr.selected')?.dataset.version === 'v0.2');
   await page.unroute(URL_ + '/api/v1/profiles');
   await shot(page, 'profiles');
+
+  // Signed out and in again since the overview was last shown: it reads its chart anew.
+  await page.click('nav a[data-nav="overview"]');
+  await waitFor(page, 'after signing out and in again the overview draws its state chart anew', () => {
+    const cols = document.querySelectorAll('#state-chart rect.col');
+    return cols.length > 0 && cols[cols.length - 1].textContent.includes('(10 in all)');
+  });
 }
 
 async function testBig(page) {
