@@ -5,7 +5,9 @@
 // page asks for one before it shows anything, keeps it in sessionStorage for
 // this tab only and sends it with every request; the actions (power cycle,
 // profile apply) are enabled only for an admin token. No framework: the node table is built as
-// one HTML string per page of rows, so 10,000 nodes stay responsive.
+// one HTML string per page of rows, so 10,000 nodes stay responsive. The charts are drawn by
+// charts.js (inline SVG); the state chart is read once after the table and then follows the
+// live updates.
 'use strict';
 
 const STATES = ['discovered', 'enrolled', 'booting', 'booted', 'configuring', 'ready', 'failed',
@@ -204,6 +206,7 @@ async function applyEvents(events) {
   }
   await Promise.all(tasks);
   if (model.loaded) refreshTable();
+  liveStateChart();
   const route = currentRoute();
   if (route.view === 'node' && names.has(route.node)) renderNode(route.node, false);
   if (route.view === 'profiles' && events.some((e) => e.kind.startsWith('profile') || e.kind === 'released'))
@@ -226,6 +229,53 @@ async function pollEvents() {
     }
   }
   live.running = false;
+}
+
+// ---- the overview's state chart (GET /api/v1/history/states, web/charts.js) --------------
+// Read once, after the table is shown (so the first render is not held up), then moved on
+// by the live updates with /status's counts, and once a minute for the time axis.
+
+const HISTORY_POINTS = 180;  // over 6 hours, a point every 2 minutes
+const stateHistory = { data: null, error: null, loading: false, asked: 0 };
+
+// `again`: the window changed; an answer for the window asked before is dropped.
+async function loadStateHistory(again = false) {
+  if (!again && (stateHistory.loading || stateHistory.data)) return;
+  const asked = ++stateHistory.asked;
+  stateHistory.loading = true;
+  let data = null, error = null;
+  try {
+    data = await api(`/history/states?hours=${$('history-hours').value}&points=${HISTORY_POINTS}`);
+  } catch (e) {
+    error = e;
+  }
+  if (asked !== stateHistory.asked) return;  // a later window, or signed out since
+  Object.assign(stateHistory, { data, error, loading: false });
+  liveStateChart();
+}
+
+// Today's counts (from the latest /status) as the chart's last point, when they are not
+// older than the history read.
+function liveStateChart() {
+  const h = stateHistory.data;
+  if (h && model.status && (model.status.last_event || 0) >= h.last_event) {
+    Charts.advance(h, model.status.states);
+    h.last_event = model.status.last_event || 0;
+  }
+  renderStateChart();
+}
+
+function renderStateChart() {
+  const el = $('state-chart');
+  if ($('view-overview').hidden || !token()) return;
+  if (stateHistory.error) {
+    el.innerHTML = `<p class="muted">nodes by state over time: ${esc(stateHistory.error.message)}</p>`;
+  } else if (stateHistory.data) {
+    el.className = '';
+    el.innerHTML = Charts.states(stateHistory.data, $('state-history').clientWidth);
+  } else {
+    el.textContent = 'nodes by state over time: loading…';
+  }
 }
 
 // ---- pages ----------------------------------------------------------------------------
@@ -460,6 +510,9 @@ function signOut(why) {
   $('view-profiles').innerHTML = '';
   $('nodes').querySelector('tbody').innerHTML = '';
   $('counts').innerHTML = '';
+  Object.assign(stateHistory, { data: null, error: null, loading: false });
+  stateHistory.asked++;  // an answer on its way is dropped
+  $('state-chart').innerHTML = '';
   $('error').hidden = true;
   $('signin-error').hidden = !why;
   $('signin-error').textContent = why || '';
@@ -512,8 +565,8 @@ async function renderNode(name, loading = true) {
   if (loading) el.innerHTML = `<h2>${esc(name)}</h2><p class="muted">loading…</p>`;
   const q = encodeURIComponent(name);
   try {
-    const [n, why, ev] = await Promise.all([api('/nodes/' + q), api(`/nodes/${q}/why`),
-      api(`/events?node=${q}&last=50`)]);
+    const [n, why, ev, boots] = await Promise.all([api('/nodes/' + q), api(`/nodes/${q}/why`),
+      api(`/events?node=${q}&last=50`), api(`/nodes/${q}/boots?count=2`).catch((e) => ({ error: e }))]);
     const [runs, profile] = await Promise.all([
       runsFor(n).catch((e) => ({ runs: [], details: new Map(), error: e })),
       n.profile ? api('/profiles/' + encodeURIComponent(n.profile)).catch(() => null) : null]);
@@ -524,6 +577,8 @@ async function renderNode(name, loading = true) {
       `<div class="actions">${actionButton('power-cycle', 'power cycle', `data-node="${esc(nodeName(n))}"`)}</div>` +
       `<div class="grid"><div id="node-facts"><h3>facts</h3>${factsHtml(n)}</div>` +
       `<div id="node-timeline"><h3>boot timeline</h3>${timelineHtml(why, n.state)}</div></div>` +
+      `<h3>boot stages: this boot and the one before</h3><div id="node-waterfall" class="chart-box">` +
+      `${boots.error ? `<p class="error">${esc(boots.error.message)}</p>` : Charts.waterfall(boots, el.clientWidth)}</div>` +
       `<h3>runs</h3><div id="node-runs">${runs.error ? `<p class="error">${esc(runs.error.message)}</p>` : runsHtml(n, runs)}</div>` +
       `<h3>health checks</h3><div id="node-health">${healthHtml(n, profile, runs)}</div>` +
       `<h3>events (last 50)</h3><div id="node-events">${eventsHtml(ev.events)}</div>`;
@@ -619,6 +674,7 @@ async function route() {
       showError(null);
     } catch (e) { showError(e); }
   }
+  if (stateHistory.data || stateHistory.error) renderStateChart(); else loadStateHistory();
 }
 
 // ---- wiring ---------------------------------------------------------------------------
@@ -673,6 +729,9 @@ function init() {
   });
   $('sign-out').addEventListener('click', () => signOut(''));
   window.addEventListener('hashchange', route);
+  window.addEventListener('resize', debounce(renderStateChart, 150));
+  $('history-hours').addEventListener('change', () => loadStateHistory(true));
+  setInterval(() => { if (!$('view-overview').hidden) liveStateChart(); }, 60000);
   if (token()) start(); else signOut('');
 }
 

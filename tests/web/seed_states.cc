@@ -5,15 +5,22 @@
 // prov::Store before the daemon starts, with the events a real boot leaves
 // (kind "boot", detail "<stage>: ...") so /why has a timeline to show, and
 // one configure run with its tasks (gpu05) so the node page has runs to show.
+// The state changes that brought each node where it is are events as
+// StoreTx::Transition writes them ("from -> to: detail"), spread over the last
+// five hours, so the overview's chart of nodes by state has a history; gpu05
+// also booted four hours ago through the signed chain (shim, grub), so its
+// waterfall has a previous boot to compare with.
 //
 //   web_seed_states DB_PATH
 //
 // Refuses a path that exists: it never writes into a live inventory. Every
 // enrolled node gets the 'command' power driver.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "store/store.h"
@@ -53,6 +60,59 @@ const char* kNvidiaFacts = R"json({"cpu":{"model":"Intel Xeon w5-2455X","cores":
 const std::vector<std::string> kToKernel = {"dhcp", "ipxe-binary", "script", "kernel"};
 const std::vector<std::string> kFullBoot = {"dhcp",   "ipxe-binary", "script",  "kernel",
                                             "initrd", "network",     "overlay", "hello"};
+// gpu05's previous boot: {stage, ms after its DHCP}.
+const std::vector<std::pair<std::string, int64_t>> kSignedBoot = {
+    {"dhcp", 0},      {"shim", 800},     {"grub", 1600},    {"grub-config", 2100}, {"kernel", 2900},
+    {"initrd", 3500}, {"network", 6500}, {"overlay", 7700}, {"hello", 12200}};
+
+constexpr int64_t kMinute = 60 * 1000;
+
+// The state changes of a node, {time, "from -> to: detail"}: `now`, the
+// start and the hello of its current boot.
+std::vector<std::pair<int64_t, std::string>> Changes(const Seed& seed, int64_t now, int64_t start,
+                                                     int64_t hello) {
+  using S = prov::NodeState;
+  std::vector<std::pair<int64_t, std::string>> out;
+  // A boot that ended ready, `at` ms after it began.
+  auto ready_at = [&](int64_t at, const std::string& from) {
+    out.push_back({at, from + " -> booting: dhcp from " + seed.mac});
+    out.push_back({at + 12200, "booting -> booted: hello"});
+    out.push_back({at + 14000, "booted -> configuring: profile " + seed.profile});
+    out.push_back({at + 3 * kMinute, "configuring -> ready: configured"});
+  };
+  switch (seed.state) {
+    case S::kReady:
+      ready_at(now - 240 * kMinute, "enrolled");
+      out.push_back({start, "ready -> booting: dhcp from " + seed.mac});
+      out.push_back({hello, "booting -> booted: hello"});
+      out.push_back({hello + 2000, "booted -> configuring: profile " + seed.profile});
+      out.push_back({start + 6 * kMinute, "configuring -> ready: configured"});
+      break;
+    case S::kMaintenance:
+      ready_at(now - 180 * kMinute, "enrolled");
+      out.push_back({now - 60 * kMinute, "ready -> maintenance: " + seed.reason});
+      break;
+    case S::kRetired:
+      out.push_back({now - 120 * kMinute, "enrolled -> retired: retired by operator"});
+      break;
+    case S::kFailed:
+      out.push_back({start, "enrolled -> booting: dhcp from " + seed.mac});
+      out.push_back({start + 20000, "booting -> failed: " + seed.reason});
+      break;
+    case S::kBooting:
+    case S::kBooted:
+    case S::kConfiguring:
+      out.push_back({start, "enrolled -> booting: dhcp from " + seed.mac});
+      if (seed.state == S::kBooting) break;
+      out.push_back({hello, "booting -> booted: hello"});
+      if (seed.state == S::kBooted) break;
+      out.push_back({hello + 2000, "booted -> configuring: profile " + seed.profile});
+      break;
+    default:
+      break;
+  }
+  return out;
+}
 
 std::vector<Seed> Seeds() {
   using S = prov::NodeState;
@@ -142,9 +202,13 @@ int main(int argc, char** argv) {
     std::cerr << "web_seed_states: " << store.status().message() << "\n";
     return 1;
   }
-  const int64_t base = prov::NowMs() - 10 * 60 * 1000;
+  const int64_t now = prov::NowMs();
+  const int64_t base = now - 10 * kMinute;
   const auto seeds = Seeds();
   prov::Status s = (*store)->Transact([&](prov::StoreTx& tx) -> prov::Status {
+    // Every node's events, appended in time order afterwards as a running
+    // provisiond appends them (event ids follow time).
+    std::vector<prov::EventRecord> events;
     for (size_t i = 0; i < seeds.size(); ++i) {
       const Seed& seed = seeds[i];
       prov::NodeRecord node;
@@ -166,22 +230,28 @@ int main(int argc, char** argv) {
       auto inserted = tx.InsertNode(node);
       if (!inserted.ok()) return inserted.status();
       auto event = [&](int64_t t, const std::string& kind, const std::string& detail) {
-        prov::EventRecord e{0, t, inserted->id, inserted->name(), kind, detail, "seed"};
-        return tx.AppendEvent(e);
+        events.push_back({0, t, inserted->id, inserted->name(), kind, detail, "seed"});
       };
-      prov::Status a = event(start - 60000, seed.hostname.empty() ? "discovered" : "enrolled",
-                             "mac " + seed.mac + (seed.ip.empty() ? "" : ", ip " + seed.ip));
-      for (size_t k = 0; a.ok() && k < seed.stages.size(); ++k)
-        a = event(start + 1500 * static_cast<int64_t>(k), "boot",
-                  seed.stages[k] + ": seen from " + seed.mac);
-      if (a.ok() && !seed.error.empty())
-        a = event(start + 1500 * static_cast<int64_t>(seed.stages.size()), "boot-error",
-                  seed.error);
-      if (a.ok() && !seed.reason.empty())
-        a = event(start + 20000, "state",
-                  std::string(prov::ToString(seed.state)) + ": " + seed.reason);
-      if (!a.ok()) return a;
+      // Enrolled (or discovered) five hours ago, four minutes apart.
+      event(now - 300 * kMinute + static_cast<int64_t>(i) * 4 * kMinute,
+            seed.hostname.empty() ? "discovered" : "enrolled",
+            "mac " + seed.mac + (seed.ip.empty() ? "" : ", ip " + seed.ip));
+      if (seed.hostname == "gpu05")
+        for (const auto& [stage, after] : kSignedBoot)
+          event(now - 240 * kMinute + after, "boot", stage + ": seen from " + seed.mac);
+      for (size_t k = 0; k < seed.stages.size(); ++k)
+        event(start + 1500 * static_cast<int64_t>(k), "boot",
+              seed.stages[k] + ": seen from " + seed.mac);
+      if (!seed.error.empty())
+        event(start + 1500 * static_cast<int64_t>(seed.stages.size()), "boot-error", seed.error);
+      const int64_t hello =
+          seed.stages.empty() ? start : start + 1500 * static_cast<int64_t>(seed.stages.size() - 1);
+      for (const auto& [t, detail] : Changes(seed, now, start, hello)) event(t, "state", detail);
     }
+    std::stable_sort(events.begin(), events.end(),
+                     [](const auto& a, const auto& b) { return a.time_ms < b.time_ms; });
+    for (auto& e : events)
+      if (prov::Status a = tx.AppendEvent(e); !a.ok()) return a;
     return SeedRun(tx, base);
   });
   if (!s.ok()) {

@@ -161,6 +161,9 @@ async function testStates(page) {
     document.getElementById('signin-error').textContent.includes('the bearer token is not valid') &&
     !document.getElementById('view-signin').hidden);
   await shot(page, 'signin');
+  // The state chart's history is read once; the live updates move it on.
+  const historyReads = [];
+  page.on('request', (r) => { if (r.url().includes('/api/v1/history/states')) historyReads.push(r.url()); });
   await signIn(page, READ_TOKEN, 'reader (read)');
   // Hostname sort by default; the discovered node has no hostname and sorts by its MAC.
   await rowsAre(page, 'the table lists the 9 seeded nodes, sorted by hostname', ALL);
@@ -194,6 +197,30 @@ async function testStates(page) {
   check((await cells('gpu06'))[3].includes('initrd download timed out'), 'the failure reason is shown');
   check((await cells('52:54:00:10:00:00'))[0] === '(52:54:00:10:00:00)', 'the discovered node is listed by its MAC');
   check((await page.textContent('#token-state')) === 'reader (read)', 'the header names the read token');
+
+  // Nodes by state over the last hours: the seeded history (web_seed_states) walked back
+  // from today's counts. Each point's hover title says its time and counts.
+  await page.waitForSelector('#state-chart svg.states', { timeout: T });
+  const chart = await page.evaluate(() => ({
+    cols: [...document.querySelectorAll('#state-chart rect.col')].map((c) => [Number(c.dataset.t), c.textContent]),
+    areas: [...document.querySelectorAll('#state-chart path.area')].map((p) => p.dataset.state),
+    legend: [...document.querySelectorAll('#state-chart .legend .key')].map((k) => k.textContent.trim()),
+    ticks: [...document.querySelectorAll('#state-chart text.tick')].map((t) => t.firstChild.textContent),
+    title: document.querySelector('#state-chart svg > title').textContent,
+  }));
+  const has = (text, state, n) => new RegExp(`\\b${state} ${n}\\b`).test(text);
+  const latest = chart.cols[chart.cols.length - 1];
+  check(latest && latest[1].startsWith('now') && STATES.every((s) => has(latest[1], s, 1)) && latest[1].includes('(9 in all)'),
+    "the state chart's last point is now: one node in each state, 9 in all", latest);
+  check(chart.areas.length === 9 && STATES.every((s) => chart.areas.includes(s)), 'an area for each of the 9 states', chart.areas);
+  check(STATES.every((s) => chart.legend.includes(`${s} 1`)), 'the legend names each state with its count now', chart.legend);
+  const then = chart.cols.find(([t]) => Math.abs(t - (Date.now() - 90 * 60e3)) < 5 * 60e3);
+  check(then && has(then[1], 'ready', 2) && has(then[1], 'enrolled', 5) && has(then[1], 'retired', 1) &&
+    has(then[1], 'discovered', 1) && then[1].includes('(9 in all)') && !then[1].includes('maintenance'),
+  'an hour and a half ago: gpu05 and gpu07 ready, gpu08 retired, five enrolled, one discovered', then);
+  check(chart.cols[0][1].includes('no nodes (0 in all)'), 'six hours ago: no nodes yet', chart.cols[0]);
+  check(chart.ticks.includes('now') && chart.ticks.includes('5 h ago') &&
+    chart.title === 'Nodes by state over the last 6 hours', 'the time axis counts hours back to now', chart);
   await shot(page, 'overview');
 
   // Filters: by state (select and count buttons) and by text.
@@ -259,6 +286,30 @@ async function testStates(page) {
   await waitFor(page, 'the counts follow: enrolled 1, maintenance 2', () =>
     document.querySelector('#counts .count[data-state="enrolled"]').dataset.count === '1' &&
     document.querySelector('#counts .count[data-state="maintenance"]').dataset.count === '2');
+  await waitFor(page, "the state chart's last point follows: enrolled 1, maintenance 2, 10 in all", () => {
+    const cols = document.querySelectorAll('#state-chart rect.col');
+    const t = cols.length ? cols[cols.length - 1].textContent : '';
+    return /\benrolled 1\b/.test(t) && /\bmaintenance 2\b/.test(t) && t.includes('(10 in all)');
+  });
+  check(await page.$eval('#state-chart .legend .key[data-state="maintenance"] b', (b) => b.textContent) === '2',
+    "and the chart's legend: maintenance 2");
+  check(historyReads.length === 1, 'the history was read once; the live updates moved it on', historyReads);
+  await page.selectOption('#history-hours', '1');
+  await waitFor(page, 'the chart over the last hour, in minutes, with the same counts now', () => {
+    const svg = document.querySelector('#state-chart svg.states');
+    const cols = document.querySelectorAll('#state-chart rect.col');
+    const ticks = [...document.querySelectorAll('#state-chart text.tick')].map((t) => t.firstChild.textContent);
+    return svg && svg.querySelector('title').textContent === 'Nodes by state over the last hour' &&
+      ticks.includes('30 min ago') && /\bmaintenance 2\b/.test(cols[cols.length - 1].textContent) &&
+      cols[cols.length - 1].textContent.includes('(10 in all)');
+  });
+  check(historyReads.length === 2 && historyReads[1].includes('hours=1'), 'choosing the window reads its history', historyReads);
+  const hourAgo = await page.$$eval('#state-chart rect.col', (cs) => cs[0].textContent);
+  check(/\benrolled 5\b/.test(hourAgo) && /\bretired 1\b/.test(hourAgo) && hourAgo.includes('(9 in all)') &&
+    !hourAgo.includes('booting'), 'an hour ago: 9 nodes, five of them enrolled, none booting yet', hourAgo);
+  await page.selectOption('#history-hours', '6');
+  await waitFor(page, 'and back to 6 hours', () =>
+    document.querySelector('#state-chart svg.states title')?.textContent === 'Nodes by state over the last 6 hours');
   check(await page.evaluate(() => window.__noReload === true), 'the page was not reloaded');
   await shot(page, 'overview-live');
 
@@ -281,11 +332,44 @@ async function testStates(page) {
   check((await page.$$eval('#node-timeline li .clock', (els) => els.filter((e) => /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/.test(e.textContent)).length)) === 8,
     'and its clock time');
   check((await page.innerText('#why-summary')).includes('booted and phoned home'), 'the summary sentence is shown');
+
+  // The waterfall: this boot (iPXE) beside the previous one (shim and grub, four hours
+  // ago), a bar per stage each boot passed, from its previous stage to this one.
+  await page.waitForSelector('#node-waterfall svg.waterfall', { timeout: T });
+  const wf = await page.evaluate(() => {
+    const q = (sel) => [...document.querySelectorAll('#node-waterfall ' + sel)];
+    return {
+      rows: q('text.stage-label').map((t) => t.dataset.stage),
+      now: q('rect.bar[data-boot="now"]').map((r) => r.dataset.stage),
+      before: q('rect.bar[data-boot="before"]').map((r) => r.dataset.stage),
+      titles: Object.fromEntries(q('rect.bar').map((r) => [`${r.dataset.boot} ${r.dataset.stage}`, r.textContent])),
+      times: q('text.bar-time').map((t) => t.textContent),
+      changes: Object.fromEntries(q('text.change').map((t) => [t.dataset.stage, t.textContent])),
+      legend: document.querySelector('#node-waterfall .legend').textContent,
+      desc: document.querySelector('#node-waterfall svg desc').textContent,
+    };
+  });
+  const path = ['dhcp', 'ipxe-binary', 'shim', 'grub', 'grub-config', 'script', 'kernel', 'initrd', 'network', 'overlay', 'hello'];
+  check(JSON.stringify(wf.rows) === JSON.stringify(path), "the waterfall has a row per stage either boot passed, in the node's path order", wf.rows);
+  check(JSON.stringify(wf.now) === JSON.stringify(['dhcp', 'ipxe-binary', 'script', 'kernel', 'initrd', 'network', 'overlay', 'hello']),
+    'this boot: 8 bars, one per stage it passed', wf.now);
+  check(JSON.stringify(wf.before) === JSON.stringify(['dhcp', 'shim', 'grub', 'grub-config', 'kernel', 'initrd', 'network', 'overlay', 'hello']),
+    'the previous boot: 9 bars, through shim and grub (no bar for script, none for shim in this boot)', wf.before);
+  check(wf.titles['now hello'] === 'hello, this boot: 1.5 s (from +9.0 s to +10.5 s) — seen from 52:54:00:10:00:05',
+    "a bar's title says how long its stage took and when", wf.titles['now hello']);
+  check(wf.titles['before hello'].startsWith('hello, previous boot: 4.5 s (from +7.7 s to +12.2 s)'), 'and for the previous boot', wf.titles['before hello']);
+  check(wf.times.includes('+10.5 s') && wf.times.includes('+12.2 s') && wf.times.length === 17,
+    "each bar's end is labelled in seconds from its boot's first stage", wf.times);
+  check(wf.changes.kernel === '▲ 0.7 s slower' && wf.changes.initrd === '▲ 0.9 s slower' &&
+    wf.changes.hello === '▼ 3.0 s faster' && wf.changes.overlay === '≈ same' && !('script' in wf.changes),
+  'each stage both boots passed says whether it got slower', wf.changes);
+  check(wf.legend.includes('this boot') && wf.legend.includes('previous boot') && wf.legend.includes('phoned home after 12.2 s') &&
+    wf.desc.includes('Slower this time: kernel, initrd.'), 'the legend names both boots; the description lists the slower stages', [wf.legend, wf.desc]);
   const health = await page.$$eval('#node-health tr[data-check]', (trs) => trs.map((tr) => tr.innerText));
   check(health.length === 1 && health[0].includes('npu-visible') && health[0].includes('test -e /dev/accel/accel0') &&
     health[0].includes('failed'), "v0.2's health check is listed with its latest result (failed)", health);
   const kinds = await page.$$eval('#node-events tr[data-kind]', (trs) => trs.map((tr) => tr.dataset.kind));
-  check(kinds.filter((k) => k === 'boot').length === 8 && kinds.includes('enrolled'), "the node's events are listed", kinds);
+  check(kinds.filter((k) => k === 'boot').length === 17 && kinds.includes('enrolled'), "the node's events are listed (both boots)", kinds);
   check(await page.isDisabled('#power-cycle'), 'with a read token the power cycle button is disabled');
   await shot(page, 'node-gpu05');
 
@@ -332,6 +416,13 @@ async function testStates(page) {
 
   await page.goto(URL_ + '/#node/gpu06');
   await page.waitForSelector('#node-timeline li.failed', { timeout: T });
+  await page.waitForSelector('#node-waterfall .legend', { timeout: T });
+  check((await page.$$('#node-waterfall rect.bar[data-boot="now"]')).length === 4 &&
+    (await page.$$('#node-waterfall rect.bar[data-boot="before"]')).length === 0 &&
+    (await page.innerText('#node-waterfall .legend')).includes('reached kernel after 4.5 s') &&
+    (await page.innerText('#node-waterfall .legend')).includes('no earlier boot recorded'),
+  "gpu06's waterfall: its one boot, to the kernel, and no earlier one");
+  await shot(page, 'node-gpu06-waterfall');
   check(await page.getAttribute('#node-timeline li.failed', 'data-stage') === 'kernel', "gpu06's failed stage is kernel");
   await page.waitForSelector('#node-runs #no-runs', { timeout: T });
   check((await page.innerText('#node-runs')).trim() === 'no runs yet', 'a node without runs says "no runs yet"');
@@ -419,6 +510,13 @@ async function testStates(page) {
     document.querySelector('table.profiles tr.selected')?.dataset.version === 'v0.2');
   await page.unroute(URL_ + '/api/v1/profiles');
   await shot(page, 'profiles');
+
+  // Signed out and in again since the overview was last shown: it reads its chart anew.
+  await page.click('nav a[data-nav="overview"]');
+  await waitFor(page, 'after signing out and in again the overview draws its state chart anew', () => {
+    const cols = document.querySelectorAll('#state-chart rect.col');
+    return cols.length > 0 && cols[cols.length - 1].textContent.includes('(10 in all)');
+  });
 }
 
 async function testBig(page) {
@@ -432,6 +530,10 @@ async function testBig(page) {
   check((await rowNames(page))[0] === name(0) && (await rowNames(page))[499] === name(499), 'sorted by hostname');
   check(await page.$eval('#counts .count[data-state="enrolled"]', (b) => b.dataset.count) === String(count),
     `the enrolled count is ${count}`);
+  await waitFor(page, `the state chart's last point is ${count} enrolled`, (n) => {
+    const cols = document.querySelectorAll('#state-chart rect.col');
+    return cols.length && cols[cols.length - 1].textContent.includes(`enrolled ${n} (${n} in all)`);
+  }, count);
   await shot(page, 'big-overview');
   await page.click('#next');
   await waitFor(page, 'the next page shows rows 501 to 1000',
@@ -466,10 +568,16 @@ async function testBig(page) {
     return tr && tr.classList.contains('state-maintenance');
   }, name(7));
   check(await page.evaluate(() => window.__noReload === true), 'the page was not reloaded');
+  await waitFor(page, "the state chart's last point follows: maintenance 1", (n) => {
+    const cols = document.querySelectorAll('#state-chart rect.col');
+    return cols.length && cols[cols.length - 1].textContent.includes(`enrolled ${n}, maintenance 1 (${n + 1} in all)`);
+  }, count);
 
   await page.click(`#nodes tbody tr[data-node="${name(7)}"] a`);
   await page.waitForSelector('#node-facts dl', { timeout: T });
   check((await page.innerText('#node-facts')).includes('web test'), "a node's page opens among 10,000");
+  await page.waitForSelector('#node-waterfall #waterfall-none', { timeout: T });
+  check((await page.innerText('#node-waterfall')).includes('no boot seen yet'), 'a node never booted has no waterfall');
   await page.waitForSelector('#node-runs p', { timeout: T });
 }
 

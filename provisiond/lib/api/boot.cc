@@ -5,12 +5,17 @@
 #include "hello/phonehome.h"
 #include "images/image_catalog.h"
 #include "profiles/inventory.h"
+#include "store/boot_history.h"
 #include "store/timeline.h"
 
 namespace prov {
 namespace {
 
 using json = nlohmann::json;
+
+// A node's events read for its boots: enough for many boots with the runs
+// and health checks between them; a node with more shows the boots within.
+constexpr int64_t kBootEventsRead = 20000;
 
 }  // namespace
 
@@ -98,6 +103,41 @@ HttpResponse NodeWhy(const ApiContext& ctx, const HttpRequest& r) {
     }
   }
   return HttpResponse::Json(200, out);
+}
+
+HttpResponse NodeBoots(const ApiContext& ctx, const HttpRequest& r) {
+  auto count = r.QueryInt("count", 2, 1, 10);
+  if (!count.ok()) return HttpResponse::FromStatus(count.status());
+  Store& store = ctx.inventory->store();
+  auto node = store.FindNode(r.Param("node"));
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  std::vector<EventRecord> events = store.LastEvents(node->id, kBootEventsRead);
+  const bool more = static_cast<int64_t>(events.size()) == kBootEventsRead;
+  json boots = json::array();
+  for (const BootTimeline& t : RecentBoots(*node, std::move(events), static_cast<size_t>(*count))) {
+    json steps = json::array();
+    const int64_t start = t.steps.front().time_ms;
+    int64_t previous = start;
+    for (const auto& s : t.steps) {
+      steps.push_back({{"stage", s.stage},
+                       {"time", s.time_ms},
+                       {"after_ms", s.time_ms - start},
+                       {"took_ms", s.time_ms - previous},
+                       {"detail", s.detail}});
+      previous = s.time_ms;
+    }
+    boots.push_back({{"start", start},
+                     {"steps", steps},
+                     {"errors", t.errors},
+                     {"last_stage", t.last_stage},
+                     {"next_stage", t.next_stage},
+                     {"complete", t.last_stage == "hello"}});
+  }
+  return HttpResponse::Json(200, {{"node", node->name()},
+                                  {"state", std::string(ToString(node->state))},
+                                  {"stages", BootStageOrder()},
+                                  {"boots", boots},
+                                  {"events_read_all", !more}});
 }
 
 }  // namespace prov

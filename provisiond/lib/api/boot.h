@@ -18,5 +18,9 @@ HttpResponse NodeHello(const ApiContext& context, const HttpRequest& request);
 HttpResponse NodeReport(const ApiContext& context, const HttpRequest& request);
 // GET /api/v1/nodes/{node}/why: the boot timeline and where it stopped.
 HttpResponse NodeWhy(const ApiContext& context, const HttpRequest& request);
+// GET /api/v1/nodes/{node}/boots?count=2: the newest `count` (1 to 10) boot
+// attempts, newest first, from the node's newest 20,000 events (the web
+// page's waterfall; store/boot_history.h).
+HttpResponse NodeBoots(const ApiContext& context, const HttpRequest& request);
 
 }  // namespace prov

@@ -37,7 +37,8 @@ constexpr ApiRoute kRoutes[] = {
   {"PATCH",  "/api/v1/nodes/{node}",               kAdmin, ChangeNode},        // nodes
   {"DELETE", "/api/v1/nodes/{node}",               kAdmin, RetireNode},        // nodes
   {"GET",    "/api/v1/nodes/{node}/why",           kRead,  NodeWhy},           // boot
-  {"GET",    "/api/v1/nodes/{node}/console",       kRead,  NodeConsole},       // console
+  {"GET",    "/api/v1/nodes/{node}/console",       kRead,  NodeConsole},       // events
+  {"GET",    "/api/v1/nodes/{node}/boots",         kRead,  NodeBoots},         // boot
   {"POST",   "/api/v1/nodes/{node}/power",         kAdmin, PowerNode},         // power
   {"POST",   "/api/v1/nodes/{node}/configure",     kAdmin, ConfigureNode},     // runs
   // Profiles.
@@ -58,6 +59,7 @@ constexpr ApiRoute kRoutes[] = {
   {"DELETE", "/api/v1/secrets/{name}",             kAdmin, RemoveSecret},      // profiles
   // Events.
   {"GET",    "/api/v1/events",                     kRead,  ListEvents},        // events
+  {"GET",    "/api/v1/history/states",             kRead,  StateCountsOverTime}, // status_metrics
   // Configuration over SSH, commands, exports.
   {"GET",    "/api/v1/runs",                       kRead,  ListRuns},          // runs
   {"GET",    "/api/v1/runs/{id}",                  kRead,  ShowRun},           // runs
