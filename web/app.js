@@ -482,6 +482,111 @@ function healthHtml(node, profile, runs) {
     }).join('') + '</tbody></table>';
 }
 
+// ---- the node's network console (GET /api/v1/nodes/{node}/console) ----------------------
+// What the node printed as it booted (netconsole, the initrd's steps, the journal) and the
+// stages provisiond served. Its box lives across the node page's live re-renders (each
+// render moves it into place), so lines already shown are never fetched again; while the
+// latest boot is shown it follows new lines with a long poll, as `node console --follow`
+// does. An older boot (kept ones in the select) is shown as it was, without following.
+
+const CONSOLE_SHOWN = 2000;  // lines kept in the page, the newest
+let consoleView = null;      // { node, box, boot (0: the latest, followed), next, shownBoot }
+
+function consoleLineHtml(l) {
+  return `<span class="cl" data-id="${esc(l.id)}" data-source="${esc(l.source)}"><span class="muted">${esc(clock(l.time))}</span> ` +
+    `<span class="src src-${esc(l.source)}">${esc(l.source)}</span> ${esc(l.text)}</span>\n`;
+}
+
+function consoleAppend(v, lines) {
+  const pre = v.box.querySelector('pre.console');
+  const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+  let html = '';
+  for (const l of lines) {
+    if (l.boot !== v.shownBoot) {
+      html += `<span class="boot-mark" data-boot="${esc(l.boot)}">── boot ${esc(l.boot)} ──</span>\n`;
+      v.shownBoot = l.boot;
+    }
+    html += consoleLineHtml(l);
+  }
+  if (!html) return;
+  pre.insertAdjacentHTML('beforeend', html);
+  const all = pre.querySelectorAll('span.cl');
+  for (let i = 0; i < all.length - CONSOLE_SHOWN; i++) all[i].remove();
+  if (atEnd) pre.scrollTop = pre.scrollHeight;
+}
+
+function consoleStatus(v, text, cls = 'muted') {
+  const el = v.box.querySelector('.console-state');
+  el.className = 'console-state ' + cls;
+  el.textContent = text;
+}
+
+function consoleBoots(v, boots) {
+  const sel = v.box.querySelector('select.console-boot');
+  const want = ['0', ...boots.slice().reverse().map(String)];
+  if ([...sel.options].map((o) => o.value).join() === want.join()) return;
+  sel.innerHTML = want.map((b) => `<option value="${b}">${b === '0' ? 'latest boot, live' : 'boot ' + esc(b)}</option>`).join('');
+  sel.value = String(v.boot);
+}
+
+// The console box of `name`'s page: the one shown already, or a new one that starts reading.
+function consoleBox(name) {
+  if (consoleView && consoleView.node === name && token()) {
+    if (!consoleView.running) readConsole(consoleView);  // its page was left, and is back
+    return consoleView.box;
+  }
+  const box = document.createElement('div');
+  box.id = 'node-console';
+  box.innerHTML = '<p><label>boot <select class="console-boot"><option value="0">latest boot, live</option></select></label> ' +
+    '<span class="console-state muted">loading…</span></p><pre class="console"></pre>';
+  const v = consoleView = { node: name, box, boot: 0, next: 0, shownBoot: 0 };
+  box.querySelector('select.console-boot').addEventListener('change', (e) => {
+    Object.assign(v, { boot: Number(e.target.value), next: 0, shownBoot: 0, asked: (v.asked || 0) + 1 });
+    box.querySelector('pre.console').innerHTML = '';
+    readConsole(v);
+  });
+  readConsole(v);
+  return box;
+}
+
+// Reads the shown boot; for the latest one, then waits for more while this box is shown.
+async function readConsole(v) {
+  const asked = v.asked || 0;
+  const q = encodeURIComponent(v.node);
+  const current = () => consoleView === v && (v.asked || 0) === asked && token() &&
+    currentRoute().node === v.node;
+  v.running = true;
+  try {
+    await followConsole(v, q, current);
+  } finally {
+    if ((v.asked || 0) === asked) v.running = false;
+  }
+}
+
+async function followConsole(v, q, current) {
+  let wait = 0;
+  while (current()) {
+    let body;
+    try {
+      body = await api(`/nodes/${q}/console?boot=${v.boot}&after=${v.next}&wait=${wait}`);
+    } catch (e) {
+      if (!current()) return;
+      consoleStatus(v, e.message, 'error');
+      await new Promise((r) => setTimeout(r, 3000));
+      continue;
+    }
+    if (!current()) return;
+    if (!body.enabled) return consoleStatus(v, 'the network console is off (console.listen)');
+    consoleAppend(v, body.lines);
+    v.next = body.next;
+    consoleBoots(v, body.boots || []);
+    const count = v.box.querySelectorAll('pre.console span.cl').length;
+    if (v.boot !== 0) return consoleStatus(v, `boot ${v.boot}: ${count} lines`);
+    consoleStatus(v, count ? `boot ${body.boot}: ${count} lines, following` : 'nothing received yet, following', 'following');
+    wait = 25;
+  }
+}
+
 // ---- actions (need a token) ----------------------------------------------------------
 
 function actionButton(id, label, data = '') {
@@ -506,6 +611,7 @@ function signOut(why) {
   caller.name = caller.role = '';
   model.nodes.clear();
   model.loaded = false;
+  consoleView = null;
   $('view-node').innerHTML = '';
   $('view-profiles').innerHTML = '';
   $('nodes').querySelector('tbody').innerHTML = '';
@@ -579,10 +685,12 @@ async function renderNode(name, loading = true) {
       `<div id="node-timeline"><h3>boot timeline</h3>${timelineHtml(why, n.state)}</div></div>` +
       `<h3>boot stages: this boot and the one before</h3><div id="node-waterfall" class="chart-box">` +
       `${boots.error ? `<p class="error">${esc(boots.error.message)}</p>` : Charts.waterfall(boots, el.clientWidth)}</div>` +
+      `<h3>console</h3><div id="node-console-slot"></div>` +
       `<h3>runs</h3><div id="node-runs">${runs.error ? `<p class="error">${esc(runs.error.message)}</p>` : runsHtml(n, runs)}</div>` +
       `<h3>health checks</h3><div id="node-health">${healthHtml(n, profile, runs)}</div>` +
       `<h3>events (last 50)</h3><div id="node-events">${eventsHtml(ev.events)}</div>`;
     if (!loading) for (const d of el.querySelectorAll('details[data-run]')) d.open = open.has(d.dataset.run);
+    $('node-console-slot').replaceWith(consoleBox(name));
     el.dataset.node = name;
     updateAuthUi();
   } catch (e) {

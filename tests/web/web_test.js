@@ -140,6 +140,68 @@ const resultHas = (page, what, text) => waitFor(page, what, (t) => {
 const forceClick = (page, sel) => page.$eval(sel, (b) => { b.disabled = false; b.click(); });
 const powerLog = () => fs.readFileSync(process.env.POWER_LOG, 'utf8');
 
+// The network console of gpu02 (booting): its kernel sends from its address,
+// 127.0.0.12 here (given to it by the test), to provisiond's console port on
+// loopback, as netconsole sends UDP datagrams.
+const dgram = require('dgram');
+function sendConsole(text, from = '127.0.0.12') {
+  return new Promise((resolve, reject) => {
+    const sock = dgram.createSocket('udp4');
+    sock.on('error', reject);
+    sock.bind({ address: from, port: 0 }, () =>
+      sock.send(text, Number(process.env.CONSOLE_PORT), '127.0.0.1', (e) => { sock.close(); e ? reject(e) : resolve(); }));
+  });
+}
+const consoleLines = (page) => page.$$eval('#node-console pre.console span.cl', (els) =>
+  els.map((e) => [e.dataset.source, e.textContent.replace(/^\S+ \S+ \S+ /, '')]));
+const consoleHas = (page, what, want) => waitFor(page, what, (w) => {
+  const got = [...document.querySelectorAll('#node-console pre.console span.cl')].map((e) => e.textContent);
+  return got.length === w.length && w.every((t, i) => got[i].endsWith(t));
+}, want);
+
+async function testConsole(page) {
+  await page.waitForSelector('#node-console .console-state', { timeout: T });
+  await page.evaluate(() => { window.__noReload = true; });
+  await waitFor(page, "gpu02's console is followed and has no lines yet", () =>
+    document.querySelector('#node-console .console-state').textContent === 'nothing received yet, following');
+  await http('PATCH', '/api/v1/nodes/gpu02', { ip: '127.0.0.12' });
+  const banner = '[    0.000000] Linux version 6.1.0-lab (test) #1 SMP';
+  await sendConsole(`<6>${banner}\n`);
+  await sendConsole('provision: bringing up the booting port 52:54:00:10:00:02\n');
+  await consoleHas(page, 'the kernel line and the initrd step arrive live, without a reload', [banner,
+    'provision: bringing up the booting port 52:54:00:10:00:02']);
+  check(JSON.stringify((await consoleLines(page)).map((l) => l[0])) === JSON.stringify(['kernel', 'initrd']),
+    'each line says where it came from (kernel, initrd)', await consoleLines(page));
+  check(await page.evaluate(() => window.__noReload === true), 'the page was not reloaded');
+  // A live re-render of the node page (an event of gpu02) keeps the lines shown.
+  await http('PATCH', '/api/v1/nodes/gpu02', { uefi_loader: 'ipxe' });
+  await waitFor(page, 'the node page re-rendered on its event', () =>
+    document.getElementById('node-events').textContent.includes('ipxe'));
+  await sendConsole('[    3.100000] nfs: server 10.20.0.1 not responding, <b>still</b> trying\n');
+  await consoleHas(page, 'a line after the re-render is added below the earlier ones, markup shown as text', [banner,
+    'provision: bringing up the booting port 52:54:00:10:00:02',
+    '[    3.100000] nfs: server 10.20.0.1 not responding, <b>still</b> trying']);
+  check(!(await page.$('#node-console pre.console b')), 'a line is text, never markup');
+  check((await page.textContent('#node-console .console-state')).startsWith('boot 1: 3 lines'),
+    'the state names the boot and the count', await page.textContent('#node-console .console-state'));
+  // A line from an address that is no node is not shown (and is counted as dropped).
+  await sendConsole('from nowhere\n', '127.0.0.99');
+  // A new boot (a second kernel banner) is marked and followed.
+  await sendConsole(`${banner}\n`);
+  await waitFor(page, 'a new boot is marked in the console', () =>
+    [...document.querySelectorAll('#node-console .boot-mark')].map((e) => e.dataset.boot).join() === '1,2');
+  check(!(await page.textContent('#node-console pre.console')).includes('from nowhere'), 'the line from no node is not shown');
+  await waitFor(page, 'the boot select lists the kept boots', () =>
+    [...document.querySelectorAll('#node-console select option')].map((o) => o.value).join() === '0,2,1');
+  await shot(page, 'node-gpu02-console');
+  await page.selectOption('#node-console select', '1');
+  await consoleHas(page, 'choosing boot 1 shows its three lines only', [banner,
+    'provision: bringing up the booting port 52:54:00:10:00:02',
+    '[    3.100000] nfs: server 10.20.0.1 not responding, <b>still</b> trying']);
+  await waitFor(page, 'an earlier boot is not followed', () =>
+    document.querySelector('#node-console .console-state').textContent === 'boot 1: 3 lines');
+}
+
 const ALL = ['52:54:00:10:00:00', 'gpu01', 'gpu02', 'gpu03', 'gpu04', 'gpu05', 'gpu06', 'gpu07', 'gpu08'];
 const STATES = ['discovered', 'enrolled', 'booting', 'booted', 'configuring', 'ready', 'failed',
   'maintenance', 'retired'];
@@ -438,6 +500,7 @@ async function testStates(page) {
   await page.waitForSelector('#node-timeline li.stopped', { timeout: T });
   check(await page.getAttribute('#node-timeline li.stopped', 'data-stage') === 'kernel', "booting gpu02's stopped stage is kernel");
   check(!(await page.$('#node-timeline li.failed')), 'a node still booting has no failed stage');
+  await testConsole(page);
 
   // Profiles page: versions, plans against today, apply with the token.
   await page.click('nav a[data-nav="profiles"]');

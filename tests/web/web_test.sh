@@ -48,10 +48,13 @@ mkdir -p "$WORK/states/data"
 "$SEED_STATES" "$WORK/states/data/provisiond.db"
 # The seeded nodes have made-up addresses: the start must not try to
 # configure the `configuring` and `booted` ones again.
+# The network console on loopback, on a free port: the test sends gpu02's
+# lines from 127.0.0.12, the address it gives gpu02.
+CONSOLE_PORT="$(python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 start_provisiond states "web_dir: $REPO/web" "power:" "  command: $WORK/power.sh" \
-  "configure:" "  resume_on_start: false"
+  "configure:" "  resume_on_start: false" "console:" "  listen: 127.0.0.1:$CONSOLE_PORT"
 add_read_token
-if MODE=states URL="$URL" TOKEN="$TOKEN" READ_TOKEN="$READ_TOKEN" PROVISIONCTL="$PROVISIONCTL" POWER_LOG="$WORK/power.log" \
+if MODE=states URL="$URL" CONSOLE_PORT="$CONSOLE_PORT" TOKEN="$TOKEN" READ_TOKEN="$READ_TOKEN" PROVISIONCTL="$PROVISIONCTL" POWER_LOG="$WORK/power.log" \
   CHROMIUM="$CHROMIUM" OUT="$OUT/states" node "$HERE/web_test.js"; then
   pass "web page with nodes in every state"
 else fail "web page with nodes in every state"; fi
