@@ -58,12 +58,20 @@ constexpr const char* kUpdateNode =
 constexpr const char* kDeleteNode = "DELETE FROM nodes WHERE id = ?1";
 constexpr const char* kInsertEvent =
     "INSERT INTO events (time, node_id, node, kind, detail, who) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+// All nodes' events, and one node's by the events_node index (node_id, id):
+// one statement with "?2 = 0 OR node_id = ?2" would scan the whole table.
 constexpr const char* kSelectEvents =
     "SELECT id, time, node_id, node, kind, detail, who FROM events "
-    "WHERE id > ?1 AND (?2 = 0 OR node_id = ?2) ORDER BY id LIMIT ?3";
+    "WHERE id > ?1 ORDER BY id LIMIT ?3";
+constexpr const char* kSelectNodeEvents =
+    "SELECT id, time, node_id, node, kind, detail, who FROM events "
+    "WHERE node_id = ?2 AND id > ?1 ORDER BY id LIMIT ?3";
 constexpr const char* kSelectLastEvents =
     "SELECT * FROM (SELECT id, time, node_id, node, kind, detail, who FROM events "
-    "WHERE (?1 = 0 OR node_id = ?1) ORDER BY id DESC LIMIT ?2) ORDER BY id";
+    "ORDER BY id DESC LIMIT ?2) ORDER BY id";
+constexpr const char* kSelectLastNodeEvents =
+    "SELECT * FROM (SELECT id, time, node_id, node, kind, detail, who FROM events "
+    "WHERE node_id = ?1 ORDER BY id DESC LIMIT ?2) ORDER BY id";
 constexpr const char* kCountByState = "SELECT state, count(*) FROM nodes GROUP BY state";
 constexpr const char* kCountInState = "SELECT count(*) FROM nodes WHERE state = ?1";
 constexpr const char* kPruneEvents = "DELETE FROM events WHERE id <= ?1";
@@ -585,17 +593,17 @@ std::vector<EventRecord> ReadEvents(sqlite3_stmt* s) {
 
 std::vector<EventRecord> Store::ListEvents(int64_t after, int64_t node_id, int64_t limit) {
   std::lock_guard lock(mu_);
-  Stmt s(*this, kSelectEvents);
+  Stmt s(*this, node_id ? kSelectNodeEvents : kSelectEvents);
   sqlite3_bind_int64(s.get(), 1, after);
-  sqlite3_bind_int64(s.get(), 2, node_id);
+  if (node_id) sqlite3_bind_int64(s.get(), 2, node_id);
   sqlite3_bind_int64(s.get(), 3, limit);
   return ReadEvents(s.get());
 }
 
 std::vector<EventRecord> Store::LastEvents(int64_t node_id, int64_t count) {
   std::lock_guard lock(mu_);
-  Stmt s(*this, kSelectLastEvents);
-  sqlite3_bind_int64(s.get(), 1, node_id);
+  Stmt s(*this, node_id ? kSelectLastNodeEvents : kSelectLastEvents);
+  if (node_id) sqlite3_bind_int64(s.get(), 1, node_id);
   sqlite3_bind_int64(s.get(), 2, count);
   return ReadEvents(s.get());
 }
