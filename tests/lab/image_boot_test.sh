@@ -15,6 +15,9 @@
 #      other one stayed ready and reachable meanwhile
 #   3. node why names the stage when the export cannot be read, and when a
 #      phone-home comes with a wrong token
+#   1c. Debian's Prometheus finds lab0 and lab1 through provisiond's service
+#      discovery (GET /api/v1/sd/prometheus) and scrapes the node exporters the
+#      lab profile installed: both targets up
 #   4. the network console: lab0's boot in `node console` in order (what
 #      provisiond served, the kernel, the initrd's steps, the journal); a
 #      machine whose initrd cannot mount its root shows the failing line in
@@ -31,7 +34,8 @@ TOOLS="$(dirname "$PROVISIOND")"
 TIMEOUT="${LAB_TIMEOUT:-420}"
 dump() {
   [ -n "${LAB_DIR:-}" ] || return 0
-  lab_dump 25 "$LAB_DIR"/provisiond.log "$LAB_DIR"/data/nfs/ganesha.log "$LAB_DIR"/*.serial
+  lab_dump 25 "$LAB_DIR"/provisiond.log "$LAB_DIR"/data/nfs/ganesha.log "$LAB_DIR"/*.serial \
+    "$LAB_DIR"/prometheus.log "$LAB_DIR"/targets.json
 }
 source "$HERE/lab-test.sh"
 node_json() { ctl node show "$1" --json; }
@@ -153,6 +157,41 @@ wait_for "the line from no node to be counted as dropped" 30 dropped_more
 [ "$(sqlite3 "$DATA/console.db" "select count(*) from console_lines where line like '%made-up line%'")" = 0 ] ||
   fail "a line from an address that is no node was kept"
 say "a line from $LAB_ADDR (no node) was dropped and counted: $(grep 'provisiond_console_dropped_total{reason="unknown_address"}' "$LAB_DIR/metrics.out")"
+
+# 1c. Prometheus (Debian's) discovers the nodes through provisiond and scrapes
+# the node exporters the lab profile installed.
+# The token without a newline; the type said outright (Prometheus 2.42 sends
+# no "Bearer" for service discovery otherwise).
+printf '%s' "$PROVISIOND_TOKEN" >"$LAB_DIR/prometheus.token"
+chmod 0600 "$LAB_DIR/prometheus.token"
+cat >"$LAB_DIR/prometheus.yml" <<PROM
+global:
+  scrape_interval: 2s
+  scrape_timeout: 2s
+scrape_configs:
+  - job_name: provisiond-nodes
+    http_sd_configs:
+      - url: $PROVISIOND_URL/api/v1/sd/prometheus
+        refresh_interval: 2s
+        authorization:
+          type: Bearer
+          credentials_file: $LAB_DIR/prometheus.token
+PROM
+lab_spawn prometheus /usr/bin/prometheus --config.file="$LAB_DIR/prometheus.yml" \
+  --storage.tsdb.path="$LAB_DIR/prometheus" --web.listen-address=127.0.0.1:9090
+targets_up() {
+  lab_exec curl -sf http://127.0.0.1:9090/api/v1/targets >"$LAB_DIR/targets.json" || return 1
+  python3 - "$LAB_DIR/targets.json" <<'PY'
+import json, sys
+targets = json.load(open(sys.argv[1]))["data"]["activeTargets"]
+up = sorted(t["labels"].get("hostname", "") for t in targets if t["health"] == "up")
+print(" ".join(up))
+sys.exit(0 if {"lab0", "lab1"} <= set(up) else 1)
+PY
+}
+wait_for "Prometheus to discover lab0 and lab1 through provisiond and scrape them" 90 targets_up
+up="$(targets_up)"
+say "Prometheus discovered the nodes through /api/v1/sd/prometheus and scrapes their node exporters: up: $up"
 ctl run list --node lab0 --status ok >"$LAB_DIR/runs0.out"
 grep -q "lab0 .*configure" "$LAB_DIR/runs0.out" || { ctl run list --node lab0 >&2; fail "lab0 has no configure run that is ok"; }
 ctl run show "$(awk '$2 == "lab0" && $3 == "configure" {print $1; exit}' "$LAB_DIR/runs0.out")" >"$LAB_DIR/run0.out" || true
