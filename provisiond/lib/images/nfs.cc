@@ -42,9 +42,8 @@ Result<std::string> ReadOverNfs(const std::string& server, const std::string& ex
   return out;
 }
 
-Result<std::unique_ptr<NfsService>> NfsService::Start(const NfsSettings& settings, Store& store,
-                                                      ImageCatalog& catalog) {
-  std::unique_ptr<NfsService> svc(new NfsService(settings, store, catalog));
+Result<std::unique_ptr<NfsService>> NfsService::Start(const NfsSettings& settings, Store& store) {
+  std::unique_ptr<NfsService> svc(new NfsService(settings, store));
   Status s = MakeDirs(settings.run_dir + "/recovery");
   if (!s.ok()) return s;
   s = MakeDirs(settings.export_path);

@@ -35,8 +35,7 @@ Result<std::string> ReadOverNfs(const std::string& server, const std::string& ex
 
 class NfsService {
  public:
-  static Result<std::unique_ptr<NfsService>> Start(const NfsSettings& settings, Store& store,
-                                                   ImageCatalog& catalog);
+  static Result<std::unique_ptr<NfsService>> Start(const NfsSettings& settings, Store& store);
 
   // The kernel arguments that tell a node's initrd where `image`'s root is.
   std::string RootArgs(const ImageVersion& image) const;
@@ -47,12 +46,10 @@ class NfsService {
   Status Verify(const ImageVersion& image, bool force = false);
 
  private:
-  NfsService(const NfsSettings& s, Store& store, ImageCatalog& catalog)
-      : settings_(s), store_(store), catalog_(catalog) {}
+  NfsService(const NfsSettings& s, Store& store) : settings_(s), store_(store) {}
 
   NfsSettings settings_;
   Store& store_;
-  ImageCatalog& catalog_;
   std::mutex mu_;
   std::map<std::string, bool> verified_;  // by ref; guarded by mu_
   std::unique_ptr<SupervisedProcess> process_;
