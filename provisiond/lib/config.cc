@@ -185,6 +185,19 @@ const std::vector<Setting>& Table() {
        [](const std::string& v, const std::string&, Config& c) {
          return ParseUint(v, 1024, 1ULL << 30, c.max_body_bytes);
        }},
+      {{"listen_threads", "integer", "-1",
+        "Event-loop threads of the plain listener (`listen`), which serves what nodes fetch "
+        "as they boot: -1, one per CPU (at least 2); 0, a thread per connection instead."},
+       [](const std::string& v, const std::string&, Config& c) {
+         if (v == "-1") {
+           c.listen_threads = -1;
+           return Status::Ok();
+         }
+         uint64_t n = 0;
+         Status s = ParseUint(v, 0, 256, n);
+         if (s.ok()) c.listen_threads = static_cast<int64_t>(n);
+         return s;
+       }},
       {{"interface", "interface name", "",
         "The cluster interface: dnsmasq and the boot services serve only on it. Empty: no "
         "netboot, provisiond serves its API only."},

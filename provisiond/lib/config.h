@@ -57,6 +57,7 @@ struct Config {
   std::string ansible_python_interpreter = "auto_silent";
   std::string log_level;
   uint64_t max_body_bytes = 0;
+  int64_t listen_threads = -1;  // the boot listener's event loops; -1: one per CPU (at least 2)
 
   // Netboot (empty interface: API only, no dnsmasq).
   std::string interface;

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "api/context.h"
 #include "api/routes.h"
@@ -394,6 +395,10 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   http.host = config.listen_host;
   http.port = config.listen_port;
   http.max_body_bytes = config.max_body_bytes;
+  // The boot path on event loops, one per CPU (HttpServer: nodes booting at
+  // once cost no thread each; API routes still get one of their own).
+  http.threads = config.listen_threads >= 0 ? static_cast<unsigned>(config.listen_threads)
+                                            : std::max(2u, std::thread::hardware_concurrency());
   auto server = HttpServer::Start(http, *daemon->impl_->router);
   if (!server.ok()) return server.status();
   daemon->impl_->server = std::move(*server);
@@ -473,7 +478,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
       nfs.clients = d.iface->network() + "/" + std::to_string(d.iface->prefix);
       nfs.export_path = config.effective_image_store();
       nfs.run_dir = config.data_dir + "/nfs";
-      auto service = NfsService::Start(nfs, *d.store, *d.images);
+      auto service = NfsService::Start(nfs, *d.store);
       if (!service.ok()) return service.status();
       d.nfs = std::move(*service);
       d.api->nfs = d.nfs.get();

@@ -63,7 +63,8 @@ bench_init() {
 
 # --- provisiond ----------------------------------------------------------------
 # Starts it on $tmp/data; sets provisiond_url and token (the admin token it
-# created in $tmp/data/tokens).
+# created in $tmp/data/tokens). $listen_threads, when set, is its
+# listen_threads (0: a thread per connection, as before the event loops).
 start_provisiond() {
   local i
   mkdir -p "$tmp/data"
@@ -76,6 +77,7 @@ profiles_dir: $repo/profiles
 playbooks_dir: $repo/playbooks
 pxe_dir: $repo/pxe
 EOF
+  [[ -z ${listen_threads:-} ]] || echo "listen_threads: $listen_threads" >>"$tmp/provisiond.yaml"
   "${server_cmd[@]}" "$provisiond" -c "$tmp/provisiond.yaml" >"$tmp/provisiond.log" 2>&1 &
   provisiond_pid=$!
   for ((i = 0; i < 200; i++)); do  # up to 10 s

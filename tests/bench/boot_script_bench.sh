@@ -26,6 +26,8 @@
 #   --duration S         seconds per measured wrk run (default 10)
 #   --runs N             measured wrk runs per server, alternating (default 3)
 #   --warmup S           seconds of unmeasured wrk per server first (default 2)
+#   --listen-threads N   provisiond's listen_threads (default: its own, one event
+#                        loop per CPU; 0: a thread per connection, the old server)
 #   --pin S:C            pin the servers to CPUs S and the clients to CPUs C
 #                        (taskset lists, e.g. 0:1); default: no pinning
 #   --dir DIR            where the temp directory goes (default: $TMPDIR or /tmp)
@@ -57,6 +59,7 @@ while (($#)); do
     --runs) runs=${2:?}; shift 2 ;;
     --warmup) warmup=${2:?}; shift 2 ;;
     --pin) pin_arg=${2:?}; shift 2 ;;
+    --listen-threads) listen_threads=${2:?}; shift 2 ;;
     --dir) tmp_base=${2:?}; shift 2 ;;
     --json) json_out=${2:?}; shift 2 ;;
     -h | --help) usage ;;

@@ -302,13 +302,9 @@ void Router::set_tokens(std::shared_ptr<const TokenSet> tokens) {
   tokens_ = std::move(tokens);
 }
 
-HttpResponse Router::Handle(HttpRequest& request) const {
-  auto start = std::chrono::steady_clock::now();
-  std::vector<std::string> parts = SplitPath(request.path);
-  const Route* match = nullptr;
-  bool path_matched = false;
-  std::string allowed;  // the methods of the routes whose path matched (405's Allow)
-  std::map<std::string, std::string> params;
+const Router::Route* Router::Find(const std::vector<std::string>& parts, const std::string& method,
+                                  std::map<std::string, std::string>* params, bool* path_matched,
+                                  std::string* allowed) const {
   for (const auto& route : routes_) {
     std::map<std::string, std::string> p;
     bool ok = true;
@@ -338,16 +334,33 @@ HttpResponse Router::Handle(HttpRequest& request) const {
       if (!ok) break;
     }
     if (!ok || i != parts.size()) continue;
-    path_matched = true;
-    if (allowed.find(route.method) == std::string::npos)
-      allowed +=
-          (allowed.empty() ? "" : ", ") + route.method + (route.method == "GET" ? ", HEAD" : "");
-    if (route.method == request.method || (route.method == "GET" && request.method == "HEAD")) {
-      match = &route;
-      params = std::move(p);
-      break;
+    *path_matched = true;
+    if (allowed->find(route.method) == std::string::npos)
+      *allowed +=
+          (allowed->empty() ? "" : ", ") + route.method + (route.method == "GET" ? ", HEAD" : "");
+    if (route.method == method || (route.method == "GET" && method == "HEAD")) {
+      *params = std::move(p);
+      return &route;
     }
   }
+  return nullptr;
+}
+
+bool Router::IsOpen(const std::string& method, const std::string& path) const {
+  std::map<std::string, std::string> params;
+  bool path_matched = false;
+  std::string allowed;
+  const Route* route = Find(SplitPath(path), method, &params, &path_matched, &allowed);
+  return route && route->access == Access::kOpen;
+}
+
+HttpResponse Router::Handle(HttpRequest& request) const {
+  auto start = std::chrono::steady_clock::now();
+  std::map<std::string, std::string> params;
+  bool path_matched = false;
+  std::string allowed;  // the methods of the routes whose path matched (405's Allow)
+  const Route* match =
+      Find(SplitPath(request.path), request.method, &params, &path_matched, &allowed);
 
   HttpResponse response;
   std::string route_name = match ? match->method + " " + match->pattern : "unmatched";

@@ -151,6 +151,11 @@ class Router {
   // metrics. Never throws: a handler's exception becomes a 500 with its
   // message.
   HttpResponse Handle(HttpRequest& request) const;
+  // Whether `method` `path` is a kOpen route (the node-facing ones and the
+  // web page's files): those never wait on anything but SQL and files, so
+  // the HTTP server runs them on its event loop; the others may wait (long
+  // polls, SSH, image builds) and get a thread of their own.
+  bool IsOpen(const std::string& method, const std::string& path) const;
 
   const RouteMetrics& metrics() const { return metrics_; }
   void set_tokens(std::shared_ptr<const TokenSet> tokens);
@@ -165,6 +170,12 @@ class Router {
   const std::vector<Route>& routes() const { return routes_; }
 
  private:
+  // The route for `parts` and `method`: null when none; `path_matched` and
+  // `allowed` say whether the path matched with other methods, and which.
+  const Route* Find(const std::vector<std::string>& parts, const std::string& method,
+                    std::map<std::string, std::string>* params, bool* path_matched,
+                    std::string* allowed) const;
+
   std::vector<Route> routes_;
   mutable std::mutex tokens_mu_;
   std::shared_ptr<const TokenSet> tokens_;  // guarded by tokens_mu_

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 #include <tuple>
 
 namespace prov {
@@ -18,6 +19,11 @@ namespace {
 struct Connection {
   HttpRequest request;
   bool too_large = false;
+  // Handled on a thread of its own (event-loop mode): the connection was
+  // suspended, and `response` is queued when MHD calls again after the
+  // thread resumed it.
+  bool offloaded = false;
+  HttpResponse response;
 };
 
 MHD_Result CollectHeader(void* cls, enum MHD_ValueKind, const char* key, const char* value) {
@@ -121,13 +127,32 @@ MHD_Result HttpServerCallbacks::OnRequest(void* cls, MHD_Connection* c, const ch
     *upload_data_size = 0;
     return MHD_YES;
   }
-  HttpResponse response;
+  if (conn->offloaded) return Queue(c, conn->response);  // resumed with its answer
   if (conn->too_large)
-    response = HttpResponse::Error(
-        413, "request body is larger than " + std::to_string(self->max_body_) + " bytes");
-  else
-    response = self->router_.Handle(conn->request);
-  return Queue(c, response);
+    return Queue(c, HttpResponse::Error(413, "request body is larger than " +
+                                                 std::to_string(self->max_body_) + " bytes"));
+  if (self->pooled_ && !self->router_.IsOpen(conn->request.method, conn->request.path)) {
+    conn->offloaded = true;
+    MHD_suspend_connection(c);
+    self->Offload([self, c, conn] {
+      conn->response = self->router_.Handle(conn->request);
+      MHD_resume_connection(c);
+    });
+    return MHD_YES;
+  }
+  return Queue(c, self->router_.Handle(conn->request));
+}
+
+void HttpServer::Offload(std::function<void()> work) {
+  {
+    std::lock_guard lock(mu_);
+    ++offloaded_;
+  }
+  std::thread([this, work = std::move(work)] {
+    work();
+    std::lock_guard lock(mu_);
+    if (--offloaded_ == 0) idle_.notify_all();
+  }).detach();
 }
 
 void HttpServerCallbacks::OnCompleted(void*, MHD_Connection*, void** con_cls,
@@ -139,11 +164,16 @@ void HttpServerCallbacks::OnCompleted(void*, MHD_Connection*, void** con_cls,
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
                                                       const Router& router) {
   const bool tls = !options.tls_cert_pem.empty() && !options.tls_key_pem.empty();
-  std::unique_ptr<HttpServer> server(new HttpServer(router, options.max_body_bytes, tls));
+  const bool pooled = options.threads > 0;
+  std::unique_ptr<HttpServer> server(new HttpServer(router, options.max_body_bytes, tls, pooled));
   sockaddr_storage addr{};
   socklen_t addr_len = 0;
-  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-                   MHD_USE_ERROR_LOG;
+  unsigned flags = pooled ? MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                                MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG
+                          : MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                                MHD_USE_POLL | MHD_USE_ERROR_LOG;
+  // A pool of one is no pool: MHD wants the option left out then.
+  const unsigned pool = pooled && options.threads > 1 ? options.threads : 0;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
   auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
   if (inet_pton(AF_INET, options.host.c_str(), &v4->sin_addr) == 1) {
@@ -177,7 +207,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
         MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr), MHD_OPTION_NOTIFY_COMPLETED,
         &HttpServerCallbacks::OnCompleted, nullptr, MHD_OPTION_CONNECTION_TIMEOUT,
         options.connection_timeout_s, MHD_OPTION_CONNECTION_LIMIT, options.connection_limit,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_END);
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, pool ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
+        pool, MHD_OPTION_END);
   }
   if (!server->daemon_)
     return Status::Error(Code::kUnavailable, "cannot listen on " + options.host + ":" +
@@ -189,6 +220,12 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
 }
 
 HttpServer::~HttpServer() {
+  // Offloaded handlers end (long polls are woken by the daemon's stop) and
+  // resume their connections before MHD stops.
+  {
+    std::unique_lock lock(mu_);
+    idle_.wait(lock, [this] { return offloaded_ == 0; });
+  }
   if (daemon_) MHD_stop_daemon(daemon_);
 }
 

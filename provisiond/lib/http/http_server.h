@@ -1,11 +1,21 @@
-// libmicrohttpd behind the Router: one thread per connection (long-polls and
-// large downloads do not block others), bodies capped at max_body_bytes
-// (413), idle clients dropped after a timeout. The MHD callback is a
-// trampoline into a per-connection object freed when the request completes.
+// libmicrohttpd behind the Router, in one of two modes:
+//   - a thread per connection (threads = 0): simple, for the HTTPS API;
+//   - `threads` event loops (epoll) sharing the connections, for the boot
+//     listener: the node-facing routes (Router::IsOpen: scripts, kernel and
+//     initrd sent from a descriptor, hello, report) run on the loop, which
+//     costs no thread per connection; every other route may wait (long polls,
+//     SSH, builds), so its connection is suspended and the handler runs on a
+//     thread of its own, which resumes the connection with the answer.
+// Bodies are capped at max_body_bytes (413), idle clients dropped after a
+// timeout. The MHD callback is a trampoline into a per-connection object
+// freed when the request completes.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "base/result.h"
@@ -21,6 +31,7 @@ struct HttpServerOptions {
   uint64_t max_body_bytes = 1 << 20;
   unsigned connection_timeout_s = 30;
   unsigned connection_limit = 4096;
+  unsigned threads = 0;  // event-loop threads; 0: a thread per connection
   // Both set: HTTPS (libmicrohttpd over GnuTLS) with this certificate.
   std::string tls_cert_pem;
   std::string tls_key_pem;
@@ -38,15 +49,21 @@ class HttpServer {
   uint16_t port() const { return port_; }
 
  private:
-  HttpServer(const Router& router, uint64_t max_body, bool tls)
-      : router_(router), max_body_(max_body), tls_(tls) {}
+  HttpServer(const Router& router, uint64_t max_body, bool tls, bool pooled)
+      : router_(router), max_body_(max_body), tls_(tls), pooled_(pooled) {}
   friend struct HttpServerCallbacks;
+  // Runs `work` on a thread of its own; the destructor waits for them all.
+  void Offload(std::function<void()> work);
 
   const Router& router_;
   uint64_t max_body_;
   bool tls_;
+  bool pooled_;  // event loops: routes that may wait are offloaded
   MHD_Daemon* daemon_ = nullptr;
   uint16_t port_ = 0;
+  std::mutex mu_;
+  std::condition_variable idle_;
+  unsigned offloaded_ = 0;  // handlers running on their own threads: guarded by mu_
 };
 
 }  // namespace prov
