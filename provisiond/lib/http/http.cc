@@ -302,9 +302,9 @@ void Router::set_tokens(std::shared_ptr<const TokenSet> tokens) {
   tokens_ = std::move(tokens);
 }
 
-const Router::Route* Router::Find(const std::vector<std::string>& parts, const std::string& method,
-                                  std::map<std::string, std::string>* params, bool* path_matched,
-                                  std::string* allowed) const {
+Router::Match Router::Find(const std::string& method, const std::string& path) const {
+  Match m;
+  const std::vector<std::string> parts = SplitPath(path);
   for (const auto& route : routes_) {
     std::map<std::string, std::string> p;
     bool ok = true;
@@ -334,33 +334,29 @@ const Router::Route* Router::Find(const std::vector<std::string>& parts, const s
       if (!ok) break;
     }
     if (!ok || i != parts.size()) continue;
-    *path_matched = true;
-    if (allowed->find(route.method) == std::string::npos)
-      *allowed +=
-          (allowed->empty() ? "" : ", ") + route.method + (route.method == "GET" ? ", HEAD" : "");
+    m.path_matched = true;
+    if (m.allowed.find(route.method) == std::string::npos)
+      m.allowed +=
+          (m.allowed.empty() ? "" : ", ") + route.method + (route.method == "GET" ? ", HEAD" : "");
     if (route.method == method || (route.method == "GET" && method == "HEAD")) {
-      *params = std::move(p);
-      return &route;
+      m.route = &route;
+      m.params = std::move(p);
+      return m;
     }
   }
-  return nullptr;
-}
-
-bool Router::IsOpen(const std::string& method, const std::string& path) const {
-  std::map<std::string, std::string> params;
-  bool path_matched = false;
-  std::string allowed;
-  const Route* route = Find(SplitPath(path), method, &params, &path_matched, &allowed);
-  return route && route->access == Access::kOpen;
+  return m;
 }
 
 HttpResponse Router::Handle(HttpRequest& request) const {
+  return Handle(request, Find(request.method, request.path));
+}
+
+HttpResponse Router::Handle(HttpRequest& request, Match found) const {
   auto start = std::chrono::steady_clock::now();
-  std::map<std::string, std::string> params;
-  bool path_matched = false;
-  std::string allowed;  // the methods of the routes whose path matched (405's Allow)
-  const Route* match =
-      Find(SplitPath(request.path), request.method, &params, &path_matched, &allowed);
+  const Route* match = found.route;
+  const bool path_matched = found.path_matched;
+  const std::string& allowed = found.allowed;
+  auto& params = found.params;
 
   HttpResponse response;
   std::string route_name = match ? match->method + " " + match->pattern : "unmatched";

@@ -151,14 +151,6 @@ class Router {
   // metrics. Never throws: a handler's exception becomes a 500 with its
   // message.
   HttpResponse Handle(HttpRequest& request) const;
-  // Whether `method` `path` is a kOpen route (the node-facing ones and the
-  // web page's files): those never wait on anything but SQL and files, so
-  // the HTTP server runs them on its event loop; the others may wait (long
-  // polls, SSH, image builds) and get a thread of their own.
-  bool IsOpen(const std::string& method, const std::string& path) const;
-
-  const RouteMetrics& metrics() const { return metrics_; }
-  void set_tokens(std::shared_ptr<const TokenSet> tokens);
 
   struct Route {
     std::string method;
@@ -167,15 +159,29 @@ class Router {
     Access access;
     Handler handler;
   };
+  // Which route a request is for, found once: `route` null when none;
+  // `path_matched` and `allowed` say whether the path matched with other
+  // methods, and which (405's Allow).
+  struct Match {
+    const Route* route = nullptr;
+    std::map<std::string, std::string> params;
+    bool path_matched = false;
+    std::string allowed;
+    // A kOpen route (the node-facing ones and the web page's files): those
+    // never wait on anything but SQL and files, so the HTTP server runs them
+    // on its event loop; the others may wait (long polls, SSH, image
+    // builds) and get a thread of their own.
+    bool open() const { return route && route->access == Access::kOpen; }
+  };
+  Match Find(const std::string& method, const std::string& path) const;
+  // Handle with the route Find found for this request.
+  HttpResponse Handle(HttpRequest& request, Match match) const;
+
+  const RouteMetrics& metrics() const { return metrics_; }
+  void set_tokens(std::shared_ptr<const TokenSet> tokens);
   const std::vector<Route>& routes() const { return routes_; }
 
  private:
-  // The route for `parts` and `method`: null when none; `path_matched` and
-  // `allowed` say whether the path matched with other methods, and which.
-  const Route* Find(const std::vector<std::string>& parts, const std::string& method,
-                    std::map<std::string, std::string>* params, bool* path_matched,
-                    std::string* allowed) const;
-
   std::vector<Route> routes_;
   mutable std::mutex tokens_mu_;
   std::shared_ptr<const TokenSet> tokens_;  // guarded by tokens_mu_

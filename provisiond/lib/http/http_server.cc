@@ -131,16 +131,17 @@ MHD_Result HttpServerCallbacks::OnRequest(void* cls, MHD_Connection* c, const ch
   if (conn->too_large)
     return Queue(c, HttpResponse::Error(413, "request body is larger than " +
                                                  std::to_string(self->max_body_) + " bytes"));
-  if (self->pooled_ && !self->router_.IsOpen(conn->request.method, conn->request.path)) {
+  Router::Match match = self->router_.Find(conn->request.method, conn->request.path);
+  if (self->pooled_ && !match.open()) {
     conn->offloaded = true;
     MHD_suspend_connection(c);
-    self->Offload([self, c, conn] {
-      conn->response = self->router_.Handle(conn->request);
+    self->Offload([self, c, conn, match = std::move(match)]() mutable {
+      conn->response = self->router_.Handle(conn->request, std::move(match));
       MHD_resume_connection(c);
     });
     return MHD_YES;
   }
-  return Queue(c, self->router_.Handle(conn->request));
+  return Queue(c, self->router_.Handle(conn->request, std::move(match)));
 }
 
 void HttpServer::Offload(std::function<void()> work) {

@@ -1,7 +1,7 @@
 // libmicrohttpd behind the Router, in one of two modes:
 //   - a thread per connection (threads = 0): simple, for the HTTPS API;
 //   - `threads` event loops (epoll) sharing the connections, for the boot
-//     listener: the node-facing routes (Router::IsOpen: scripts, kernel and
+//     listener: the node-facing routes (Router::Match::open: scripts, kernel and
 //     initrd sent from a descriptor, hello, report) run on the loop, which
 //     costs no thread per connection; every other route may wait (long polls,
 //     SSH, builds), so its connection is suspended and the handler runs on a

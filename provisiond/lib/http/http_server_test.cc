@@ -106,10 +106,10 @@ TEST_CASE(
     "http server: event loops answer boot routes while API requests wait on their own threads") {
   Gate gate;
   auto router = MakeRouter(gate);
-  CHECK(router->IsOpen("GET", "/boot/52-54-00-00-00-01.ipxe"));
-  CHECK(router->IsOpen("HEAD", "/boot/x"));
-  CHECK_FALSE(router->IsOpen("GET", "/api/v1/wait"));
-  CHECK_FALSE(router->IsOpen("GET", "/no/such/path"));
+  CHECK(router->Find("GET", "/boot/52-54-00-00-00-01.ipxe").open());
+  CHECK(router->Find("HEAD", "/boot/x").open());
+  CHECK_FALSE(router->Find("GET", "/api/v1/wait").open());
+  CHECK_FALSE(router->Find("GET", "/no/such/path").open());
 
   HttpServerOptions options;
   options.threads = 2;
