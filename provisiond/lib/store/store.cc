@@ -5,7 +5,9 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
+#include <exception>
 
 #include "base/file_util.h"
 #include "base/unique_fd.h"
@@ -30,8 +32,8 @@ const std::string kSelectNodeByName =
     std::string("SELECT ") + kNodeColumns + " FROM nodes WHERE hostname = ?1 OR mac = ?1";
 const std::string kSelectNodeById =
     std::string("SELECT ") + kNodeColumns + " FROM nodes WHERE id = ?1";
-const std::string kSelectNodeByIp = std::string("SELECT ") + kNodeColumns +
-                                    " FROM nodes WHERE ip = ?1 AND state != 'retired' LIMIT 1";
+const std::string kAllNodes = std::string("SELECT ") + kNodeColumns + " FROM nodes";
+const char* const kSelectAllNodes = kAllNodes.c_str();
 const std::string kSelectNodes = std::string("SELECT ") + kNodeColumns +
                                  " FROM nodes WHERE (?1 IS NULL OR state = ?1) AND "
                                  "(?2 IS NULL OR profile_version = ?2) "
@@ -245,14 +247,73 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   Status s = ApplyMigrations(db, static_cast<int>(Migrations().size()));
   if (!s.ok()) return Status::Internal(path + ": " + s.message());
   store->last_event_id_ = store->LastEventId();
+  {
+    std::lock_guard lock(store->mu_);
+    if (Status loaded = store->LoadNodes(); !loaded.ok()) return loaded;
+  }
+  if (path != ":memory:" &&
+      sqlite3_open_v2(path.c_str(), &store->checkpoint_db_,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, nullptr) == SQLITE_OK) {
+    sqlite3_busy_timeout(store->checkpoint_db_, 5000);
+    sqlite3_wal_autocheckpoint(db, 0);
+    sqlite3_wal_hook(db, &Store::OnWalCommit, store.get());
+    store->checkpointer_ = std::thread([s = store.get()] { s->CheckpointLoop(); });
+  } else if (store->checkpoint_db_) {
+    // Without the second connection, commits checkpoint as SQLite does by default.
+    spdlog::warn("{}: no connection for checkpoints ({}): commits checkpoint", path,
+                 sqlite3_errmsg(store->checkpoint_db_));
+    sqlite3_close(store->checkpoint_db_);
+    store->checkpoint_db_ = nullptr;
+  }
   return store;
 }
 
 Store::Store(sqlite3* db) : db_(db) {}
 
 Store::~Store() {
+  if (checkpointer_.joinable()) {
+    {
+      std::lock_guard lock(checkpoint_mu_);
+      checkpoint_stop_ = true;
+    }
+    checkpoint_cv_.notify_all();
+    checkpointer_.join();
+  }
+  if (checkpoint_db_) sqlite3_close(checkpoint_db_);
   for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
-  sqlite3_close(db_);
+  sqlite3_close(db_);  // the last connection: it checkpoints the log
+}
+
+int Store::OnWalCommit(void* store, sqlite3*, const char*, int pages) {
+  // SQLite's own threshold (wal_autocheckpoint's default).
+  constexpr int kCheckpointPages = 1000;
+  auto* self = static_cast<Store*>(store);
+  bool wake;
+  {
+    std::lock_guard lock(self->checkpoint_mu_);
+    self->wal_pages_ = pages;
+    wake = pages >= kCheckpointPages;
+  }
+  if (wake) self->checkpoint_cv_.notify_one();
+  return SQLITE_OK;
+}
+
+void Store::CheckpointLoop() {
+  std::unique_lock lock(checkpoint_mu_);
+  for (;;) {
+    checkpoint_cv_.wait(lock, [&] { return checkpoint_stop_ || wal_pages_ >= 1000; });
+    if (checkpoint_stop_) return;
+    wal_pages_ = 0;
+    lock.unlock();
+    // PASSIVE: copies what no reader still needs, waits for no one; the
+    // next commit after a complete one starts the log over.
+    int log = 0, done = 0;
+    const int rc =
+        sqlite3_wal_checkpoint_v2(checkpoint_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+      spdlog::warn("WAL checkpoint failed: {}", sqlite3_errmsg(checkpoint_db_));
+    lock.lock();
+  }
 }
 
 Status Store::Exec(const char* sql) {
@@ -288,7 +349,7 @@ Status Store::CopyFrom(Store& from) {
   Stmt q(*this, kLastEventId);
   last_event_id_ = sqlite3_step(q.get()) == SQLITE_ROW ? sqlite3_column_int64(q.get(), 0) : 0;
   addresses_.reset();
-  return Status::Ok();
+  return LoadNodes();
 }
 
 int64_t Store::ChangeCount() {
@@ -302,39 +363,137 @@ int Store::schema_version() {
   return sqlite3_step(s.get()) == SQLITE_ROW ? sqlite3_column_int(s.get(), 0) : 0;
 }
 
+struct Store::Writer {
+  const std::function<Status(StoreTx&)>* fn = nullptr;
+  Status status;
+  std::exception_ptr error;
+  bool done = false;  // guarded by writers_mu_
+  std::condition_variable cv;
+};
+
 Status Store::Transact(const std::function<Status(StoreTx&)>& fn) {
-  std::unique_lock lock(mu_);
-  Status s = Exec("BEGIN IMMEDIATE");
-  if (!s.ok()) return s;
-  StoreTx tx(*this);
-  pending_metrics_.clear();
-  try {
-    s = fn(tx);
-  } catch (...) {
-    Exec("ROLLBACK");
-    pending_metrics_.clear();
-    throw;
+  // More queued callers than this wait for the next batch: one batch's
+  // transaction stays short.
+  constexpr size_t kMaxBatch = 128;
+  Writer w;
+  w.fn = &fn;
+  std::unique_lock queue(writers_mu_);
+  writers_.push_back(&w);
+  w.cv.wait(queue, [&] { return w.done || writers_.front() == &w; });
+  if (!w.done) {
+    // The first in the queue leads: it commits every transaction queued by
+    // now, its own first.
+    const size_t n = std::min(writers_.size(), kMaxBatch);
+    std::vector<Writer*> batch(writers_.begin(), writers_.begin() + static_cast<ptrdiff_t>(n));
+    queue.unlock();
+    CommitBatch(batch);
+    queue.lock();
+    for (Writer* b : batch) {
+      writers_.pop_front();
+      if (b == &w) continue;
+      b->done = true;
+      b->cv.notify_one();
+    }
+    if (!writers_.empty()) writers_.front()->cv.notify_one();
   }
-  if (!s.ok()) {
-    Exec("ROLLBACK");
-    pending_metrics_.clear();
-    // The rolled-back events are gone; re-read the cursor.
+  queue.unlock();
+  if (w.error) std::rethrow_exception(w.error);
+  return w.status;
+}
+
+Store::CommitStats Store::TransactStats() const {
+  return {transactions_.load(), commits_.load()};
+}
+
+size_t Store::QueuedTransactions() {
+  std::lock_guard queue(writers_mu_);
+  return writers_.size();
+}
+
+std::string Store::MetricsText() const {
+  const CommitStats stats = TransactStats();
+  return metrics_.Prometheus() +
+         "# HELP provisiond_store_transactions_total Store transactions run (committed or not).\n"
+         "# TYPE provisiond_store_transactions_total counter\n"
+         "provisiond_store_transactions_total " +
+         std::to_string(stats.transactions) +
+         "\n# HELP provisiond_store_commits_total SQLite commits: transactions queued together "
+         "share one.\n"
+         "# TYPE provisiond_store_commits_total counter\n"
+         "provisiond_store_commits_total " +
+         std::to_string(stats.commits) + "\n";
+}
+
+void Store::CommitBatch(const std::vector<Writer*>& batch) {
+  transactions_ += static_cast<int64_t>(batch.size());
+  std::unique_lock lock(mu_);
+  pending_metrics_.clear();
+  pending_nodes_.clear();
+  auto reread_cursor = [&] {
+    // Rolled-back events are gone: the cursor follows.
     Stmt q(*this, kLastEventId);
     last_event_id_ = sqlite3_step(q.get()) == SQLITE_ROW ? sqlite3_column_int64(q.get(), 0) : 0;
-    return s;
+  };
+  auto fail_all = [&](const Status& s) {
+    for (Writer* b : batch)
+      if (b->status.ok() && !b->error) b->status = s;
+    pending_metrics_.clear();
+    pending_nodes_.clear();
+  };
+  if (Status begun = Exec("BEGIN IMMEDIATE"); !begun.ok()) return fail_all(begun);
+  // A transaction alone needs no savepoint: its failure rolls back all.
+  const bool alone = batch.size() == 1;
+  bool any_ok = false, any_failed = false;
+  for (Writer* b : batch) {
+    const size_t metrics_mark = pending_metrics_.size(), nodes_mark = pending_nodes_.size();
+    if (!alone) {
+      if (Status s = Exec("SAVEPOINT tx"); !s.ok()) {
+        b->status = s;
+        any_failed = true;
+        continue;
+      }
+    }
+    StoreTx tx(*this);
+    try {
+      b->status = (*b->fn)(tx);
+    } catch (...) {
+      b->error = std::current_exception();
+      b->status = Status::Internal("the transaction threw");
+    }
+    if (b->status.ok()) {
+      any_ok = true;
+      if (!alone) Exec("RELEASE tx");
+      continue;
+    }
+    any_failed = true;
+    if (alone) break;
+    Exec("ROLLBACK TO tx");
+    Exec("RELEASE tx");
+    pending_metrics_.resize(metrics_mark);
+    pending_nodes_.resize(nodes_mark);
   }
-  Status c = Exec("COMMIT");
-  if (!c.ok()) {
+  if (!any_ok) {
     Exec("ROLLBACK");
     pending_metrics_.clear();
-    return c;
+    pending_nodes_.clear();
+    reread_cursor();
+    return;
   }
+  if (Status c = Exec("COMMIT"); !c.ok()) {
+    Exec("ROLLBACK");
+    fail_all(c);
+    reread_cursor();
+    return;
+  }
+  ++commits_;
+  if (any_failed) reread_cursor();
+  for (auto& [id, node] : pending_nodes_) nodes_.Put(id, node);
+  pending_nodes_.clear();
   std::vector<MetricObservation> observed;
   observed.swap(pending_metrics_);
   lock.unlock();
   events_cv_.notify_all();
   if (!observed.empty()) metrics_.Apply(observed);
-  return Status::Ok();
 }
 
 Result<NodeRecord> StoreTx::FindNode(const std::string& name) {
@@ -368,6 +527,10 @@ Result<NodeRecord> StoreTx::InsertNode(NodeRecord node) {
     return e;
   }
   node.id = sqlite3_last_insert_rowid(store_.db_);
+  // The node cache gets the row as SQLite holds it (NULLs, defaults).
+  auto stored = NodeById(node.id);
+  if (!stored.ok()) return stored.status();
+  store_.pending_nodes_.emplace_back(node.id, *stored);
   return node;
 }
 
@@ -384,6 +547,9 @@ Status StoreTx::UpdateNode(NodeRecord& node) {
     return e;
   }
   if (sqlite3_changes(store_.db_) != 1) return Status::NotFound("node " + node.name() + " is gone");
+  auto stored = NodeById(node.id);
+  if (!stored.ok()) return stored.status();
+  store_.pending_nodes_.emplace_back(node.id, *stored);
   return Status::Ok();
 }
 
@@ -391,6 +557,7 @@ Status StoreTx::DeleteNode(int64_t id) {
   Store::Stmt s(store_, kDeleteNode);
   sqlite3_bind_int64(s.get(), 1, id);
   if (sqlite3_step(s.get()) != SQLITE_DONE) return SqlError(store_.db_, "cannot delete node");
+  store_.pending_nodes_.emplace_back(id, std::nullopt);
   return Status::Ok();
 }
 
@@ -455,16 +622,23 @@ Status StoreTx::InsertAppliedProfile(AppliedProfile& a) {
 }
 
 Result<NodeRecord> Store::FindNode(const std::string& name) {
-  std::lock_guard lock(mu_);
-  return StoreTx(*this).FindNode(name);
+  if (NodePtr n = nodes_.Find(name)) return *n;
+  return Status::NotFound("no node named '" + name + "' (by hostname or MAC)");
 }
 
 Result<NodeRecord> Store::FindNodeByIp(const std::string& ip) {
-  std::lock_guard lock(mu_);
-  Stmt s(*this, kSelectNodeByIp.c_str());
-  BindText(s.get(), 1, ip);
-  if (sqlite3_step(s.get()) != SQLITE_ROW) return Status::NotFound("no node has address " + ip);
-  return ReadNode(s.get());
+  if (NodePtr n = nodes_.ByIp(ip)) return *n;
+  return Status::NotFound("no node has address " + ip);
+}
+
+Status Store::LoadNodes() {
+  std::vector<NodeRecord> all;
+  Stmt s(*this, kSelectAllNodes);
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) all.push_back(ReadNode(s.get()));
+  if (rc != SQLITE_DONE) return SqlError(db_, "cannot read the nodes");
+  nodes_.Reset(std::move(all));
+  return Status::Ok();
 }
 
 int64_t Store::AddressesVersion() {
@@ -513,8 +687,11 @@ int64_t StoreTx::CountInState(NodeState state) {
 }
 
 std::vector<NodeRecord> Store::ListNodes(const NodeFilter& filter) {
-  std::lock_guard lock(mu_);
-  return StoreTx(*this).ListNodes(filter);
+  auto list = nodes_.List();
+  std::vector<NodeRecord> out;
+  for (const auto& n : list->nodes)
+    if (NodeMatches(*n, filter)) out.push_back(*n);
+  return out;
 }
 
 std::vector<std::string> Store::ProfileVersionsInUse() {

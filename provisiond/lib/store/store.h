@@ -2,19 +2,31 @@
 // guarded by a mutex (WAL, synchronous=NORMAL, busy_timeout); statements are
 // prepared once and bound. A state change and its event are written in one
 // transaction, so the history never disagrees with the inventory.
+//
+// Transactions are group-committed: callers that arrive while one commits
+// queue up, and the first of them runs every queued transaction in one
+// SQLite transaction, each in a savepoint of its own (one's failure rolls
+// back only its own writes), then commits once for all (LevelDB's writer
+// queue). Each caller still returns only once its writes are committed.
+// The nodes table is also kept in memory (store/node_cache.h): lookups and
+// the node list outside a transaction read that, not SQLite.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/result.h"
+#include "store/node_cache.h"
 #include "store/node_state.h"
 #include "store/store_metrics.h"
 
@@ -193,8 +205,13 @@ class Store {
   // consistent read of several tables.
   void Read(const std::function<void(StoreTx&)>& fn);
 
+  // From memory (the node cache), like ListNodes, NodeList and FindNodeByIp.
   Result<NodeRecord> FindNode(const std::string& hostname_or_mac);
   std::vector<NodeRecord> ListNodes(const NodeFilter& filter = {});
+  // Every node, sorted as ListNodes sorts them, shared until a node changes.
+  std::shared_ptr<const NodeListSnapshot> NodeList() { return nodes_.List(); }
+  // Moves whenever a node's row changes.
+  int64_t NodesVersion() const { return nodes_.version(); }
   std::map<NodeState, int64_t> CountByState();
   Status AppendEvent(EventRecord& event);
   // Events with id > `after`, oldest first; node_id 0 means all nodes.
@@ -247,7 +264,17 @@ class Store {
 
   // Boot-stage and run durations as Prometheus histograms (store_metrics.h),
   // from what committed transactions wrote since the store was opened.
-  std::string MetricsText() const { return metrics_.Prometheus(); }
+  // With the group commit's counters.
+  std::string MetricsText() const;
+  // Transactions run and SQLite commits made for them since the store was
+  // opened (fewer commits than transactions: some were committed together).
+  struct CommitStats {
+    int64_t transactions = 0;
+    int64_t commits = 0;
+  };
+  CommitStats TransactStats() const;
+  // Callers of Transact queued or committing now.
+  size_t QueuedTransactions();
 
   // Replaces this database's whole content by `from`'s (SQLite's backup
   // API) and forgets what it had derived from the old content (the event
@@ -262,7 +289,12 @@ class Store {
  private:
   friend class StoreTx;
   class Stmt;
+  struct Writer;  // one caller of Transact, queued
   explicit Store(sqlite3* db);
+  // Runs the queued transactions of `batch` in one SQLite transaction and
+  // commits it; each writer's status (and exception) is set.
+  void CommitBatch(const std::vector<Writer*>& batch);
+  Status LoadNodes();  // fills nodes_ from the table; mu_ held
   Status Exec(const char* sql);
   sqlite3_stmt* Prepared(const char* sql);  // cached per SQL text
   Status Migrate();
@@ -280,6 +312,25 @@ class Store {
   // handed to metrics_ when it commits.
   std::vector<MetricObservation> pending_metrics_;
   StoreMetrics metrics_;
+  // The node rows the open transaction wrote, as they are now (nullopt:
+  // deleted), handed to nodes_ when it commits: guarded by mu_.
+  std::vector<std::pair<int64_t, std::optional<NodeRecord>>> pending_nodes_;
+  NodeCache nodes_;
+  // WAL checkpoints (the log copied back into the database file, with an
+  // fsync) run on a thread with a connection of its own, not inside the
+  // commit that crossed SQLite's threshold: a commit only appends to the
+  // log. None for ":memory:".
+  static int OnWalCommit(void* store, sqlite3* db, const char* name, int pages);
+  void CheckpointLoop();
+  sqlite3* checkpoint_db_ = nullptr;
+  std::thread checkpointer_;
+  std::mutex checkpoint_mu_;
+  std::condition_variable checkpoint_cv_;
+  int wal_pages_ = 0;             // guarded by checkpoint_mu_
+  bool checkpoint_stop_ = false;  // guarded by checkpoint_mu_
+  std::mutex writers_mu_;         // guards writers_
+  std::deque<Writer*> writers_;
+  std::atomic<int64_t> transactions_{0}, commits_{0};
 };
 
 // A function that appends an event of `kind` (no node, by `kind`) with the
