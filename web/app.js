@@ -13,6 +13,7 @@
 const STATES = ['discovered', 'enrolled', 'booting', 'booted', 'configuring', 'ready', 'failed',
   'maintenance', 'retired'];
 const PAGE = 500;                                  // rows rendered at once
+const LIST_PAGE = 2000;                            // nodes per GET /nodes page
 const ACCEL_VENDORS = { '10de': 'NVIDIA', '1002': 'AMD', '1022': 'AMD', '8086': 'Intel' };
 
 const $ = (id) => document.getElementById(id);
@@ -170,10 +171,23 @@ async function loadStatus() {
   renderCounts();
 }
 
+// The list comes in pages (GET /nodes?limit=&after=): the first load shows
+// each page as it arrives; a reload swaps the whole list in at the end.
 async function loadNodes() {
-  const body = await api('/nodes');
-  model.nodes.clear();
-  for (const n of body.nodes) model.nodes.set(n.id, prepare(n));
+  const fresh = new Map();
+  const progressive = !model.loaded;
+  if (progressive) model.nodes = fresh;
+  let after = '';
+  do {
+    const body = await api(`/nodes?limit=${LIST_PAGE}` + (after ? `&after=${encodeURIComponent(after)}` : ''));
+    for (const n of body.nodes) fresh.set(n.id, prepare(n));
+    after = body.next || '';
+    if (progressive) {
+      model.loaded = true;
+      refreshTable();
+    }
+  } while (after);
+  model.nodes = fresh;
   model.loaded = true;
   refreshTable();
 }

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "api/context.h"
+#include "api/nodes.h"
 #include "api/routes.h"
 #include "base/file_util.h"
 #include "base/netinfo.h"
@@ -245,6 +246,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   Impl* raw = impl.get();
   impl->api = std::make_unique<ApiContext>();
   ApiContext& api = *impl->api;
+  api.node_list = std::make_shared<NodeListCache>();
   // Applying a profile configures its nodes that are up; the others are
   // configured when they phone home.
   api.after_apply = [raw](const Plan& plan, const std::string& who) {

@@ -585,11 +585,16 @@ async function testStates(page) {
 async function testBig(page) {
   const count = Number(process.env.COUNT || 10000);
   const name = (i) => 'node' + String(i).padStart(5, '0');
+  const listPages = [];
+  page.on('request', (r) => { if (r.url().includes('/api/v1/nodes?limit=')) listPages.push(r.url()); });
   await page.goto(URL_ + '/');
   await signIn(page, TOKEN, 'admin (admin)');
   await rowCount(page, `the first page of 500 of the ${count} nodes is rendered`, 500);
-  check((await page.textContent('#shown')) === `1–500 of ${count}`, `the count line says 1–500 of ${count}`,
-    await page.textContent('#shown'));
+  await waitFor(page, `the count line says 1–500 of ${count} once every page of the list came`,
+    (n) => document.getElementById('shown').textContent === `1–500 of ${n}`, count);
+  check(listPages.length === Math.ceil(count / 2000) &&
+    listPages.some((u) => u.includes('limit=2000&after=' + name(1999))),
+  `the list came in ${Math.ceil(count / 2000)} pages of 2000 (GET /nodes?limit=&after=)`, listPages.join(' '));
   check((await rowNames(page))[0] === name(0) && (await rowNames(page))[499] === name(499), 'sorted by hostname');
   check(await page.$eval('#counts .count[data-state="enrolled"]', (b) => b.dataset.count) === String(count),
     `the enrolled count is ${count}`);

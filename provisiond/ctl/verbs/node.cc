@@ -154,19 +154,38 @@ int RunNodeList(Context& ctx, const Args& a) {
   // error, as it is for node set and node rm.
   if (auto names = NodeNames(a.target); !a.target.empty() && !names.ok())
     return UsageError(ctx, names.status().message());
-  auto r = ctx.client.Get(kApi + "/nodes" +
-                          QueryString({{"state", a.state.value_or("")},
-                                       {"profile", a.profile.value_or("")},
-                                       {"hostlist", a.target}}));
-  if (!r.ok()) return Fail(ctx, r.status());
+  // Page by page (GET /nodes?limit=&after=): no answer holds a whole large
+  // inventory, and --limit stops early.
+  constexpr int64_t kPage = 1000;
+  json nodes = json::array();
+  int64_t total = 0;
+  std::string after;
+  for (;;) {
+    const int64_t want =
+        a.limit > 0 ? std::min(kPage, a.limit - static_cast<int64_t>(nodes.size())) : kPage;
+    auto r = ctx.client.Get(kApi + "/nodes" +
+                            QueryString({{"state", a.state.value_or("")},
+                                         {"profile", a.profile.value_or("")},
+                                         {"hostlist", a.target},
+                                         {"limit", std::to_string(want)},
+                                         {"after", after}}));
+    if (!r.ok()) return Fail(ctx, r.status());
+    for (auto& n : (*r)["nodes"]) nodes.push_back(std::move(n));
+    total = r->value("total", static_cast<int64_t>(nodes.size()));
+    after = r->value("next", "");
+    if (after.empty() || (a.limit > 0 && static_cast<int64_t>(nodes.size()) >= a.limit)) break;
+  }
   if (a.json) {
-    PrintJson(ctx, *r);
-  } else if (r->value("nodes", json::array()).empty()) {
+    const size_t count = nodes.size();
+    PrintJson(ctx, json{{"nodes", std::move(nodes)}, {"count", count}, {"total", total}});
+  } else if (nodes.empty()) {
     bool filtered = a.state || a.profile || !a.target.empty();
     ctx.out << (filtered ? "no nodes match\n"
                          : "no nodes (enroll one: provisionctl node add <hostname> --mac <MAC>)\n");
   } else {
-    ctx.out << RenderNodeTable((*r)["nodes"], NowMs());
+    ctx.out << RenderNodeTable(nodes, NowMs());
+    if (static_cast<int64_t>(nodes.size()) < total)
+      ctx.out << nodes.size() << " of " << total << " nodes shown (--limit)\n";
   }
   return kExitOk;
 }
@@ -404,13 +423,14 @@ int RunNodePower(Context& ctx, const Args& a) {
 
 std::vector<Verb> NodeVerbs() {
   return {
-      {"node list", "node list [HOSTLIST] [--state STATE] [--profile VERSION] [--json]",
+      {"node list", "node list [HOSTLIST] [--state STATE] [--profile VERSION] [--limit N] [--json]",
        "List nodes, optionally only some of them",
        R"(Lists the nodes in the inventory as a table: HOSTNAME MAC IP STATE PROFILE IMAGE
 LAST-SEEN. A failed node (or one in maintenance) has its reason at the end of the
 line. HOSTLIST limits the list to the nodes it names, by hostname or MAC
-(node[0-3,7], gpu[01-04]); --state and --profile filter further. With --json the
-reply is the API's {"nodes": [...], "count": N}.
+(node[0-3,7], gpu[01-04]); --state and --profile filter further; --limit N shows
+the first N (sorted by hostname, discovered nodes last). The list is fetched in
+pages of 1,000. With --json: {"nodes": [...], "count": N, "total": MATCHING}.
 
 Examples:
   provisionctl node list
@@ -424,6 +444,9 @@ Examples:
              ->check(CLI::IsMember(kNodeStates));
          c.add_option("--profile", a.profile, "Only nodes assigned this profile version")
              ->type_name("VERSION");
+         c.add_option("--limit", a.limit, "Show at most N nodes")
+             ->type_name("N")
+             ->check(CLI::PositiveNumber);
          AddJsonFlag(c, a);
        },
        RunNodeList},

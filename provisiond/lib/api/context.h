@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "config.h"
@@ -24,6 +25,7 @@ class ImageCatalog;
 class ImageService;
 class Inventory;
 class NfsService;
+class NodeListCache;
 class PhoneHome;
 class SecretStore;
 struct NodeRecord;
@@ -41,6 +43,8 @@ struct ApiContext {
   const RouteMetrics* route_metrics = nullptr;  // the router's, for /metrics
   ConsoleLog* console_log = nullptr;            // the network console; null when off
   const ConsoleListener* console = nullptr;     // its listener, for /metrics
+  // The node list's serialized nodes (api/nodes.h); null: none kept.
+  std::shared_ptr<NodeListCache> node_list;
 
   Config config;  // preflight, the playbooks and web folders
   PowerSettings power;

@@ -1,7 +1,10 @@
 #include "api/nodes.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <optional>
-#include <set>
+#include <unordered_set>
 
 #include "base/hostlist.h"
 #include "profiles/inventory.h"
@@ -31,8 +34,22 @@ Status RequiredString(const json& body, const char* field, std::string& out) {
 
 }  // namespace
 
+std::string NodeListCache::Json(const NodePtr& node) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = by_id_.find(node->id);
+    if (it != by_id_.end() && it->second.first == node) return it->second.second;
+  }
+  std::string text = ToJson(*node).dump(-1, ' ', false, json::error_handler_t::replace);
+  std::lock_guard lock(mu_);
+  // Deleted nodes' entries are dropped now and then.
+  if (by_id_.size() > 100000) by_id_.clear();
+  by_id_[node->id] = {node, text};
+  return text;
+}
+
 HttpResponse ListNodes(const ApiContext& ctx, const HttpRequest& r) {
-  Inventory& inv = *ctx.inventory;
+  constexpr int64_t kMaxLimit = 100000;
   NodeFilter filter;
   if (std::string state = r.Query("state"); !state.empty()) {
     auto s = ParseNodeState(state);
@@ -46,19 +63,53 @@ HttpResponse ListNodes(const ApiContext& ctx, const HttpRequest& r) {
     if (!expanded.ok()) return HttpResponse::FromStatus(expanded.status());
     names = std::move(*expanded);
   }
-  std::set<std::string> wanted(names.begin(), names.end());
-  auto nodes = inv.store().ListNodes(filter);
+  int64_t limit = kMaxLimit;
+  if (std::string l = r.Query("limit"); !l.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(l.c_str(), &end, 10);
+    if (errno || !end || *end || l.size() > 7 || v < 1 || v > kMaxLimit)
+      return HttpResponse::Error(400, "query parameter 'limit' must be a number from 1 to " +
+                                          std::to_string(kMaxLimit) + ", not '" + l + "'");
+    limit = v;
+  }
+  const std::string after = r.Query("after");
+  std::unordered_set<std::string> wanted(names.begin(), names.end());
+  auto list = ctx.inventory->store().NodeList();
+  const auto& nodes = list->nodes;
+  // The list's order: named nodes by hostname, then discovered ones (no
+  // hostname) by MAC. `after` is a hostname, or the MAC of a discovered
+  // node (it has colons; hostnames cannot).
+  auto begin = nodes.begin();
+  if (!after.empty()) {
+    const bool mac = after.find(':') != std::string::npos;
+    begin = std::partition_point(nodes.begin(), nodes.end(), [&](const NodePtr& n) {
+      if (!mac) return !n->hostname.empty() && n->hostname <= after;
+      return !n->hostname.empty() || n->mac <= after;
+    });
+  }
   std::string out = "{\"nodes\":[";
-  bool first = true;
-  size_t count = 0;
-  for (const auto& n : nodes) {
+  int64_t count = 0, total = 0;
+  std::string last, next;
+  for (auto it = nodes.begin(); it != nodes.end(); ++it) {
+    const NodeRecord& n = **it;
+    if (!NodeMatches(n, filter)) continue;
     if (!wanted.empty() && !wanted.count(n.hostname) && !wanted.count(n.mac)) continue;
-    if (!first) out += ',';
-    first = false;
-    out += ToJson(n).dump(-1, ' ', false, json::error_handler_t::replace);
+    ++total;
+    if (it < begin) continue;
+    if (count == limit) {
+      if (next.empty()) next = last;
+      continue;
+    }
+    if (count) out += ',';
+    out += ctx.node_list ? ctx.node_list->Json(*it)
+                         : ToJson(n).dump(-1, ' ', false, json::error_handler_t::replace);
+    last = n.name();
     ++count;
   }
-  out += "],\"count\":" + std::to_string(count) + "}\n";
+  out += "],\"count\":" + std::to_string(count) + ",\"total\":" + std::to_string(total);
+  if (!next.empty()) out += ",\"next\":" + json(next).dump();
+  out += "}\n";
   return HttpResponse::Text(200, std::move(out), "application/json");
 }
 

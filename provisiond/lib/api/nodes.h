@@ -1,11 +1,35 @@
-// /api/v1/nodes: list (filtered by state, profile, hostlist), enroll, show,
-// change, and retire or purge.
+// /api/v1/nodes: list (filtered by state, profile, hostlist; in pages),
+// enroll, show, change, and retire or purge.
 #pragma once
 
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
 #include "api/context.h"
+#include "store/node_cache.h"
 
 namespace prov {
 
+// The node list's JSON, node by node, each kept until its node changes (the
+// store's node cache gives a changed node a new record): a list of 10,000
+// serializes only the nodes that changed since the last one. The daemon
+// gives the API context one; without it every node is serialized.
+class NodeListCache {
+ public:
+  std::string Json(const NodePtr& node);
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<int64_t, std::pair<NodePtr, std::string>> by_id_;
+};
+
+// GET /api/v1/nodes[?state=&profile=&hostlist=][&limit=N&after=NAME]: the
+// nodes, sorted by hostname (discovered ones by MAC, last). With limit, at
+// most N of them, from the one after the node named `after` on; "next" is
+// the name to ask for the page after it (absent on the last page), "total"
+// how many match in all.
 HttpResponse ListNodes(const ApiContext& context, const HttpRequest& request);
 HttpResponse EnrollNode(const ApiContext& context, const HttpRequest& request);
 HttpResponse ShowNode(const ApiContext& context, const HttpRequest& request);

@@ -57,4 +57,72 @@ TEST_CASE("nodes: the handlers answer a request without a router") {
   CHECK(nlohmann::json::parse(ListNodes(f.context, list).body)["count"] == 0);
 }
 
+TEST_CASE("nodes: the list in pages, with filters, served from the cached serialization") {
+  api_test::Fixture f;
+  f.context.node_list = std::make_shared<NodeListCache>();
+  for (int i = 0; i < 25; ++i) {
+    char mac[32];
+    snprintf(mac, sizeof mac, "52:54:00:00:01:%02x", i);
+    char name[16];
+    snprintf(name, sizeof name, "n%02d", 24 - i);  // enrolled out of order
+    f.Add(name, mac);
+  }
+  // Two discovered nodes (no hostname) come last, by MAC.
+  REQUIRE(f.context.inventory->store()
+              .Transact([&](StoreTx& tx) {
+                for (const char* mac : {"52:54:00:00:02:02", "52:54:00:00:02:01"}) {
+                  NodeRecord n;
+                  n.mac = mac;
+                  n.state = NodeState::kDiscovered;
+                  auto r = tx.InsertNode(n);
+                  if (!r.ok()) return r.status();
+                }
+                return Status::Ok();
+              })
+              .ok());
+  // Page by page, 10 at a time: every node once, in order; the last page has no next.
+  std::vector<std::string> seen;
+  std::string after;
+  int pages = 0;
+  for (;;) {
+    auto page =
+        f.CallJson("GET", "/api/v1/nodes?limit=10" + (after.empty() ? "" : "&after=" + after));
+    ++pages;
+    CHECK(page["total"] == 27);
+    for (const auto& n : page["nodes"])
+      seen.push_back(n["hostname"].is_string() && !n["hostname"].get<std::string>().empty()
+                         ? n["hostname"].get<std::string>()
+                         : n["mac"].get<std::string>());
+    if (!page.contains("next")) break;
+    after = page["next"];
+    REQUIRE(pages < 10);
+  }
+  CHECK(pages == 3);
+  REQUIRE(seen.size() == 27);
+  CHECK(seen[0] == "n00");
+  CHECK(seen[9] == "n09");
+  CHECK(seen[24] == "n24");
+  CHECK(seen[25] == "52:54:00:00:02:01");
+  CHECK(seen[26] == "52:54:00:00:02:02");
+  // A filter applies before the page: the total counts what matches.
+  f.CallJson("PATCH", "/api/v1/nodes/n03", R"({"state":"maintenance","reason":"fan"})");
+  f.CallJson("PATCH", "/api/v1/nodes/n17", R"({"state":"maintenance","reason":"fan"})");
+  auto m = f.CallJson("GET", "/api/v1/nodes?state=maintenance&limit=1");
+  CHECK(m["total"] == 2);
+  CHECK(m["count"] == 1);
+  CHECK(m["nodes"][0]["hostname"] == "n03");
+  CHECK(m["next"] == "n03");
+  m = f.CallJson("GET", "/api/v1/nodes?state=maintenance&limit=1&after=n03");
+  CHECK(m["nodes"][0]["hostname"] == "n17");
+  CHECK(!m.contains("next"));
+  // A node changed since the last list is shown as it is now, not as cached.
+  CHECK(f.CallJson("GET", "/api/v1/nodes?hostlist=n17")["nodes"][0]["ip"] == "");
+  f.CallJson("PATCH", "/api/v1/nodes/n17", R"({"ip":"10.99.0.17"})");
+  CHECK(f.CallJson("GET", "/api/v1/nodes?hostlist=n17")["nodes"][0]["ip"] == "10.99.0.17");
+  // Without limit: every node (what older clients ask for).
+  CHECK(f.CallJson("GET", "/api/v1/nodes")["count"] == 27);
+  for (const char* bad : {"0", "-1", "x", "100001", "10abc"})
+    CHECK(f.Call("GET", std::string("/api/v1/nodes?limit=") + bad).status == 400);
+}
+
 }  // namespace prov
