@@ -6,7 +6,11 @@
 #      warnings are errors), and runs every test there, once: unit,
 #      integration, web, fuzz replays and the lab tests (QEMU machines under
 #      TCG).
-# Every test runs under the sanitizers and none runs twice. The optimized
+# Every test runs under the sanitizers and none runs twice. Two at a time
+# (ctest -j2): the lab lane (QEMU machines, the package; lock lab) beside the
+# host lane (integration and web tests; lock host), unit tests and fuzz
+# replays wherever a slot is free; the lab images are built first in the
+# host lane (tests/CMakeLists.txt). The optimized
 # build (build/: what the demo and the benchmarks run) is the demo command's;
 # `--no-sanitize` runs every test in it instead. Units are compiled in batches
 # (CMake's unity build: half the time of one unit at a time) with a
@@ -51,7 +55,7 @@ phase "build ($what)"
 phase_start=$SECONDS
 echo "== every test ($what)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir "$dir" --output-on-failure --timeout 900
+  ctest --test-dir "$dir" --output-on-failure --timeout 900 -j2
 phase "tests ($what)"
 echo "== all tests passed in $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s"
 printf '   %s\n' "${phases[@]}"

@@ -14,7 +14,8 @@
 #                      NAME PORT HOSTKEY_TYPE HOSTKEY_BASE64 ADDRESS
 #         DIR/pids     one line per target: NAME PID (the listening sshd)
 #       and prints DIR/targets. Fails (and stops what it started) when a
-#       target is not listening within SSHD_START_TIMEOUT seconds (10).
+#       target is not listening within SSHD_START_TIMEOUT seconds (60:
+#       the test command runs a lab test beside on two CPUs).
 #       SSHD_TARGETS_KEX sets sshd's KexAlgorithms (default
 #       curve25519-sha256,curve25519-sha256@libssh.org) and
 #       SSHD_TARGETS_MAX_STARTUPS its MaxStartups (default 200), for
@@ -208,7 +209,7 @@ cmd_start() {
     echo "t$i ${pid[$i]}" >>"$dir/pids"
   done
 
-  local deadline=$((SECONDS + ${SSHD_START_TIMEOUT:-10})) pending=1 retries=0
+  local deadline=$((SECONDS + ${SSHD_START_TIMEOUT:-60})) pending=1 retries=0
   while [ "$pending" -ne 0 ]; do
     pending=0
     declare -A up=()
@@ -238,7 +239,7 @@ cmd_start() {
     [ "$pending" -eq 0 ] && break
     if [ $SECONDS -ge "$deadline" ]; then
       cmd_stop "$dir"
-      die "$pending of $n targets not listening after ${SSHD_START_TIMEOUT:-10}s (logs: $dir/t*/sshd.log)"
+      die "$pending of $n targets not listening after ${SSHD_START_TIMEOUT:-60}s (logs: $dir/t*/sshd.log)"
     fi
     sleep 0.02
   done

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The lab tests' images, built once before the tests that boot them (ctest's
+# fixture lab_images): `lab` (lab.images, lab.firmware) and `lab-slurm`
+# (lab.slurm), each by a provisiond on this machine's loopback through
+# `provisionctl image build`, into the lab cache (tests/lab/lab-image.sh;
+# a cached image that matches its inputs is used as it is). Built here, the
+# builds run beside the lab tests that need no image (lab.netboot, lab.proxy)
+# instead of inside the tests that boot them. Checks that each current
+# version has its root tree, kernel, initrd and manifest.
+# Usage: build_images_test.sh PROVISIOND PROVISIONCTL
+set -euo pipefail
+PROVISIOND="$(realpath "$1")"
+PROVISIONCTL="$(realpath "$2")"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+source "$HERE/lab-test.sh"
+source "$HERE/lab-image.sh"
+for image in lab lab-slurm; do
+  t="${EPOCHREALTIME//[!0-9]/}"
+  store="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$REPO/profiles" "$image")" ||
+    fail "the $image image was not built"
+  version="$(cat "$store/$image/current")"
+  dir="$store/$image/$version"
+  for f in image.json vmlinuz initrd.img; do
+    [ -s "$dir/$f" ] || fail "$image@$version has no $f in $dir"
+  done
+  [ -x "$dir/root/sbin/init" ] || [ -L "$dir/root/sbin/init" ] || fail "$image@$version's root has no /sbin/init"
+  say "$image@$version ready in $(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s: $(du -sm "$dir/root" | cut -f1) MiB root, $(($(stat -c %s "$dir/initrd.img") / 1048576)) MiB initrd"
+done
