@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # The lab tests' images, built once before the tests that boot them (ctest's
-# fixture lab_images): `lab` (lab.images, lab.firmware) and `lab-slurm`
-# (lab.slurm), each by a provisiond on this machine's loopback through
+# fixtures lab_image and lab_slurm_image): `lab` (lab.images, lab.firmware)
+# and `lab-slurm` (lab.slurm), each by a provisiond on this machine's loopback through
 # `provisionctl image build`, into the lab cache (tests/lab/lab-image.sh;
 # a cached image that matches its inputs is used as it is). Built here, the
 # builds run beside the lab tests that need no image (lab.netboot, lab.proxy)
 # instead of inside the tests that boot them. Checks that each current
 # version has its root tree, kernel, initrd and manifest.
-# Usage: build_images_test.sh PROVISIOND PROVISIONCTL
+# Usage: build_images_test.sh PROVISIOND PROVISIONCTL IMAGE...
 set -euo pipefail
 PROVISIOND="$(realpath "$1")"
 PROVISIONCTL="$(realpath "$2")"
+shift 2
+[ "$#" -ge 1 ] || { echo "usage: build_images_test.sh PROVISIOND PROVISIONCTL IMAGE..." >&2; exit 2; }
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 source "$HERE/lab-test.sh"
 source "$HERE/lab-image.sh"
-for image in lab lab-slurm; do
+for image in "$@"; do
   t="${EPOCHREALTIME//[!0-9]/}"
   store="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$REPO/profiles" "$image")" ||
     fail "the $image image was not built"
