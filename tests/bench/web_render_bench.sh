@@ -136,6 +136,18 @@ for p in status nodes; do
 done
 count=$(tail -c 40 "$tmp/www/api/v1/nodes" | sed -n 's/.*"count":\([0-9]*\)}$/\1/p')
 [[ $count == "$nodes" ]] || die "GET /api/v1/nodes listed '${count}' nodes, expected $nodes"
+# The pages the web page asks for (GET /api/v1/nodes?limit=2000&after=NAME), as
+# provisiond answers them: nginx serves page-<after>.json for each.
+mkdir -p "$tmp/www/api/v1/pages"
+after=''
+while :; do
+  page="$tmp/www/api/v1/pages/after-$after.json"
+  code=$(curl -sS --noproxy '*' -o "$page" -w '%{http_code}' -H "Authorization: Bearer $token" \
+    "$provisiond_url/api/v1/nodes?limit=2000${after:+&after=$after}")
+  [[ $code == 200 ]] || die "GET /api/v1/nodes?limit=2000&after=$after answered $code"
+  after=$(grep -o '"next":"[^"]*"' "$page" | cut -d'"' -f4 || true)
+  [[ -n $after ]] || break
+done
 chmod 711 "$tmp"
 chmod -R a+rX "$tmp/www"
 mkdir -p "$tmp/nginx"
@@ -160,6 +172,7 @@ http {
     listen 127.0.0.1:$port;
     root $tmp/www;
     location /api/v1/ { default_type application/json; }
+    location = /api/v1/nodes { default_type application/json; try_files /api/v1/pages/after-\$arg_after.json =404; }
     location = /api/v1/events { return 503; }
   }
 }
@@ -184,8 +197,12 @@ for ((try = 0; try < 5; try++)); do
 done
 [[ -n $nginx_port ]] || die "nginx did not start (see its error log below)"
 nginx_url="http://127.0.0.1:$nginx_port"
-curl -sS --noproxy '*' -o "$tmp/nginx-body" "$nginx_url/api/v1/nodes"
-cmp -s "$tmp/nginx-body" "$tmp/www/api/v1/nodes" || die "nginx does not serve the same bytes"
+for f in "$tmp/www/api/v1/pages/"after-*.json; do
+  after=${f##*/after-}
+  after=${after%.json}
+  curl -sS --noproxy '*' -o "$tmp/nginx-body" "$nginx_url/api/v1/nodes?limit=2000${after:+&after=$after}"
+  cmp -s "$tmp/nginx-body" "$f" || die "nginx does not serve the same bytes as provisiond for the page after '$after'"
+done
 
 # --- measurement -------------------------------------------------------------
 servers="[{\"name\":\"provisiond\",\"url\":\"$provisiond_url\"},{\"name\":\"nginx\",\"url\":\"$nginx_url\"}]"

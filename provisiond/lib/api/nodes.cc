@@ -107,9 +107,10 @@ HttpResponse ListNodes(const ApiContext& ctx, const HttpRequest& r) {
     last = n.name();
     ++count;
   }
-  out += "],\"count\":" + std::to_string(count) + ",\"total\":" + std::to_string(total);
+  // "count" last, as before pages: scripts read it at the end of the body.
+  out += "],\"total\":" + std::to_string(total);
   if (!next.empty()) out += ",\"next\":" + json(next).dump();
-  out += "}\n";
+  out += ",\"count\":" + std::to_string(count) + "}\n";
   return HttpResponse::Text(200, std::move(out), "application/json");
 }
 
