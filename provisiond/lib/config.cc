@@ -198,6 +198,13 @@ const std::vector<Setting>& Table() {
          if (s.ok()) c.listen_threads = static_cast<int64_t>(n);
          return s;
        }},
+      {{"listen_connections", "integer", "4096",
+        "Connections the plain listener (`listen`) holds at once; past it, new ones are "
+        "closed (a node's iPXE retries). Each takes a file descriptor: provisiond lowers it to "
+        "what its descriptor limit leaves room for."},
+       [](const std::string& v, const std::string&, Config& c) {
+         return ParseUint(v, 16, 1000000, c.listen_connections);
+       }},
       {{"interface", "interface name", "",
         "The cluster interface: dnsmasq and the boot services serve only on it. Empty: no "
         "netboot, provisiond serves its API only."},

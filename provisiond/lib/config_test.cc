@@ -26,6 +26,19 @@ TEST_CASE("config: every default in the table is valid") {
   }
 }
 
+TEST_CASE("config: listen_connections bounds the listener's connections") {
+  auto c = ParseConfig("", "x.yaml");
+  REQUIRE(c.ok());
+  CHECK(c->listen_connections == 4096);
+  c = ParseConfig("listen_connections: 11024\n", "x.yaml");
+  REQUIRE(c.ok());
+  CHECK(c->listen_connections == 11024);
+  for (const char* bad : {"8", "-1", "many"}) {
+    CAPTURE(bad);
+    CHECK(!ParseConfig(std::string("listen_connections: ") + bad + "\n", "x.yaml").ok());
+  }
+}
+
 TEST_CASE("config: booleans take YAML's spellings") {
   auto c = ParseConfig("", "p.yaml");
   REQUIRE(c.ok());

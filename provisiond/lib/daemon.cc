@@ -1,6 +1,7 @@
 #include "daemon.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -401,6 +402,15 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   // once cost no thread each; API routes still get one of their own).
   http.threads = config.listen_threads >= 0 ? static_cast<unsigned>(config.listen_threads)
                                             : std::max(2u, std::thread::hardware_concurrency());
+  // A connection takes a descriptor, and a file being sent on it another:
+  // the limit keeps half of the descriptors for the rest of provisiond.
+  http.connection_limit = static_cast<unsigned>(config.listen_connections);
+  if (struct rlimit fds{}; getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur != RLIM_INFINITY &&
+                           http.connection_limit > fds.rlim_cur / 2) {
+    spdlog::warn("listen_connections {} lowered to {}: half of the descriptor limit ({})",
+                 config.listen_connections, fds.rlim_cur / 2, fds.rlim_cur);
+    http.connection_limit = static_cast<unsigned>(fds.rlim_cur / 2);
+  }
   auto server = HttpServer::Start(http, *daemon->impl_->router);
   if (!server.ok()) return server.status();
   daemon->impl_->server = std::move(*server);

@@ -59,8 +59,10 @@ for f in "$provisiond" "$provisionctl" "$node_sim"; do
 done
 [[ -x $nginx_bin ]] || die "nginx not found: apt-get install nginx-light, or pass --nginx PATH"
 command -v sqlite3 >/dev/null || die "sqlite3 not found"
-# A descriptor per connection on both sides (and a thread per connection in provisiond).
-(($(ulimit -n) > 4 * nodes + 64)) || ulimit -n $((4 * nodes + 1024)) 2>/dev/null ||
+# Each process (the simulator, provisiond, nginx) holds up to a connection per
+# node, and the servers a file being sent for some of them: a descriptor per
+# node and room to spare (a server out of descriptors shows as errors).
+(($(ulimit -n) >= nodes + 1024)) || ulimit -n $((4 * nodes + 1024)) 2>/dev/null ||
   die "ulimit -n $(ulimit -n) is too low for $nodes nodes"
 mkdir -p "$(dirname "$json_out")"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -77,10 +79,12 @@ start_provisiond() {
   cat >"$tmp/provisiond.yaml" <<EOF
 listen: 127.0.0.1:0
 data_dir: $tmp/data
+import_dir: $tmp/src
 profiles_dir: $repo/profiles
 playbooks_dir: $repo/playbooks
 pxe_dir: $repo/pxe
 ssh.port: 1
+listen_connections: $((nodes + 1024))
 EOF
   "$provisiond" -c "$tmp/provisiond.yaml" >"$tmp/provisiond.log" 2>&1 &
   provisiond_pid=$!
@@ -128,13 +132,17 @@ done
 curl --noproxy '*' "${args[@]}" || die "fetching the tickets failed"
 # Overlays from a privileged port, as a node's root fetches them: one curl, one connection (a
 # connection per overlay would leave its port in TIME_WAIT, and there are only 512 such ports).
-args=(--local-port 512-1023)
+# The URLs go in a config file (-K): 10,000 of them are too long for a command line.
+: >"$tmp/overlays.curl"
 for ((i = 0; i < nodes; i++)); do
   mac=$(printf '52-54-0a-%02x-%02x-%02x' $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255)))
   ticket=$(cpio -i --quiet --to-stdout provision/ticket <"$tmp/www/boot/$mac/ticket.img")
-  ((i > 0)) && args+=(--next --local-port 512-1023)
-  args+=(-sf -o "$tmp/www/boot/$mac/overlay.tar" "$provisiond_url/boot/$mac/overlay.tar?ticket=$ticket")
+  ((i > 0)) && echo next >>"$tmp/overlays.curl"
+  printf 'local-port = "512-1023"\nsilent\nfail\noutput = "%s"\nurl = "%s"\n' \
+    "$tmp/www/boot/$mac/overlay.tar" "$provisiond_url/boot/$mac/overlay.tar?ticket=$ticket" \
+    >>"$tmp/overlays.curl"
 done
+args=(-K "$tmp/overlays.curl")
 curl --noproxy '*' "${args[@]}" || die "fetching the overlays failed"
 # nginx's workers run as nobody: they need to reach $tmp/www (the hard links
 # share the image store's inodes, which become world-readable).
