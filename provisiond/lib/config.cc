@@ -205,6 +205,13 @@ const std::vector<Setting>& Table() {
        [](const std::string& v, const std::string&, Config& c) {
          return ParseUint(v, 16, 1000000, c.listen_connections);
        }},
+      {{"listen_idle_timeout_s", "seconds", "30",
+        "A connection to either listener that sends nothing for this long is closed, so "
+        "clients that open connections and stall (half a request, then nothing) cannot hold "
+        "them."},
+       [](const std::string& v, const std::string&, Config& c) {
+         return ParseUint(v, 1, 3600, c.listen_idle_timeout_s);
+       }},
       {{"interface", "interface name", "",
         "The cluster interface: dnsmasq and the boot services serve only on it. Empty: no "
         "netboot, provisiond serves its API only."},

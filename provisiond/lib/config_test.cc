@@ -39,6 +39,19 @@ TEST_CASE("config: listen_connections bounds the listener's connections") {
   }
 }
 
+TEST_CASE("config: listen_idle_timeout_s closes stalled connections") {
+  auto c = ParseConfig("", "x.yaml");
+  REQUIRE(c.ok());
+  CHECK(c->listen_idle_timeout_s == 30);
+  c = ParseConfig("listen_idle_timeout_s: 2\n", "x.yaml");
+  REQUIRE(c.ok());
+  CHECK(c->listen_idle_timeout_s == 2);
+  for (const char* bad : {"0", "3601", "soon"}) {
+    CAPTURE(bad);
+    CHECK(!ParseConfig(std::string("listen_idle_timeout_s: ") + bad + "\n", "x.yaml").ok());
+  }
+}
+
 TEST_CASE("config: booleans take YAML's spellings") {
   auto c = ParseConfig("", "p.yaml");
   REQUIRE(c.ok());

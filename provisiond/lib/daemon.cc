@@ -145,6 +145,7 @@ Status Daemon::ReloadTokens() {
 // to <data_dir>/provisiond.api-url, its fingerprint to the log and /status.
 Status Daemon::StartApiListener(const Config& config, Impl& d) {
   HttpServerOptions https;
+  https.connection_timeout_s = static_cast<unsigned>(config.listen_idle_timeout_s);
   if (!ApiListenAddress(config, https.host, https.port)) return Status::Ok();
   std::vector<std::string> names = {"localhost"};
   char hostname[256] = "";
@@ -398,6 +399,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   http.host = config.listen_host;
   http.port = config.listen_port;
   http.max_body_bytes = config.max_body_bytes;
+  http.connection_timeout_s = static_cast<unsigned>(config.listen_idle_timeout_s);
   // The boot path on event loops, one per CPU (HttpServer: nodes booting at
   // once cost no thread each; API routes still get one of their own).
   http.threads = config.listen_threads >= 0 ? static_cast<unsigned>(config.listen_threads)
