@@ -326,26 +326,16 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   impl->boot = std::move(*boot_service);
   if (!config.interface.empty()) {
     // A provisiond killed with SIGKILL leaves its dnsmasq and NFS server
-    // running, holding the DHCP and TFTP ports (preflight would refuse them):
-    // they are found by the config file only they were started with.
-    for (const auto& [what, arg] :
-         {std::pair<std::string, std::string>{
-              "dnsmasq", "--conf-file=" + config.data_dir + "/netboot/dnsmasq.conf"},
-          {"nfs", config.data_dir + "/nfs/ganesha.conf"}})
-      for (pid_t pid : StopProcessesWithArg(arg)) {
-        spdlog::warn("stopped {} (pid {}) left running by a provisiond that did not stop", what,
-                     pid);
-        EventRecord e{0,
-                      0,
-                      0,
-                      "",
-                      what,
-                      "stopped pid " + std::to_string(pid) +
-                          ", left running by a provisiond that did not stop",
-                      "provisiond"};
-        impl->store->AppendEvent(e);
-      }
+    // running, holding the DHCP and TFTP ports: they are adopted (or
+    // stopped, when their config changed) as the services start, so the
+    // ports are not checked while they are there.
+    const bool leftover_dnsmasq =
+        !FindProcessesWithArg("--conf-file=" + config.data_dir + "/netboot/dnsmasq.conf").empty();
     PreflightOptions opt;
+    opt.check_ports = !leftover_dnsmasq;
+    // ...and its answers to the probe for other DHCP servers are its own.
+    if (auto i = LookupInterface(config.interface); leftover_dnsmasq && i.ok())
+      opt.own_address = i->address;
     for (const auto& [state, n] : impl->store->CountByState())
       if (state != NodeState::kDiscovered && state != NodeState::kRetired)
         opt.enrolled_nodes += static_cast<int>(n);

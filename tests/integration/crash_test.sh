@@ -6,7 +6,8 @@
 # database passes integrity_check, no half-written file is left, interrupted
 # runs are marked `interrupted` and the restart configures their nodes again,
 # to `ready`, without an apply.
-# (dnsmasq orphans after SIGKILL: the lab network test, see docs/reliability.md.)
+# (dnsmasq and the NFS server after a SIGKILL, adopted: lab.netboot and lab.images, see
+# docs/reliability.md.)
 # Usage: crash_test.sh PROVISIOND PROVISIONCTL BENCH_NODE_SIM
 PROVISIOND="$(realpath "$1")"
 PROVISIONCTL="$(realpath "$2")"

@@ -101,6 +101,7 @@ power:
   command: $HERE/power.sh
 CONF
 lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/provisiond.yaml"
+PROVISIOND_PID="$LAB_LAST_PID"
 wait_for "provisiond's URL file" 30 test -s "$DATA/provisiond.url"
 # provisionctl runs in the lab's namespace: the API over plain HTTP answers loopback only.
 export PROVISIOND_URL="http://127.0.0.1:8080"
@@ -192,6 +193,52 @@ PY
 wait_for "Prometheus to discover lab0 and lab1 through provisiond and scrape them" 90 targets_up
 up="$(targets_up)"
 say "Prometheus discovered the nodes through /api/v1/sd/prometheus and scrapes their node exporters: up: $up"
+
+# 1d. provisiond killed with SIGKILL while lab0 and lab1 are up: its NFS
+# server and dnsmasq keep running and serving them, and the next provisiond
+# adopts both (same processes, nothing restarted). Meanwhile lab0 reads
+# files from its NFS root it has not read before, one every 50 ms: none
+# fails; the longest wait between two reads is reported, not asserted.
+comm_pid() {
+  local p
+  for p in $(ip netns pids "$LAB_NS"); do
+    if [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$1" ]; then echo "$p"; fi
+  done
+}
+nfs_pid="$(comm_pid ganesha.nfsd)" dns_pid="$(comm_pid dnsmasq)"
+[ -n "$nfs_pid" ] && [ -n "$dns_pid" ] || fail "no NFS server ($nfs_pid) or dnsmasq ($dns_pid) in the lab"
+probe='end=$((SECONDS + 25))
+find /usr/lib /usr/share -type f 2>/dev/null | while read -r f; do
+  [ $SECONDS -lt $end ] || break
+  if head -c 4096 "$f" >/dev/null; then echo "$EPOCHREALTIME ok"; else echo "$EPOCHREALTIME failed $f"; fi
+  sleep 0.05
+done >/tmp/nfs-probe.log 2>&1
+echo done >>/tmp/nfs-probe.log'
+printf '%s\n' "$probe" >"$LAB_DIR/nfs-probe.sh"
+# One word: provisionctl cmd passes it as a shell line.
+ctl cmd lab0 -- "echo $(base64 -w0 "$LAB_DIR/nfs-probe.sh") | base64 -d >/tmp/nfs-probe.sh && setsid bash /tmp/nfs-probe.sh </dev/null >/dev/null 2>&1 &" >/dev/null ||
+  fail "cannot start the NFS probe on lab0"
+kill -9 "$PROVISIOND_PID"
+lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/provisiond.yaml"
+PROVISIOND_PID="$LAB_LAST_PID"
+both_adopted() {
+  ctl events --limit 100000 >"$LAB_DIR/events.out" &&
+    grep -q "adopted (pid $nfs_pid)" "$LAB_DIR/events.out" && grep -q "adopted (pid $dns_pid)" "$LAB_DIR/events.out"
+}
+wait_for "the restarted provisiond to adopt the NFS server ($nfs_pid) and dnsmasq ($dns_pid)" 60 both_adopted
+[ "$(comm_pid ganesha.nfsd)" = "$nfs_pid" ] && [ "$(comm_pid dnsmasq)" = "$dns_pid" ] ||
+  fail "the NFS server or dnsmasq was replaced: $(comm_pid ganesha.nfsd) $(comm_pid dnsmasq)"
+probe_done() { ctl cmd lab0 -- tail -n 1 /tmp/nfs-probe.log >"$LAB_DIR/probe.tail" && grep -q done "$LAB_DIR/probe.tail"; }
+wait_for "lab0's NFS probe to end" 90 probe_done
+ctl cmd lab0 -- cat /tmp/nfs-probe.log >"$LAB_DIR/nfs-probe.log"
+grep -Eo '[0-9]+\.[0-9]+ ok' "$LAB_DIR/nfs-probe.log" >"$LAB_DIR/nfs-probe.ok" || true
+reads="$(wc -l <"$LAB_DIR/nfs-probe.ok")"
+! grep -Eq '[0-9]+\.[0-9]+ failed ' "$LAB_DIR/nfs-probe.log" ||
+  fail "reads from lab0's NFS root failed: $(grep -E -m3 '[0-9]+\.[0-9]+ failed ' "$LAB_DIR/nfs-probe.log")"
+[ "$reads" -gt 20 ] || fail "lab0's NFS probe read only $reads files: $(head -5 "$LAB_DIR/nfs-probe.log")"
+gap="$(awk '{ if (last) { d = $1 - last; if (d > max) max = d } last = $1 } END { printf "%.2f", max }' "$LAB_DIR/nfs-probe.ok")"
+state_is lab0 ready && state_is lab1 ready || fail "a node left ready across provisiond's restart"
+say "provisiond killed with SIGKILL and restarted: NFS server ($nfs_pid) and dnsmasq ($dns_pid) adopted; lab0 read $reads files from its NFS root meanwhile, none failed, longest wait between two ${gap} s"
 ctl run list --node lab0 --status ok >"$LAB_DIR/runs0.out"
 grep -q "lab0 .*configure" "$LAB_DIR/runs0.out" || { ctl run list --node lab0 >&2; fail "lab0 has no configure run that is ok"; }
 ctl run show "$(awk '$2 == "lab0" && $3 == "configure" {print $1; exit}' "$LAB_DIR/runs0.out")" >"$LAB_DIR/run0.out" || true

@@ -11,8 +11,9 @@
 #      initrd; powered on through provisiond's power driver
 #   4. two machines at once get their own reserved addresses
 #   5. dnsmasq killed under provisiond is restarted, and the next machine boots
-#   6. provisiond killed with SIGKILL: the next one stops the dnsmasq it left;
-#      provisiond and dnsmasq listen only where configured
+#   6. provisiond killed with SIGKILL: the next one adopts the dnsmasq it left
+#      (which kept serving), or stops it when its config changed; provisiond
+#      and dnsmasq listen only where configured
 # Usage: netboot_test.sh PROVISIOND PROVISIONCTL   (root)
 set -euo pipefail
 PROVISIOND="$(realpath "$1")"
@@ -150,28 +151,26 @@ code="$(lab_exec curl -s -o /dev/null -w '%{http_code}' --path-as-is "$BOOT_URL/
 [ "$code" = 404 ] || fail "a path outside the catalog got $code"
 say "kernel served with Range (206), ETag (304); no path from the URL reaches the filesystem"
 
-# 6. provisiond killed with SIGKILL leaves its dnsmasq behind; the next
-#    provisiond stops it (found by its config file) before it starts its own.
-#    The restarted one listens on the lab address only, as configured.
+# 6. provisiond killed with SIGKILL leaves its dnsmasq behind, still serving;
+#    the next provisiond adopts it (found by its config file, which it would
+#    write the same), so DHCP and TFTP never stop. The restarted one listens
+#    on the lab address only, as configured (which changes nothing of
+#    dnsmasq's config). Killed again with another DHCP range: that dnsmasq
+#    is stopped and a new one started.
 old="$(dns_pid)"
 [ -n "$old" ] || fail "no dnsmasq before the SIGKILL"
 kill -9 "$(cat "$LAB_DIR/provisiond.pid")"
-orphan=0
-kill -0 "$old" 2>/dev/null && orphan=1
+kill -0 "$old" 2>/dev/null || fail "dnsmasq ($old) died with provisiond"
 sed -i "s/^listen: 0.0.0.0:8080/listen: $LAB_ADDR:8080/" "$LAB_DIR/provisiond.yaml"
 lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/provisiond.yaml"
 echo "$LAB_LAST_PID" >"$LAB_DIR/provisiond.pid"
 # Nothing on loopback now: provisionctl uses the HTTPS listener (api_listen: the listen address
 # on 8443), pinning its self-signed certificate on first use as an operator's laptop would.
 export PROVISIOND_URL="https://$LAB_ADDR:8443" PROVISIONCTL_KNOWN_SERVERS="$LAB_DIR/known_servers"
-one_new_dns() { local p; p="$(dns_pid)"; [ -n "$p" ] && [ "$p" != "$old" ] && [ "$(wc -w <<<"$p")" -eq 1 ]; }
-wait_for "the restarted provisiond's own dnsmasq (and no other)" 30 one_new_dns
-! kill -0 "$old" 2>/dev/null || fail "the dnsmasq ($old) of the killed provisiond still runs"
-if [ "$orphan" -eq 1 ]; then
-  ctl events --limit 100000 >"$LAB_DIR/events.out"
-  grep -q "stopped pid $old, left running by a provisiond that did not stop" "$LAB_DIR/events.out" ||
-    fail "no event for the dnsmasq ($old) left running"
-fi
+adopted() { ctl events --limit 100000 >"$LAB_DIR/events.out" && grep -q "adopted (pid $old)" "$LAB_DIR/events.out"; }
+wait_for "the restarted provisiond to adopt dnsmasq $old" 30 adopted
+[ "$(dns_pid)" = "$old" ] || fail "dnsmasq is $(dns_pid), not the adopted $old"
+say "SIGKILLed provisiond: its dnsmasq ($old) kept running and was adopted by the next one"
 ctl node list >/dev/null || fail "the restarted provisiond does not answer on $PROVISIOND_URL"
 pinned="$(awk '{print $2}' "$LAB_DIR/known_servers")"
 [ "$pinned" = "$(openssl x509 -in "$DATA/tls/cert.pem" -noout -fingerprint -sha256 | cut -d= -f2)" ] ||
@@ -202,7 +201,22 @@ while read -r proto _ _ _ local _ users; do
   esac
 done <"$LAB_DIR/listen.out"
 grep -q '"dnsmasq"' "$LAB_DIR/listen.out" || fail "dnsmasq does not listen: $(cat "$LAB_DIR/listen.out")"
-say "SIGKILLed provisiond: its dnsmasq (orphaned: $orphan) stopped by the next one; listening only on $LAB_ADDR:8080, :8443 (HTTPS, certificate pinned by provisionctl, plain API refused off loopback) and UDP :6666 (network console), DHCP and TFTP on $LAB_BRIDGE"
+say "listening only on $LAB_ADDR:8080, :8443 (HTTPS, certificate pinned by provisionctl, plain API refused off loopback) and UDP :6666 (network console), DHCP and TFTP on $LAB_BRIDGE"
+
+old="$(dns_pid)"
+kill -9 "$(cat "$LAB_DIR/provisiond.pid")"
+sed -i "s/range: 10.99.0.100-10.99.0.199/range: 10.99.0.100-10.99.0.198/" "$LAB_DIR/provisiond.yaml"
+lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/provisiond.yaml"
+echo "$LAB_LAST_PID" >"$LAB_DIR/provisiond.pid"
+one_new_dns() { local p; p="$(dns_pid)"; [ -n "$p" ] && [ "$p" != "$old" ] && [ "$(wc -w <<<"$p")" -eq 1 ]; }
+wait_for "the restarted provisiond's own dnsmasq (and no other)" 30 one_new_dns
+# Gone, or a zombie its new parent (init) has not reaped yet.
+dead() { ! kill -0 "$1" 2>/dev/null || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
+wait_for "the dnsmasq ($old) of the killed provisiond to be stopped" 10 dead "$old"
+ctl events --limit 100000 >"$LAB_DIR/events.out"
+grep -q "stopped pid $old, left running by a provisiond that did not stop (its config changed)" "$LAB_DIR/events.out" ||
+  fail "no event for the dnsmasq ($old) stopped for its changed config"
+say "SIGKILLed provisiond restarted with another DHCP range: its dnsmasq ($old) stopped, $(dns_pid) started"
 
 # Stopping provisiond stops its dnsmasq.
 kill -TERM "$(cat "$LAB_DIR/provisiond.pid")"

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -198,15 +199,30 @@ Result<ChildProcess> ChildProcess::Start(const ProcessSpec& spec) {
   return child;
 }
 
-ChildProcess::ChildProcess(ChildProcess&& other) noexcept : pid_(other.pid_) {
+Result<ChildProcess> ChildProcess::Adopt(pid_t pid) {
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0)
+    return Status::Error(Code::kUnavailable,
+                         "cannot adopt pid " + std::to_string(pid) + ": " + strerror(errno));
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  ChildProcess child;
+  child.pid_ = pid;
+  child.pidfd_ = fd;
+  return child;
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept : pid_(other.pid_), pidfd_(other.pidfd_) {
   other.pid_ = -1;
+  other.pidfd_ = -1;
 }
 
 ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
   if (this != &other) {
     Stop();
     pid_ = other.pid_;
+    pidfd_ = other.pidfd_;
     other.pid_ = -1;
+    other.pidfd_ = -1;
   }
   return *this;
 }
@@ -215,8 +231,28 @@ ChildProcess::~ChildProcess() {
   Stop();
 }
 
+void ChildProcess::Clear() {
+  if (pidfd_ >= 0) close(pidfd_);
+  pid_ = -1;
+  pidfd_ = -1;
+}
+
+namespace {
+// A pidfd is readable once its process has exited.
+bool PidfdExited(int pidfd, int timeout_ms) {
+  pollfd p{pidfd, POLLIN, 0};
+  return poll(&p, 1, timeout_ms) > 0;
+}
+}  // namespace
+
 bool ChildProcess::Reap(int& status) {
   if (pid_ <= 0) return false;
+  if (adopted()) {
+    if (!PidfdExited(pidfd_, 0)) return false;
+    status = 0;
+    Clear();
+    return true;
+  }
   pid_t r = waitpid(pid_, &status, WNOHANG);
   if (r == pid_) {
     pid_ = -1;
@@ -227,12 +263,23 @@ bool ChildProcess::Reap(int& status) {
 
 Status ChildProcess::Signal(int sig) const {
   if (pid_ <= 0) return Status::Error(Code::kUnavailable, "the process is not running");
-  if (kill(pid_, sig) != 0) return Status::Internal("kill: " + std::string(strerror(errno)));
+  int r = adopted() ? static_cast<int>(syscall(SYS_pidfd_send_signal, pidfd_, sig, nullptr, 0))
+                    : kill(pid_, sig);
+  if (r != 0) return Status::Internal("kill: " + std::string(strerror(errno)));
   return Status::Ok();
 }
 
 void ChildProcess::Stop(int grace_ms) {
   if (pid_ <= 0) return;
+  if (adopted()) {
+    (void)Signal(SIGTERM);
+    if (!PidfdExited(pidfd_, grace_ms)) {
+      (void)Signal(SIGKILL);
+      PidfdExited(pidfd_, 5000);
+    }
+    Clear();
+    return;
+  }
   kill(pid_, SIGTERM);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   int status = 0;

@@ -57,6 +57,11 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, int timeout_ms,
 class ChildProcess {
  public:
   static Result<ChildProcess> Start(const ProcessSpec& spec);
+  // Takes over a running process that is not our child (one a provisiond
+  // killed with SIGKILL left behind), watched through a pidfd: signals reach
+  // that process and no other even if its pid is reused; its exit is seen,
+  // its exit status is not (its parent is init now).
+  static Result<ChildProcess> Adopt(pid_t pid);
   ChildProcess() = default;
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&& other) noexcept;
@@ -64,14 +69,19 @@ class ChildProcess {
 
   pid_t pid() const { return pid_; }
   bool running() const { return pid_ > 0; }
-  // Non-blocking: true (and fills `status`, clears pid) if it has exited.
+  bool adopted() const { return pidfd_ >= 0; }
+  // Non-blocking: true (and fills `status`, clears pid) if it has exited. An
+  // adopted process's status is unknown: 0.
   bool Reap(int& status);
   // Sends a signal (e.g. SIGHUP for a reload).
   Status Signal(int sig) const;
   void Stop(int grace_ms = 5000);
 
  private:
+  void Clear();  // forgets the process (closes the pidfd)
+
   pid_t pid_ = -1;
+  int pidfd_ = -1;  // adopted processes only
 };
 
 }  // namespace prov

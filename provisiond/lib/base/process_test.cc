@@ -1,9 +1,13 @@
 #include "base/process.h"
 
+#include "base/supervisor.h"
+
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <mutex>
 
 namespace prov {
 namespace {
@@ -11,6 +15,25 @@ ProcessSpec Cmd(std::vector<std::string> argv) {
   ProcessSpec spec;
   spec.argv = std::move(argv);
   return spec;
+}
+// Starts `sleep 30 MARK` as no child of ours (its shell exits: it is
+// reparented, as a provisiond's dnsmasq is when provisiond is killed); its pid.
+pid_t Orphan(const std::string& mark) {
+  auto r = RunProcess(
+      Cmd({"/bin/sh", "-c", "/bin/sleep 30 " + mark + " >/dev/null 2>&1 & echo $!"}), 5000);
+  REQUIRE(r.ok());
+  pid_t pid = static_cast<pid_t>(std::stol(r->output));
+  for (int i = 0; i < 200 && FindProcessesWithArg(mark).empty(); ++i) usleep(10000);
+  REQUIRE(FindProcessesWithArg(mark) == std::vector<pid_t>{pid});
+  return pid;
+}
+
+bool Gone(const std::string& mark) {
+  for (int i = 0; i < 300; ++i) {
+    if (FindProcessesWithArg(mark).empty()) return true;
+    usleep(10000);
+  }
+  return false;
 }
 }  // namespace
 
@@ -111,6 +134,76 @@ TEST_CASE("process: processes left behind are found by an argument and stopped")
   CHECK(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGTERM);
   CHECK(FindProcessesWithArg(mark).empty());
+}
+
+TEST_CASE("process: a process that is not our child is adopted, signalled, seen to exit, stopped") {
+  const std::string mark = "0.00" + std::to_string(getpid()) + "1";
+  pid_t pid = Orphan(mark);
+  auto c = ChildProcess::Adopt(pid);
+  REQUIRE(c.ok());
+  CHECK(c->adopted());
+  CHECK(c->pid() == pid);
+  int status = 1;
+  CHECK_FALSE(c->Reap(status));
+  CHECK(c->Signal(SIGKILL).ok());
+  bool exited = false;
+  for (int i = 0; i < 300 && !(exited = c->Reap(status)); ++i) usleep(10000);
+  CHECK(exited);
+  CHECK(status == 0);  // unknown: init is its parent
+  CHECK_FALSE(c->running());
+  CHECK_FALSE(c->Signal(SIGTERM).ok());
+
+  pid = Orphan(mark);
+  c = ChildProcess::Adopt(pid);
+  REQUIRE(c.ok());
+  c->Stop(2000);
+  CHECK_FALSE(c->running());
+  CHECK(Gone(mark));
+  // Gone (or a zombie init has not reaped yet): not adopted, or seen to have exited at once.
+  auto again = ChildProcess::Adopt(pid);
+  if (again.ok()) CHECK(again->Reap(status));
+}
+
+TEST_CASE(
+    "supervisor: a leftover with the same config is adopted, restarted from its spec if it dies") {
+  const std::string mark = "0.00" + std::to_string(getpid()) + "2";
+  std::mutex mu;
+  std::vector<std::string> events;
+  auto record = [&](const std::string& e) {
+    std::lock_guard lock(mu);
+    events.push_back(e);
+  };
+  auto seen = [&](const std::string& text) {
+    std::lock_guard lock(mu);
+    for (const auto& e : events)
+      if (e.find(text) != std::string::npos) return true;
+    return false;
+  };
+  pid_t old = Orphan(mark);
+  pid_t leftover = AdoptOrStopLeftover("sleeper", mark, true, record);
+  CHECK(leftover == old);
+  {
+    auto p = SupervisedProcess::Start("sleeper", Cmd({"/bin/sleep", "30", mark}), "marking", record,
+                                      20, nullptr, leftover);
+    REQUIRE(p.ok());
+    CHECK((*p)->pid() == old);
+    CHECK(seen("adopted (pid " + std::to_string(old) + ")"));
+    CHECK_FALSE(seen("started"));
+    kill(old, SIGKILL);
+    for (int i = 0; i < 500 && ((*p)->pid() == old || (*p)->pid() <= 0); ++i) usleep(10000);
+    CHECK((*p)->pid() > 0);
+    CHECK((*p)->pid() != old);
+    CHECK(seen("(adopted) exited; restarting"));
+    CHECK(seen("started (pid " + std::to_string((*p)->pid()) + ")"));
+  }
+  CHECK(Gone(mark));  // stopped with its supervisor
+
+  // A changed config: the leftover is stopped, with an event, not adopted.
+  old = Orphan(mark);
+  CHECK(AdoptOrStopLeftover("sleeper", mark, false, record) == -1);
+  CHECK(Gone(mark));
+  CHECK(seen("stopped pid " + std::to_string(old) +
+             ", left running by a provisiond that did not stop (its config changed)"));
 }
 
 }  // namespace prov

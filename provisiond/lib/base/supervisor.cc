@@ -4,21 +4,30 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <vector>
 
 namespace prov {
 
-Result<std::unique_ptr<SupervisedProcess>> SupervisedProcess::Start(std::string name,
-                                                                    ProcessSpec spec,
-                                                                    std::string what,
-                                                                    EventFn on_event, int tick_ms,
-                                                                    std::function<void()> on_tick) {
+Result<std::unique_ptr<SupervisedProcess>> SupervisedProcess::Start(
+    std::string name, ProcessSpec spec, std::string what, EventFn on_event, int tick_ms,
+    std::function<void()> on_tick, pid_t adopt) {
   std::unique_ptr<SupervisedProcess> p(new SupervisedProcess(std::move(name), std::move(spec),
                                                              std::move(what), std::move(on_event),
                                                              tick_ms, std::move(on_tick)));
   {
     std::lock_guard lock(p->mu_);
-    Status s = p->Launch();
-    if (!s.ok()) return s;
+    Result<ChildProcess> adopted = Status::NotFound("nothing to adopt");
+    if (adopt > 0) adopted = ChildProcess::Adopt(adopt);
+    if (adopted.ok()) {
+      p->child_ = std::move(*adopted);
+      spdlog::info("{} (pid {}) left running by a provisiond that did not stop: adopted, {}",
+                   p->name_, adopt, p->what_);
+      p->Event("adopted (pid " + std::to_string(adopt) +
+               "), left running by a provisiond that did not stop; " + p->what_);
+    } else {
+      Status s = p->Launch();
+      if (!s.ok()) return s;
+    }
   }
   p->thread_ = std::thread([raw = p.get()] { raw->Run(); });
   return p;
@@ -67,8 +76,10 @@ void SupervisedProcess::Run() {
       wake_.wait_for(lock, std::chrono::milliseconds(tick_ms_), [&] { return stop_.load(); });
       if (stop_) break;
       int status = 0;
+      const bool adopted = child_.adopted();
       if (child_.Reap(status)) {
-        std::string how = WIFEXITED(status)
+        std::string how = adopted ? "(adopted) exited"
+                          : WIFEXITED(status)
                               ? "exited with status " + std::to_string(WEXITSTATUS(status))
                               : "was killed by signal " + std::to_string(WTERMSIG(status));
         spdlog::warn("{} {}; restarting in {} ms", name_, how, backoff_ms);
@@ -88,6 +99,21 @@ void SupervisedProcess::Run() {
     }
     if (on_tick_) on_tick_();
   }
+}
+
+pid_t AdoptOrStopLeftover(const std::string& name, const std::string& arg, bool same_config,
+                          const SupervisedProcess::EventFn& on_event) {
+  std::vector<pid_t> found = FindProcessesWithArg(arg);
+  if (found.size() == 1 && same_config) return found.front();
+  const std::string why = same_config ? "" : " (its config changed)";
+  for (pid_t pid : StopProcessesWithArg(arg)) {
+    spdlog::warn("stopped {} (pid {}) left running by a provisiond that did not stop{}", name, pid,
+                 why);
+    if (on_event)
+      on_event("stopped pid " + std::to_string(pid) +
+               ", left running by a provisiond that did not stop" + why);
+  }
+  return -1;
 }
 
 }  // namespace prov

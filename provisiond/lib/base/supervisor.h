@@ -23,11 +23,15 @@ class SupervisedProcess {
   using EventFn = std::function<void(const std::string& detail)>;
 
   // `name` names the program in logs; `what` is the detail of the "started"
-  // event ("on br0, full DHCP").
+  // event ("on br0, full DHCP"). `adopt` > 0: that process, left running by
+  // a provisiond killed with SIGKILL and started from the same `spec`, is
+  // taken over instead of starting another (it keeps serving meanwhile);
+  // restarts, if it dies, start `spec`.
   static Result<std::unique_ptr<SupervisedProcess>> Start(std::string name, ProcessSpec spec,
                                                           std::string what, EventFn on_event,
                                                           int tick_ms,
-                                                          std::function<void()> on_tick);
+                                                          std::function<void()> on_tick,
+                                                          pid_t adopt = -1);
   ~SupervisedProcess();  // stops the program (SIGTERM, then SIGKILL) and the thread
 
   pid_t pid() const;
@@ -61,5 +65,13 @@ class SupervisedProcess {
   std::condition_variable wake_;
   std::thread thread_;
 };
+
+// What to do with processes that a provisiond killed with SIGKILL left
+// running, found by `arg` (the config file only they were started with): the
+// one to adopt (pid) when there is exactly one and `same_config` (it runs with
+// the config provisiond would start it with: it keeps serving nodes, no gap);
+// otherwise they are stopped, each with an event, and -1 is returned.
+pid_t AdoptOrStopLeftover(const std::string& name, const std::string& arg, bool same_config,
+                          const SupervisedProcess::EventFn& on_event);
 
 }  // namespace prov

@@ -228,8 +228,14 @@ Result<std::unique_ptr<DnsmasqService>> DnsmasqService::Start(const DnsmasqSetti
   if (!text.ok()) return text.status();
   auto config = RenderDnsmasqConfig(settings, *text);
   if (!config.ok()) return config.status();
+  // A dnsmasq left running by a provisiond killed with SIGKILL keeps serving
+  // if it runs with this very config (adopted below); otherwise it is stopped.
+  auto running_config = ReadFile(svc->config_path_);
+  const bool same_config = running_config.ok() && *running_config == *config;
   s = WriteFileAtomic(svc->config_path_, *config);
   if (!s.ok()) return s;
+  const pid_t leftover = AdoptOrStopLeftover("dnsmasq", "--conf-file=" + svc->config_path_,
+                                             same_config, EventRecorder(store, "dnsmasq"));
   s = svc->SyncReservations();
   if (!s.ok()) return s;
   if (settings.sync_tftp) settings.sync_tftp();
@@ -243,9 +249,11 @@ Result<std::unique_ptr<DnsmasqService>> DnsmasqService::Start(const DnsmasqSetti
   // that follows it a few milliseconds later.
   auto process = SupervisedProcess::Start(
       "dnsmasq", spec, "on " + settings.iface.name + ", " + settings.mode + " DHCP",
-      EventRecorder(store, "dnsmasq"), 50, [p = svc.get()] { p->Tick(); });
+      EventRecorder(store, "dnsmasq"), 50, [p = svc.get()] { p->Tick(); }, leftover);
   if (!process.ok()) return process.status();
   svc->process_ = std::move(*process);
+  // An adopted dnsmasq read the hosts file before SyncReservations rewrote it.
+  if (leftover > 0 && svc->process_->pid() == leftover) svc->process_->Signal(SIGHUP);
   return svc;
 }
 

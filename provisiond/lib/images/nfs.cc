@@ -60,8 +60,15 @@ Result<std::unique_ptr<NfsService>> NfsService::Start(const NfsSettings& setting
                                settings.template_path);
   if (!config.ok()) return config.status();
   const std::string config_path = settings.run_dir + "/ganesha.conf";
+  // An NFS server left running by a provisiond killed with SIGKILL keeps
+  // serving the nodes that are up if it runs with this very config (adopted
+  // below: no grace period, no gap); otherwise it is stopped.
+  auto running_config = ReadFile(config_path);
+  const bool same_config = running_config.ok() && *running_config == *config;
   s = WriteFileAtomic(config_path, *config);
   if (!s.ok()) return s;
+  const pid_t leftover =
+      AdoptOrStopLeftover("nfs", config_path, same_config, EventRecorder(store, "nfs"));
   ProcessSpec spec;
   spec.argv = {settings.ganesha,
                "-F",
@@ -79,7 +86,7 @@ Result<std::unique_ptr<NfsService>> NfsService::Start(const NfsSettings& setting
   auto process = SupervisedProcess::Start("nfs", spec,
                                           "exporting " + settings.export_path + " read-only at " +
                                               settings.pseudo_path + " to " + settings.clients,
-                                          EventRecorder(store, "nfs"), 500, nullptr);
+                                          EventRecorder(store, "nfs"), 500, nullptr, leftover);
   if (!process.ok()) return process.status();
   svc->process_ = std::move(*process);
   return svc;
