@@ -2,9 +2,11 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <map>
 
 #include "api/test_fixture.h"
+#include "base/file_util.h"
 
 namespace prov {
 namespace {}  // namespace
@@ -70,6 +72,37 @@ TEST_CASE("profiles: apply answers with what after_apply started") {
   auto applied = f.CallJson("POST", "/api/v1/profiles/v0.1/apply");
   CHECK(applied["configure"]["nodes"] == applied["nodes"].size());
   CHECK(seen_who == "alice");
+}
+
+TEST_CASE("profiles: the list is read again when a profile's files change, from memory otherwise") {
+  auto store = std::move(*Store::Open(":memory:"));
+  TempDir dir{"profiles"}, snapshots{"snapshots"};
+  auto write = [&](const std::string& version, const std::string& text) {
+    REQUIRE(MakeDirs(dir.path() + "/" + version).ok());
+    REQUIRE(WriteFileAtomic(dir.path() + "/" + version + "/profile.yaml", text).ok());
+  };
+  write("a", "version: a\nimage: {name: lab}\nnodes: {pattern: \"a*\"}\n");
+  Inventory inventory{*store, dir.path(), PROVISION_SOURCE_DIR "/playbooks", snapshots.path()};
+  std::vector<std::string> errors;
+  auto first = inventory.ListProfiles(errors);
+  REQUIRE(first.size() == 1);
+  CHECK(errors.empty());
+  CHECK(inventory.ListProfiles(errors).at("a").sha256 == first.at("a").sha256);
+  write("a", "version: a\nimage: {name: lab}\nnodes: {pattern: \"b*\"}\n");  // edited
+  auto edited = inventory.ListProfiles(errors);
+  CHECK(edited.at("a").sha256 != first.at("a").sha256);
+  CHECK(edited.at("a").Covers("b1", "52:54:00:00:00:01"));
+  write("b", "version: b\nimage: [not, closed\n");  // added, broken
+  errors.clear();
+  CHECK(inventory.ListProfiles(errors).size() == 1);
+  CHECK(errors.size() == 1);
+  errors.clear();
+  inventory.ListProfiles(errors);  // unchanged: the errors come from memory too
+  CHECK(errors.size() == 1);
+  std::filesystem::remove_all(dir.path() + "/b");  // removed
+  errors.clear();
+  CHECK(inventory.ListProfiles(errors).size() == 1);
+  CHECK(errors.empty());
 }
 
 }  // namespace prov

@@ -1,5 +1,8 @@
 #include "profiles/inventory.h"
 
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <set>
 
 #include "power/power.h"
@@ -152,8 +155,38 @@ std::vector<FileChange> Inventory::FilesAgainst(const Profile& target, std::stri
   return DiffProfileFiles((*from)->files, target.files);
 }
 
+namespace {
+namespace fs = std::filesystem;
+
+// Every file and directory under `dirs`, with its size and mtime: what
+// changes when a profile or a playbook is edited, added or removed.
+std::string TreeStamp(const std::vector<std::string>& dirs) {
+  std::string stamp;
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      struct stat st {};
+      if (stat(it->path().c_str(), &st) != 0) continue;
+      stamp += it->path().string();
+      stamp += ' ' + std::to_string(st.st_size) + ' ' + std::to_string(st.st_mtim.tv_sec) + '.' +
+               std::to_string(st.st_mtim.tv_nsec) + '\n';
+    }
+    if (ec) stamp += dir + " unreadable\n";
+  }
+  return stamp;
+}
+}  // namespace
+
 std::map<std::string, Profile> Inventory::ListProfiles(std::vector<std::string>& errors) const {
-  return LoadAllProfiles(profiles_dir_, playbooks_dir_, errors);
+  std::string stamp = TreeStamp({profiles_dir_, playbooks_dir_});
+  std::lock_guard lock(listed_mu_);
+  if (stamp != listed_stamp_) {
+    listed_errors_.clear();
+    listed_ = LoadAllProfiles(profiles_dir_, playbooks_dir_, listed_errors_);
+    listed_stamp_ = std::move(stamp);
+  }
+  errors.insert(errors.end(), listed_errors_.begin(), listed_errors_.end());
+  return listed_;
 }
 
 Result<NodeRecord> Inventory::Enroll(const EnrollRequest& request, const std::string& who) {

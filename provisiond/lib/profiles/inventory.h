@@ -91,6 +91,9 @@ class Inventory {
 
   // The profile as its files on disk say now.
   Result<Profile> DiskProfile(const std::string& version) const;
+  // Every profile on disk. Read again only when a file under profiles_dir or
+  // playbooks_dir changed (path, size or mtime, from a walk that stats them):
+  // GET /status lists them on every batch of events each web page gets.
   std::map<std::string, Profile> ListProfiles(std::vector<std::string>& errors) const;
 
   // What the nodes of `version` are configured and booted with: the snapshot
@@ -132,6 +135,11 @@ class Inventory {
   SnapshotStore snapshots_;
   std::mutex snapshot_of_mu_;
   std::map<std::string, std::string> snapshot_of_;  // version -> sha256; guarded
+  // ListProfiles' last reading, and the stamp of the files it came from.
+  mutable std::mutex listed_mu_;
+  mutable std::string listed_stamp_;
+  mutable std::map<std::string, Profile> listed_;
+  mutable std::vector<std::string> listed_errors_;
 };
 
 // The image a profile gives its nodes, as stored on the node ("lab" or
