@@ -155,7 +155,8 @@ last_event() {
 
 # --- nginx ----------------------------------------------------------------------
 # start_nginx_on_free_port CHECK_PATH: writes $tmp/nginx/nginx.conf from
-# nginx_server_block (the body of the server {} block) and nginx_workers, and
+# nginx_server_block (the body of the server {} block), nginx_workers and
+# nginx_worker_connections (each worker's; 4096 unless set), and
 # starts nginx on a free 127.0.0.1 port. Sets nginx_pid and nginx_url.
 start_nginx_on_free_port() {
   local check=$1 port try i
@@ -167,7 +168,7 @@ start_nginx_on_free_port() {
 worker_processes $nginx_workers;
 pid $tmp/nginx/nginx.pid;
 error_log $tmp/nginx/error.log warn;
-events { worker_connections 4096; }
+events { worker_connections ${nginx_worker_connections:-4096}; }
 http {
   access_log off;
   sendfile on;

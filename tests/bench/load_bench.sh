@@ -11,7 +11,7 @@
 # answered as static files (hello: `return 200`), alternating, for a ratio.
 #
 # Usage: tests/bench/load_bench.sh [--nodes 1000] [--runs 3] [--kernel-mib 1]
-#          [--initrd-mib 4] [--build-dir build-bench] [--provisiond PATH]
+#          [--initrd-mib 4] [--listen-threads N] [--keep-going] [--build-dir build-bench] [--provisiond PATH]
 #          [--provisionctl PATH] [--node-sim PATH] [--nginx PATH] [--dir TMP] [--json FILE]
 set -euo pipefail
 
@@ -19,7 +19,7 @@ bench=load_bench
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build_dir=$repo/build-bench
 provisiond='' provisionctl='' node_sim='' nginx_bin='' json_out='' nginx_workers=auto
-nodes=1000 runs=3 kernel_mib=1 initrd_mib=4 tmp_base=${TMPDIR:-/tmp}
+nodes=1000 runs=3 kernel_mib=1 initrd_mib=4 tmp_base=${TMPDIR:-/tmp} listen_threads=-1 keep_going=0
 
 usage() {
   sed -n '/^# Usage:/,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
@@ -36,6 +36,8 @@ while (($#)); do
     --runs) runs=${2:?}; shift 2 ;;
     --kernel-mib) kernel_mib=${2:?}; shift 2 ;;
     --initrd-mib) initrd_mib=${2:?}; shift 2 ;;
+    --listen-threads) listen_threads=${2:?}; shift 2 ;;
+    --keep-going) keep_going=1; shift ;;
     --dir) tmp_base=${2:?}; shift 2 ;;
     --json) json_out=${2:?}; shift 2 ;;
     -h | --help) usage ;;
@@ -85,6 +87,7 @@ playbooks_dir: $repo/playbooks
 pxe_dir: $repo/pxe
 ssh.port: 1
 listen_connections: $((nodes + 1024))
+listen_threads: $listen_threads
 EOF
   "$provisiond" -c "$tmp/provisiond.yaml" >"$tmp/provisiond.log" 2>&1 &
   provisiond_pid=$!
@@ -108,40 +111,59 @@ hellos() { sqlite3 "$db" "select count(*) from events where kind = 'boot' and de
 # --- nginx: what provisiond answered, as static files ---------------------------
 mkdir -p "$tmp/www/boot"
 curl -sf --noproxy '*' "$provisiond_url/boot/start.ipxe" >"$tmp/www/boot/start.ipxe"
-for ((i = 0; i < nodes; i++)); do
-  mac=$(printf '52-54-0a-%02x-%02x-%02x' $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255)))
-  mkdir -p "$tmp/www/boot/$mac"
-  ln "$image_dir/vmlinuz" "$tmp/www/boot/$mac/vmlinuz"
-  ln "$image_dir/initrd.img" "$tmp/www/boot/$mac/initrd.img"
-done
+# (Python for the per-node files: a process per node takes minutes at 10,000.)
+python3 - "$tmp/www/boot" "$image_dir" "$nodes" <<'PY'
+import os, sys
+www, image, nodes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for i in range(nodes):
+    d = os.path.join(www, "52-54-0a-%02x-%02x-%02x" % (i >> 16 & 255, i >> 8 & 255, i & 255))
+    os.makedirs(d, exist_ok=True)
+    for f in ("vmlinuz", "initrd.img"):
+        os.link(os.path.join(image, f), os.path.join(d, f))
+PY
 # Scripts and overlays as provisiond renders them (one curl, one connection);
 # this is also the first boot of every node (not measured).
 args=()
 for ((i = 0; i < nodes; i++)); do
-  mac=$(printf '52-54-0a-%02x-%02x-%02x' $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255)))
+  printf -v mac '52-54-0a-%02x-%02x-%02x' $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255))
   ((i > 0)) && args+=(--next)
   args+=(-sf -o "$tmp/www/boot/$mac.ipxe" "$provisiond_url/boot/$mac.ipxe")
 done
 curl --noproxy '*' "${args[@]}" || die "fetching the scripts failed"
 args=()
 for ((i = 0; i < nodes; i++)); do
-  mac=$(printf '52-54-0a-%02x-%02x-%02x' $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255)))
+  printf -v mac '52-54-0a-%02x-%02x-%02x' $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255))
   ((i > 0)) && args+=(--next)
   args+=(-sf -o "$tmp/www/boot/$mac/ticket.img" "$provisiond_url/boot/$mac/ticket.img")
 done
 curl --noproxy '*' "${args[@]}" || die "fetching the tickets failed"
 # Overlays from a privileged port, as a node's root fetches them: one curl, one connection (a
 # connection per overlay would leave its port in TIME_WAIT, and there are only 512 such ports).
-# The URLs go in a config file (-K): 10,000 of them are too long for a command line.
-: >"$tmp/overlays.curl"
-for ((i = 0; i < nodes; i++)); do
-  mac=$(printf '52-54-0a-%02x-%02x-%02x' $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255)))
-  ticket=$(cpio -i --quiet --to-stdout provision/ticket <"$tmp/www/boot/$mac/ticket.img")
-  ((i > 0)) && echo next >>"$tmp/overlays.curl"
-  printf 'local-port = "512-1023"\nsilent\nfail\noutput = "%s"\nurl = "%s"\n' \
-    "$tmp/www/boot/$mac/overlay.tar" "$provisiond_url/boot/$mac/overlay.tar?ticket=$ticket" \
-    >>"$tmp/overlays.curl"
-done
+# The URLs go in a config file (-K): 10,000 of them are too long for a command line. The
+# ticket is provision/ticket in each ticket.img (a newc cpio archive).
+python3 - "$tmp/www/boot" "$nodes" "$provisiond_url" >"$tmp/overlays.curl" <<'PY'
+import os, sys
+www, nodes, url = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def member(data, wanted):
+    pos = 0
+    while data[pos:pos + 6] == b"070701":
+        size, name_size = int(data[pos + 54:pos + 62], 16), int(data[pos + 94:pos + 102], 16)
+        name = data[pos + 110:pos + 110 + name_size - 1].decode()
+        start = (pos + 110 + name_size + 3) & ~3
+        if name == wanted:
+            return data[start:start + size].decode().strip()
+        if name == "TRAILER!!!":
+            break
+        pos = (start + size + 3) & ~3
+    sys.exit("no %s in a ticket.img" % wanted)
+for i in range(nodes):
+    mac = "52-54-0a-%02x-%02x-%02x" % (i >> 16 & 255, i >> 8 & 255, i & 255)
+    ticket = member(open(os.path.join(www, mac, "ticket.img"), "rb").read(), "provision/ticket")
+    if i:
+        print("next")
+    print('local-port = "512-1023"\nsilent\nfail\noutput = "%s/%s/overlay.tar"\nurl = "%s/boot/%s/overlay.tar?ticket=%s"'
+          % (www, mac, url, mac, ticket))
+PY
 args=(-K "$tmp/overlays.curl")
 curl --noproxy '*' "${args[@]}" || die "fetching the overlays failed"
 # nginx's workers run as nobody: they need to reach $tmp/www (the hard links
@@ -152,18 +174,21 @@ nginx_server_block="    root $tmp/www;
     default_type application/octet-stream;
     location ~ \\.ipxe\$ { default_type text/plain; }
     location /api/ { default_type application/json; return 200 '{\"state\":\"booted\"}'; }"
+# Every worker may hold every node's connection (which worker accepts is the kernel's choice).
+nginx_worker_connections=$((nodes + 1024))
 start_nginx_on_free_port /boot/start.ipxe
 
 # --- the storms -------------------------------------------------------------------
 storm() {  # $1: base URL, $2: name; sets s_json
   local out=$tmp/storm-$2.json
+  # --keep-going: a storm with errors is reported (errors column) instead of ending the run.
   "$node_sim" --url "$1" --nodes "$nodes" --prefix lab --files --hello >"$out" 2>"$tmp/storm-$2.err" ||
-    die "$2: errors: $(cat "$out") $(head -5 "$tmp/storm-$2.err")"
+    ((keep_going)) || die "$2: errors: $(cat "$out") $(head -5 "$tmp/storm-$2.err")"
   s_json=$(<"$out")
 }
 field() { sed -n "s/.*\"$2\":\([0-9.]*\).*/\1/p" <<<"$1"; }
 lat() { sed -n "s/.*\"latency_ms\":{[^}]*\"$2\":\([0-9.]*\).*/\1/p" <<<"$1"; }
-rows=() p_wall=() n_wall=() p_recorded=()
+rows=() notes=() p_wall=() n_wall=() p_recorded=()
 run_one() {  # $1: provisiond|nginx, $2: round
   local before after rec=-
   if [[ $1 == provisiond ]]; then
@@ -171,12 +196,15 @@ run_one() {  # $1: provisiond|nginx, $2: round
     storm "$provisiond_url" provisiond
     after=$(hellos)
     rec=$((after - before))
-    ((rec == nodes)) || die "provisiond recorded $rec phone-homes of $nodes"
+    ((rec == nodes || keep_going)) || die "provisiond recorded $rec phone-homes of $nodes"
     p_wall+=("$(field "$s_json" wall_s)"); p_recorded+=("$rec")
   else
     storm "$nginx_url" nginx
     n_wall+=("$(field "$s_json" wall_s)")
   fi
+  local kinds
+  kinds=$(sed -n 's/.*"errors_by_kind":{\([^}]*\)}.*/\1/p' <<<"$s_json")
+  [[ -z $kinds ]] || notes+=("run $2, $1: errors by kind: $kinds; by step: $(sed -n 's/.*"errors_by_step":{\([^}]*\)}.*/\1/p' <<<"$s_json")")
   rows+=("$(printf '%-5s %-11s %9s %9s %7s %9s %9s %9s %9s %9s' "$2" "$1" "$(field "$s_json" requests)" \
     "$(field "$s_json" errors)" "$rec" "$(field "$s_json" wall_s)" "$(field "$s_json" requests_per_s)" \
     "$(lat "$s_json" p50)" "$(lat "$s_json" p99)" "$(lat "$s_json" max)")")
@@ -193,6 +221,7 @@ echo "$bench: $nodes nodes at once, each: start.ipxe, <mac>.ipxe, vmlinuz ($kern
 echo "$(nproc) CPUs, load average $load_before at start, $nginx_version (workers: $nginx_workers); one thread and one connection per request per node in bench_node_sim"
 printf '%-5s %-11s %9s %9s %7s %9s %9s %9s %9s %9s\n' run server requests errors hellos "wall s" "req/s" "p50 ms" "p99 ms" "max ms"
 printf '%s\n' "${rows[@]}"
+((${#notes[@]} == 0)) || printf '%s\n' "${notes[@]}"
 echo "median wall time: provisiond $p_med s, nginx $n_med s; ratio provisiond/nginx $ratio"
 echo "phone-homes recorded per provisiond storm: ${p_recorded[*]} (of $nodes); node states now: $states"
 cat >"$json_out" <<EOF

@@ -23,7 +23,8 @@
 // C threads (default N: every node at once) start together behind a barrier;
 // each request is a new connection (Connection: close). --log writes one line
 // per request as it is answered: "NODE STEP HTTP_CODE MS" (code 0: no answer,
-// the connection failed). Prints a JSON summary on stdout; exits 0 when every
+// the connection failed). Prints a JSON summary on stdout (errors by step and
+// by kind: reset, timeout, closed, connect, http N); exits 0 when every
 // request got its expected 2xx, 1 otherwise, 2 on usage errors.
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -196,10 +197,21 @@ std::string After(const std::string& text, const std::string& key) {
   return text.substr(p, e == std::string::npos ? std::string::npos : e - p);
 }
 
+// A failed request's kind, for the summary.
+std::string ErrorKind(const Answer& a) {
+  if (a.code) return "http " + std::to_string(a.code);
+  if (a.error.find("reset") != std::string::npos) return "reset";
+  if (a.error.find("temporarily unavailable") != std::string::npos) return "timeout";
+  if (a.error.find("without an answer") != std::string::npos) return "closed";
+  if (a.error.rfind("connect:", 0) == 0) return "connect";
+  return "other";
+}
+
 struct Stats {
   std::mutex mu;
   std::ofstream log;
   std::map<std::string, int> ok, failed;
+  std::map<std::string, int> kinds;  // what the failures were: "reset", "timeout", "http 503"...
   std::vector<double> ms;
   std::vector<std::string> first_errors;
   int64_t bytes = 0;
@@ -211,6 +223,7 @@ struct Stats {
     (good ? ok : failed)[step]++;
     ms.push_back(millis);
     bytes += static_cast<int64_t>(a.body.size());
+    if (!good) kinds[ErrorKind(a)]++;
     if (!good && first_errors.size() < 10)
       first_errors.push_back(
           node + " " + step + ": " +
@@ -399,9 +412,11 @@ int main(int argc, char** argv) {
   for (const auto& [k, v] : stats.failed) failed += v;
   for (const auto& [k, v] : stats.ok)
     steps += (steps.empty() ? "" : ",") + ("\"" + k + "\":" + std::to_string(v));
-  std::string bad;
+  std::string bad, kinds;
   for (const auto& [k, v] : stats.failed)
     bad += (bad.empty() ? "" : ",") + ("\"" + k + "\":" + std::to_string(v));
+  for (const auto& [k, v] : stats.kinds)
+    kinds += (kinds.empty() ? "" : ",") + ("\"" + k + "\":" + std::to_string(v));
   std::sort(stats.ms.begin(), stats.ms.end());
   auto pct = [&](double p) {
     if (stats.ms.empty()) return 0.0;
@@ -411,11 +426,12 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"nodes\":%d,\"concurrency\":%d,\"requests\":%d,\"ok\":%d,\"errors\":%d,\"ok_by_step\":{%s}"
       ","
-      "\"errors_by_step\":{%s},\"wall_s\":%.3f,\"requests_per_s\":%.1f,\"latency_ms\":{\"p50\":%."
+      "\"errors_by_step\":{%s},\"errors_by_kind\":{%s},\"wall_s\":%.3f,\"requests_per_s\":%.1f,"
+      "\"latency_ms\":{\"p50\":%."
       "2f,"
       "\"p90\":%.2f,\"p99\":%.2f,\"max\":%.2f},\"bytes\":%lld}\n",
-      o.nodes, o.concurrency, ok + failed, ok, failed, steps.c_str(), bad.c_str(), wall,
-      wall > 0 ? (ok + failed) / wall : 0.0, pct(0.5), pct(0.9), pct(0.99), pct(1.0),
+      o.nodes, o.concurrency, ok + failed, ok, failed, steps.c_str(), bad.c_str(), kinds.c_str(),
+      wall, wall > 0 ? (ok + failed) / wall : 0.0, pct(0.5), pct(0.9), pct(0.99), pct(1.0),
       static_cast<long long>(stats.bytes));
   for (const auto& e : stats.first_errors) std::fprintf(stderr, "error: %s\n", e.c_str());
   return failed == 0 ? 0 : 1;
