@@ -64,7 +64,8 @@ bench_init() {
 # --- provisiond ----------------------------------------------------------------
 # Starts it on $tmp/data; sets provisiond_url and token (the admin token it
 # created in $tmp/data/tokens). $listen_threads, when set, is its
-# listen_threads (0: a thread per connection, as before the event loops).
+# listen_threads (0: a thread per connection, as before the event loops);
+# $extra_config, when set, is added to its config file.
 start_provisiond() {
   local i
   mkdir -p "$tmp/data"
@@ -78,6 +79,7 @@ playbooks_dir: $repo/playbooks
 pxe_dir: $repo/pxe
 EOF
   [[ -z ${listen_threads:-} ]] || echo "listen_threads: $listen_threads" >>"$tmp/provisiond.yaml"
+  [[ -z ${extra_config:-} ]] || printf '%s\n' "$extra_config" >>"$tmp/provisiond.yaml"
   "${server_cmd[@]}" "$provisiond" -c "$tmp/provisiond.yaml" >"$tmp/provisiond.log" 2>&1 &
   provisiond_pid=$!
   for ((i = 0; i < 200; i++)); do  # up to 10 s
