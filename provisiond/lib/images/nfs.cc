@@ -62,7 +62,7 @@ Result<std::unique_ptr<NfsService>> NfsService::Start(const NfsSettings& setting
   const std::string config_path = settings.run_dir + "/ganesha.conf";
   // An NFS server left running by a provisiond killed with SIGKILL keeps
   // serving the nodes that are up if it runs with this very config (adopted
-  // below: no grace period, no gap); otherwise it is stopped.
+  // below: nothing restarted, no gap); otherwise it is stopped.
   auto running_config = ReadFile(config_path);
   const bool same_config = running_config.ok() && *running_config == *config;
   s = WriteFileAtomic(config_path, *config);
