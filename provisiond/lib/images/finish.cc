@@ -95,12 +95,20 @@ Status AddProvisionFiles(const std::string& root, const ImageManifest& m,
   for (const char* key : {"ssh_host_ed25519_key", "ssh_host_ed25519_key.pub", "ssh_host_rsa_key",
                           "ssh_host_rsa_key.pub", "ssh_host_ecdsa_key", "ssh_host_ecdsa_key.pub"})
     fs::remove(root + "/etc/ssh/" + key, ec);
-  // sshd makes its host keys at boot when they are missing (in the RAM overlay).
-  // (Debian's unit checks the config with `sshd -t` first, which fails
-  // without keys: make the keys, then check.)
+  // sshd makes its host key at boot when it is missing (in the RAM overlay):
+  // the Ed25519 key only, the one the hello reports and provisiond pins. An
+  // RSA key (`ssh-keygen -A`) took 0.4-1.3 s of CPU here at every boot, many
+  // times that on a slow node. (Debian's unit checks the config with
+  // `sshd -t` first, which fails without a key: make it, then check.)
   WriteInto(root, "/etc/systemd/system/ssh.service.d/provision-hostkeys.conf",
-            "[Service]\nExecStartPre=\nExecStartPre=/usr/bin/ssh-keygen "
-            "-A\nExecStartPre=/usr/sbin/sshd -t\n",
+            "[Service]\nExecStartPre=\n"
+            "ExecStartPre=/bin/sh -c 'test -s /etc/ssh/ssh_host_ed25519_key || exec "
+            "/usr/bin/ssh-keygen -q -t ed25519 -N \"\" -f /etc/ssh/ssh_host_ed25519_key'\n"
+            "ExecStartPre=/usr/sbin/sshd -t\n",
+            0644);
+  WriteInto(root, "/etc/ssh/sshd_config.d/provision-hostkey.conf",
+            "# provisiond: nodes make and offer the Ed25519 host key only.\n"
+            "HostKey /etc/ssh/ssh_host_ed25519_key\n",
             0644);
   return Status::Ok();
 }

@@ -120,7 +120,13 @@ TEST_CASE("image finishing: a fake root becomes a committed version") {
   CHECK(fs::read_symlink(root +
                          "/etc/systemd/system/multi-user.target.wants/provision-console.service") ==
         "/etc/systemd/system/provision-console.service");
-  CHECK(fs::exists(root + "/etc/systemd/system/ssh.service.d/provision-hostkeys.conf"));
+  const auto keygen = ReadFile(root + "/etc/systemd/system/ssh.service.d/provision-hostkeys.conf");
+  REQUIRE(keygen.ok());
+  CHECK(keygen->find("-t ed25519") != std::string::npos);
+  CHECK(keygen->find("ssh-keygen -A") == std::string::npos);  // no RSA key at every boot
+  CHECK(*ReadFile(root + "/etc/ssh/sshd_config.d/provision-hostkey.conf") ==
+        "# provisiond: nodes make and offer the Ed25519 host key only.\n"
+        "HostKey /etc/ssh/ssh_host_ed25519_key\n");
   CHECK_FALSE(fs::exists(root + "/etc/hostname"));
   CHECK_FALSE(fs::exists(root + "/etc/ssh/ssh_host_ed25519_key"));
   CHECK(*ReadFile(root + "/etc/machine-id") == "");

@@ -14,6 +14,13 @@ namespace {
 // The systemd part: `n` is the unit; state/enabled/masked/reload as given.
 constexpr const char* kSystemdScript = R"SH(
 command -v systemctl >/dev/null 2>&1 || fail "systemctl not found on the node: it does not run systemd"
+# systemctl enable and disable reload systemd themselves: when one of them
+# will run, it is the reload asked for (one reload, not two: seconds each on
+# a slow node).
+if [ "$daemon_reload" = 1 ] && [ -n "$n" ] && [ -n "$enabled" ] && [ -z "$masked" ]; then
+  if systemctl is-enabled --quiet -- "$n" 2>/dev/null; then ise=1; else ise=0; fi
+  [ "$enabled" = "$ise" ] || daemon_reload=by-enable
+fi
 if [ "$daemon_reload" = 1 ]; then _e=$(systemctl daemon-reload 2>&1) || fail "systemctl daemon-reload: $_e"; fi
 [ -n "$n" ] || exit 0
 load=$(systemctl show -p LoadState --value -- "$n" 2>/dev/null)

@@ -5,10 +5,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
 
+#include "base/file_util.h"
 #include "playbook/modules/modules.h"
 #include "playbook/modules/test_fixture.h"
 
@@ -48,8 +50,8 @@ case "$verb" in
       stop) rm -f "$d/$unit.active"; echo stop >> "$d/$unit.log" ;;
       restart) touch "$d/$unit.active"; echo restart >> "$d/$unit.log" ;;
       reload) echo reload >> "$d/$unit.log" ;;
-      enable) touch "$d/$unit.enabled" ;;
-      disable) rm -f "$d/$unit.enabled" ;;
+      enable) touch "$d/$unit.enabled"; echo reload >> "$d/daemon-reloads" ;;
+      disable) rm -f "$d/$unit.enabled"; echo reload >> "$d/daemon-reloads" ;;
       mask) touch "$d/$unit.masked" ;;
       unmask) rm -f "$d/$unit.masked" ;;
       *) echo "unknown verb $verb" >&2; exit 1 ;;
@@ -85,6 +87,24 @@ TEST_CASE_FIXTURE(ModuleFixture, "systemd changes only what differs (a stand-in 
   CHECK_FALSE(o.failed);
   CHECK_FALSE(o.changed);
   CHECK(fs::exists(dir / "units/daemon-reloads"));
+
+  // Like systemctl, the stand-in's enable and disable reload: with
+  // daemon_reload, a task that enables reloads once, not twice.
+  auto reloads = [&] {
+    auto r = ReadFile(dir / "units/daemon-reloads");
+    return r.ok() ? std::count(r->begin(), r->end(), '\n') : 0;
+  };
+  fs::remove(dir / "units/daemon-reloads");
+  o = Run("systemd", {{"name", "web.service"}, {"enabled", true}, {"daemon_reload", true}});
+  CHECK(o.changed);
+  CHECK(reloads() == 1);
+  o = Run("systemd", {{"name", "web.service"}, {"enabled", true}, {"daemon_reload", true}});
+  CHECK_FALSE(o.changed);
+  CHECK(reloads() == 2);  // nothing to enable: the reload itself
+  o = Run("systemd", {{"name", "web.service"}, {"enabled", false}, {"daemon_reload", true}});
+  CHECK(o.changed);
+  CHECK(reloads() == 3);
+  CHECK_FALSE(fs::exists(dir / "units/web.service.enabled"));
 
   o = Run("systemd", {{"name", "nothere.service"}, {"state", "started"}});
   CHECK(o.failed);
