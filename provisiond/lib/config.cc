@@ -212,6 +212,14 @@ const std::vector<Setting>& Table() {
        [](const std::string& v, const std::string&, Config& c) {
          return ParseUint(v, 1, 3600, c.listen_idle_timeout_s);
        }},
+      {{"listen_backlog", "integer", "4096",
+        "Connections the kernel holds for the plain listener before provisiond accepts them "
+        "(listen(2)'s backlog). More nodes than this connecting in the same instant overflow "
+        "it, and some of them see their connection reset. The kernel caps it at "
+        "net.core.somaxconn: provisiond says so at start when that is lower."},
+       [](const std::string& v, const std::string&, Config& c) {
+         return ParseUint(v, 16, 1000000, c.listen_backlog);
+       }},
       {{"interface", "interface name", "",
         "The cluster interface: dnsmasq and the boot services serve only on it. Empty: no "
         "netboot, provisiond serves its API only."},

@@ -60,6 +60,7 @@ struct Config {
   int64_t listen_threads = -1;  // the boot listener's event loops; -1: one per CPU (at least 2)
   uint64_t listen_connections = 4096;   // connections the plain listener holds at once
   uint64_t listen_idle_timeout_s = 30;  // a connection that sends nothing this long is closed
+  uint64_t listen_backlog = 4096;       // connections the kernel queues before provisiond accepts
 
   // Netboot (empty interface: API only, no dnsmasq).
   std::string interface;

@@ -52,6 +52,19 @@ TEST_CASE("config: listen_idle_timeout_s closes stalled connections") {
   }
 }
 
+TEST_CASE("config: listen_backlog sizes the accept queue") {
+  auto c = ParseConfig("", "x.yaml");
+  REQUIRE(c.ok());
+  CHECK(c->listen_backlog == 4096);
+  c = ParseConfig("listen_backlog: 16384\n", "x.yaml");
+  REQUIRE(c.ok());
+  CHECK(c->listen_backlog == 16384);
+  for (const char* bad : {"0", "15", "1000001", "many"}) {
+    CAPTURE(bad);
+    CHECK(!ParseConfig(std::string("listen_backlog: ") + bad + "\n", "x.yaml").ok());
+  }
+}
+
 TEST_CASE("config: booleans take YAML's spellings") {
   auto c = ParseConfig("", "p.yaml");
   REQUIRE(c.ok());

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -402,6 +403,16 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     spdlog::warn("listen_connections {} lowered to {}: half of the descriptor limit ({})",
                  config.listen_connections, fds.rlim_cur / 2, fds.rlim_cur);
     http.connection_limit = static_cast<unsigned>(fds.rlim_cur / 2);
+  }
+  http.listen_backlog = static_cast<unsigned>(std::min<uint64_t>(config.listen_backlog, 1u << 30));
+  if (auto somaxconn = ReadFile("/proc/sys/net/core/somaxconn"); somaxconn.ok()) {
+    const uint64_t cap = std::strtoull(somaxconn->c_str(), nullptr, 10);
+    if (cap > 0 && cap < config.listen_backlog)
+      spdlog::warn(
+          "listen_backlog {} is capped by the kernel at net.core.somaxconn = {}: more "
+          "nodes than that connecting at once overflow the accept queue (sysctl -w "
+          "net.core.somaxconn={})",
+          config.listen_backlog, cap, config.listen_backlog);
   }
   auto server = HttpServer::Start(http, *daemon->impl_->router);
   if (!server.ok()) return server.status();

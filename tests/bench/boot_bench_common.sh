@@ -158,8 +158,8 @@ last_event() {
 # --- nginx ----------------------------------------------------------------------
 # start_nginx_on_free_port CHECK_PATH: writes $tmp/nginx/nginx.conf from
 # nginx_server_block (the body of the server {} block), nginx_workers and
-# nginx_worker_connections (each worker's; 4096 unless set), and
-# starts nginx on a free 127.0.0.1 port. Sets nginx_pid and nginx_url.
+# nginx_worker_connections (each worker's; 4096 unless set), nginx_backlog
+# (listen's backlog; 4096 unless set), and starts nginx on a free 127.0.0.1 port. Sets nginx_pid and nginx_url.
 start_nginx_on_free_port() {
   local check=$1 port try i
   mkdir -p "$tmp/nginx"
@@ -182,7 +182,7 @@ http {
   uwsgi_temp_path $tmp/nginx/uwsgi;
   scgi_temp_path $tmp/nginx/scgi;
   server {
-    listen 127.0.0.1:$port backlog=4096;
+    listen 127.0.0.1:$port backlog=${nginx_backlog:-4096};
 $nginx_server_block
   }
 }

@@ -10,16 +10,25 @@
 # and latency; then the same storm against nginx serving what provisiond
 # answered as static files (hello: `return 200`), alternating, for a ratio.
 #
+#
+# Everything runs in a network namespace of the benchmark's own (loopback
+# only), where the kernel's accept queue limit (net.core.somaxconn, and
+# tcp_max_syn_backlog) is set to --backlog, which both servers then ask for in
+# listen(2) (provisiond's listen_backlog, nginx's backlog=): by default room
+# for every node at once (nodes + 1024, at least 4096, the host's default).
+# With --backlog 4096 and 10,000 nodes, both servers reset thousands of
+# first connections (the queue overflows; tests/bench/README.md).
+#
 # Usage: tests/bench/load_bench.sh [--nodes 1000] [--runs 3] [--kernel-mib 1]
-#          [--initrd-mib 4] [--listen-threads N] [--keep-going] [--build-dir build-bench] [--provisiond PATH]
-#          [--provisionctl PATH] [--node-sim PATH] [--nginx PATH] [--dir TMP] [--json FILE]
+#          [--initrd-mib 4] [--listen-threads N] [--backlog N] [--keep-going] [--build-dir build-bench]
+#          [--provisiond PATH] [--provisionctl PATH] [--node-sim PATH] [--nginx PATH] [--dir TMP] [--json FILE]
 set -euo pipefail
 
 bench=load_bench
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build_dir=$repo/build-bench
 provisiond='' provisionctl='' node_sim='' nginx_bin='' json_out='' nginx_workers=auto
-nodes=1000 runs=3 kernel_mib=1 initrd_mib=4 tmp_base=${TMPDIR:-/tmp} listen_threads=-1 keep_going=0
+nodes=1000 runs=3 kernel_mib=1 initrd_mib=4 tmp_base=${TMPDIR:-/tmp} listen_threads=-1 keep_going=0 backlog=0
 
 usage() {
   sed -n '/^# Usage:/,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
@@ -38,6 +47,7 @@ while (($#)); do
     --initrd-mib) initrd_mib=${2:?}; shift 2 ;;
     --listen-threads) listen_threads=${2:?}; shift 2 ;;
     --keep-going) keep_going=1; shift ;;
+    --backlog) backlog=${2:?}; shift 2 ;;
     --dir) tmp_base=${2:?}; shift 2 ;;
     --json) json_out=${2:?}; shift 2 ;;
     -h | --help) usage ;;
@@ -46,6 +56,23 @@ while (($#)); do
 done
 [[ $nodes =~ ^[1-9][0-9]*$ && $nodes -le 60000 ]] || { echo "--nodes must be 1..60000" >&2; exit 2; }
 [[ $runs =~ ^[1-9][0-9]*$ && $runs -le 20 ]] || { echo "--runs must be 1..20" >&2; exit 2; }
+[[ $backlog =~ ^[0-9]+$ && $backlog -le 1000000 ]] || { echo "--backlog must be 16..1000000" >&2; exit 2; }
+((backlog > 0)) || backlog=$((nodes + 1024 > 4096 ? nodes + 1024 : 4096))
+((backlog >= 16)) || { echo "--backlog must be 16..1000000" >&2; exit 2; }
+# Into the benchmark's own network namespace (once): its accept queue limits
+# are its own, the host's stay as they are.
+if [[ -z ${LOAD_BENCH_NETNS:-} ]]; then
+  [[ $(id -u) -eq 0 ]] || { echo "$bench: run as root (a network namespace of its own)" >&2; exit 2; }
+  ns=provload$$
+  ip netns add "$ns" || exit 1
+  trap 'ip netns del "$ns" 2>/dev/null' EXIT
+  trap 'exit 130' INT TERM
+  ip netns exec "$ns" sh -c "ip link set lo up && sysctl -qw net.core.somaxconn=$backlog \
+    net.ipv4.tcp_max_syn_backlog=$backlog" || exit 1
+  rc=0
+  LOAD_BENCH_NETNS=$ns ip netns exec "$ns" bash "${BASH_SOURCE[0]}" "$@" || rc=$?
+  exit "$rc"
+fi
 provisiond=${provisiond:-$build_dir/provisiond/provisiond}
 provisionctl=${provisionctl:-$build_dir/provisiond/provisionctl}
 node_sim=${node_sim:-$build_dir/tests/bench/bench_node_sim}
@@ -88,6 +115,7 @@ pxe_dir: $repo/pxe
 ssh.port: 1
 listen_connections: $((nodes + 1024))
 listen_threads: $listen_threads
+listen_backlog: $backlog
 EOF
   "$provisiond" -c "$tmp/provisiond.yaml" >"$tmp/provisiond.log" 2>&1 &
   provisiond_pid=$!
@@ -176,6 +204,7 @@ nginx_server_block="    root $tmp/www;
     location /api/ { default_type application/json; return 200 '{\"state\":\"booted\"}'; }"
 # Every worker may hold every node's connection (which worker accepts is the kernel's choice).
 nginx_worker_connections=$((nodes + 1024))
+nginx_backlog=$backlog
 start_nginx_on_free_port /boot/start.ipxe
 
 # --- the storms -------------------------------------------------------------------
@@ -219,6 +248,7 @@ states=$(sqlite3 "$db" "select state || ' ' || count(*) from nodes group by stat
 nginx_version=$("$nginx_bin" -v 2>&1 | sed 's/^nginx version: //')
 echo "$bench: $nodes nodes at once, each: start.ipxe, <mac>.ipxe, vmlinuz ($kernel_mib MiB), initrd.img ($initrd_mib MiB), ticket.img, overlay.tar, hello"
 echo "$(nproc) CPUs, load average $load_before at start, $nginx_version (workers: $nginx_workers); one thread and one connection per request per node in bench_node_sim"
+echo "network namespace $LOAD_BENCH_NETNS: net.core.somaxconn $(cat /proc/sys/net/core/somaxconn), tcp_max_syn_backlog $(cat /proc/sys/net/ipv4/tcp_max_syn_backlog); accept queues asked for (ss Send-Q): provisiond $(ss -Hltn "sport = :${provisiond_url##*:}" | awk '{print $3}'), nginx $(ss -Hltn "sport = :${nginx_url##*:}" | awk '{print $3}')"
 printf '%-5s %-11s %9s %9s %7s %9s %9s %9s %9s %9s\n' run server requests errors hellos "wall s" "req/s" "p50 ms" "p99 ms" "max ms"
 printf '%s\n' "${rows[@]}"
 ((${#notes[@]} == 0)) || printf '%s\n' "${notes[@]}"
@@ -229,7 +259,7 @@ cat >"$json_out" <<EOF
   "benchmark": "load",
   "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
   "machine": {"cpus": $(nproc), "loadavg_at_start": "$load_before"},
-  "nodes": $nodes, "kernel_mib": $kernel_mib, "initrd_mib": $initrd_mib, "runs": $runs,
+  "nodes": $nodes, "kernel_mib": $kernel_mib, "initrd_mib": $initrd_mib, "runs": $runs, "backlog": $backlog,
   "provisiond": {"median_wall_s": $p_med, "wall_s": [$(join_csv "${p_wall[@]}")], "hellos_recorded": [$(join_csv "${p_recorded[@]}")]},
   "nginx": {"version": "$nginx_version", "median_wall_s": $n_med, "wall_s": [$(join_csv "${n_wall[@]}")]},
   "ratio_provisiond_over_nginx_wall": $ratio

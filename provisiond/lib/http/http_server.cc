@@ -199,17 +199,17 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
         MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr), MHD_OPTION_NOTIFY_COMPLETED,
         &HttpServerCallbacks::OnCompleted, nullptr, MHD_OPTION_CONNECTION_TIMEOUT,
         options.connection_timeout_s, MHD_OPTION_CONNECTION_LIMIT, options.connection_limit,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_HTTPS_MEM_KEY,
-        options.tls_key_pem.c_str(), MHD_OPTION_HTTPS_MEM_CERT, options.tls_cert_pem.c_str(),
-        MHD_OPTION_END);
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, options.listen_backlog, MHD_OPTION_LISTENING_ADDRESS_REUSE,
+        1, MHD_OPTION_HTTPS_MEM_KEY, options.tls_key_pem.c_str(), MHD_OPTION_HTTPS_MEM_CERT,
+        options.tls_cert_pem.c_str(), MHD_OPTION_END);
   } else {
     server->daemon_ = MHD_start_daemon(
         flags, options.port, nullptr, nullptr, &HttpServerCallbacks::OnRequest, server.get(),
         MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr), MHD_OPTION_NOTIFY_COMPLETED,
         &HttpServerCallbacks::OnCompleted, nullptr, MHD_OPTION_CONNECTION_TIMEOUT,
         options.connection_timeout_s, MHD_OPTION_CONNECTION_LIMIT, options.connection_limit,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, pool ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
-        pool, MHD_OPTION_END);
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, options.listen_backlog, MHD_OPTION_LISTENING_ADDRESS_REUSE,
+        1, pool ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, pool, MHD_OPTION_END);
   }
   if (!server->daemon_)
     return Status::Error(Code::kUnavailable, "cannot listen on " + options.host + ":" +

@@ -31,7 +31,8 @@ struct HttpServerOptions {
   uint64_t max_body_bytes = 1 << 20;
   unsigned connection_timeout_s = 30;
   unsigned connection_limit = 4096;
-  unsigned threads = 0;  // event-loop threads; 0: a thread per connection
+  unsigned listen_backlog = 4096;  // listen(2)'s queue; the kernel caps it at net.core.somaxconn
+  unsigned threads = 0;            // event-loop threads; 0: a thread per connection
   // Both set: HTTPS (libmicrohttpd over GnuTLS) with this certificate.
   std::string tls_cert_pem;
   std::string tls_key_pem;
