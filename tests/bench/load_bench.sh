@@ -34,6 +34,7 @@ usage() {
   sed -n '/^# Usage:/,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
   exit 2
 }
+args_given=("$@")
 while (($#)); do
   case $1 in
     --build-dir) build_dir=${2:?}; shift 2 ;;
@@ -70,7 +71,7 @@ if [[ -z ${LOAD_BENCH_NETNS:-} ]]; then
   ip netns exec "$ns" sh -c "ip link set lo up && sysctl -qw net.core.somaxconn=$backlog \
     net.ipv4.tcp_max_syn_backlog=$backlog" || exit 1
   rc=0
-  LOAD_BENCH_NETNS=$ns ip netns exec "$ns" bash "${BASH_SOURCE[0]}" "$@" || rc=$?
+  LOAD_BENCH_NETNS=$ns ip netns exec "$ns" bash "${BASH_SOURCE[0]}" "${args_given[@]}" || rc=$?
   exit "$rc"
 fi
 provisiond=${provisiond:-$build_dir/provisiond/provisiond}

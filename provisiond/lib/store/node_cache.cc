@@ -25,7 +25,7 @@ void NodeCache::Reset(std::vector<NodeRecord> nodes) {
 void NodeCache::IndexLocked(const NodePtr& node) {
   by_name_[node->mac] = node->id;
   if (!node->hostname.empty()) by_name_[node->hostname] = node->id;
-  if (!node->ip.empty()) by_ip_.emplace(node->ip, node->id);
+  if (!node->ip.empty()) by_ip_[node->ip].insert(node->id);
 }
 
 void NodeCache::UnindexLocked(const NodePtr& node) {
@@ -35,11 +35,9 @@ void NodeCache::UnindexLocked(const NodePtr& node) {
   };
   drop(node->mac);
   if (!node->hostname.empty()) drop(node->hostname);
-  auto [first, last] = by_ip_.equal_range(node->ip);
-  for (auto it = first; it != last; ++it) {
-    if (it->second != node->id) continue;
-    by_ip_.erase(it);
-    break;
+  if (auto it = by_ip_.find(node->ip); it != by_ip_.end()) {
+    it->second.erase(node->id);
+    if (it->second.empty()) by_ip_.erase(it);
   }
 }
 
@@ -74,14 +72,13 @@ NodePtr NodeCache::ById(int64_t id) const {
 
 NodePtr NodeCache::ByIp(const std::string& ip) const {
   std::shared_lock lock(mu_);
-  NodePtr best;
-  auto [first, last] = by_ip_.equal_range(ip);
-  for (auto it = first; it != last; ++it) {
-    auto n = by_id_.find(it->second);
-    if (n == by_id_.end() || n->second->state == NodeState::kRetired) continue;
-    if (!best || n->second->id < best->id) best = n->second;
+  auto ids = by_ip_.find(ip);
+  if (ids == by_ip_.end()) return nullptr;
+  for (int64_t id : ids->second) {  // lowest id first
+    auto n = by_id_.find(id);
+    if (n != by_id_.end() && n->second->state != NodeState::kRetired) return n->second;
   }
-  return best;
+  return nullptr;
 }
 
 std::shared_ptr<const NodeListSnapshot> NodeCache::List() const {

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -61,7 +62,10 @@ class NodeCache {
   int64_t version_ = 0;
   std::map<int64_t, NodePtr> by_id_;
   std::unordered_map<std::string, int64_t> by_name_;  // hostname and MAC -> id
-  std::unordered_multimap<std::string, int64_t> by_ip_;
+  // ip -> the ids holding it, lowest first: many nodes may share one (a
+  // retired node's, or every simulated node on loopback), and a change to
+  // one of them must not walk the others.
+  std::unordered_map<std::string, std::set<int64_t>> by_ip_;
   // The sorted list for version_, made on demand (guarded by list_mu_).
   mutable std::mutex list_mu_;
   mutable std::shared_ptr<const NodeListSnapshot> list_;
