@@ -20,6 +20,8 @@
 #      Secure Boot off, enrolled with --uefi-loader ipxe, loads iPXE by its
 #      firmware's own PXE (its directory of the TFTP root), and iPXE loads its
 #      script, kernel and initrd
+# The machines get the lab-boot profile (the lab image, the compute user's
+# playbook): lab.images runs the lab profile's packages and services.
 # The image store is cached between runs (tests/lab/lab-image.sh).
 # Usage: firmware_test.sh PROVISIOND PROVISIONCTL   (root)
 set -euo pipefail
@@ -75,16 +77,16 @@ export PROVISIOND_URL="http://127.0.0.1:8080"
 export PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$DATA/tokens")"
 ctl preflight >"$LAB_DIR/preflight.out" || { cat "$LAB_DIR/preflight.out"; fail "preflight failed"; }
 grep -q "shim" "$LAB_DIR/preflight.out" || { cat "$LAB_DIR/preflight.out"; fail "preflight does not check the signed loaders"; }
-ctl profile apply lab --yes >/dev/null
+ctl profile apply lab-boot --yes >/dev/null
 
 # 1 and 2: both machines at once.
 SB=52:54:00:96:00:10 NIC_BOOT=52:54:00:96:00:21 NIC_OTHER=52:54:00:96:00:20
-ctl node add sb0 --mac "$SB" --profile lab >/dev/null
-ctl node add nic0 --mac "$NIC_BOOT" --profile lab >/dev/null
+ctl node add sb0 --mac "$SB" --profile lab-boot >/dev/null
+ctl node add nic0 --mac "$NIC_BOOT" --profile lab-boot >/dev/null
 lab_vm_start sb0 "$SB" uefi-sb
 LAB_VM_NIC=rtl8139 LAB_VM_OTHER_NIC="e1000e $NIC_OTHER" lab_vm_start nic0 "$NIC_BOOT" bios
 HTTP=52:54:00:96:00:30
-ctl node add http0 --mac "$HTTP" --profile lab >/dev/null
+ctl node add http0 --mac "$HTTP" --profile lab-boot >/dev/null
 lab_vm_start http0 "$HTTP" uefi-http
 wait_ready sb0
 say "sb0 (Secure Boot enforced): ready $(lab_vm_elapsed sb0)s after power-on"
@@ -137,7 +139,7 @@ lab_vm_stop http0
 lab_vm_stop sb0
 EFI=52:54:00:96:00:40
 ctl node set sb0 --uefi-loader ipxe >/dev/null
-ctl node add efi0 --mac "$EFI" --profile lab --uefi-loader ipxe >/dev/null
+ctl node add efi0 --mac "$EFI" --profile lab-boot --uefi-loader ipxe >/dev/null
 TFTP="$DATA/netboot/tftp"
 wait_for "the TFTP directories of sb0 and efi0" 20 \
   test -L "$TFTP/52-54-00-96-00-10/shimx64.efi" -a -L "$TFTP/52-54-00-96-00-40/shimx64.efi"
