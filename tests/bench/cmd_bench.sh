@@ -70,18 +70,64 @@ check_side() {  # $1: side
 }
 for side in provisiond pdsh clush; do check_side "$side"; done
 
-# One measured run of `true`; appends "round side kind seconds".
+# CPU used so far, in clock ticks: "TARGETS PROVISIOND". TARGETS: the sshd
+# targets' process trees (each listener, its live connection processes and
+# everything they reaped), the floor every side pays; PROVISIOND: its process.
+cpu_ticks() {
+  python3 - "$tmp/targets/pids" "${provisiond_pid:-0}" <<'PY'
+import os, sys
+roots = {int(l.split()[1]) for l in open(sys.argv[1]) if l.strip()}
+ppid, cpu = {}, {}
+for d in os.listdir("/proc"):
+    if not d.isdigit():
+        continue
+    try:
+        f = open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()
+    except OSError:
+        continue
+    ppid[int(d)] = int(f[1])
+    cpu[int(d)] = sum(int(x) for x in f[11:15])  # utime stime cutime cstime
+total = 0
+for p, c in cpu.items():
+    q = p
+    while q in ppid:
+        if q in roots:
+            total += c
+            break
+        q = ppid[q]
+print(total, cpu.get(int(sys.argv[2]), 0))
+PY
+}
+# The bench shell's reaped children (pdsh, clush, provisionctl), in ticks:
+# read without a fork (cutime + cstime of $$).
+own_children_ticks() {
+  local line f
+  read -r line </proc/$$/stat
+  line=${line##*) }
+  read -r -a f <<<"$line"
+  echo $((f[13] + f[14]))
+}
+hz=$(getconf CLK_TCK)
+ticks_s() { awk -v t="$1" -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }'; }
+
+# One measured run of `true`; appends "round side kind seconds client_cpu_s targets_cpu_s".
 rows=()
 measure() {  # $1: round, $2: side, $3: kind
-  local t0 t1 rc=0 err="$tmp/err"
+  local t0 t1 rc=0 err="$tmp/err" c0 c1 k0 k1 client
+  read -r -a c0 <<<"$(cpu_ticks)"
+  k0=$(own_children_ticks)
   t0=$(now)
   "run_$2" true >"$tmp/out" 2>"$err" || rc=$?
   t1=$(now)
+  k1=$(own_children_ticks)
+  read -r -a c1 <<<"$(cpu_ticks)"
   ((rc == 0)) || die "$2 exited $rc: $(head -c 2000 "$err") $(head -c 2000 "$tmp/out")"
   if [[ $2 == provisiond ]]; then
     grep -qF "$nodes/$nodes node(s) ok" "$tmp/out" || die "provisiond: not all ok: $(head -c 2000 "$tmp/out")"
   fi
-  rows+=("$1 $2 $3 $(elapsed "$t0" "$t1")")
+  client=$((k1 - k0))
+  [[ $2 != provisiond ]] || client=$((client + c1[1] - c0[1]))
+  rows+=("$1 $2 $3 $(elapsed "$t0" "$t1") $(ticks_s "$client") $(ticks_s $((c1[0] - c0[0])))")
 }
 side_provisiond() {  # $1: round
   local k
@@ -105,6 +151,9 @@ done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- report ------------------------------------------------------------------
+colf() {  # $1: side, $2: kind, $3: field
+  printf '%s\n' "${rows[@]}" | awk -v s="$1" -v k="$2" -v f="$3" '$2 == s && $3 == k { print $f }'
+}
 col() {  # $1: side, $2: kind
   printf '%s\n' "${rows[@]}" | awk -v s="$1" -v k="$2" '$2 == s && $3 == k { print $4 }'
 }
@@ -122,18 +171,21 @@ date_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 echo "$bench: 'true' on $nodes sshd targets on loopback, $runs round(s), order rotating; provisiond: 1 fresh + $persistent persistent per round"
 echo "$pdsh_version (-R ssh, fanout $nodes), $clush_version (fanout $nodes), provisionctl cmd; kex curve25519-sha256 everywhere"
 echo "$(nproc) CPUs, load average $load_before at start, $load_after at the end"
-printf '%-5s %-11s %-11s %8s\n' round side connections "s"
+echo "CPU s: the client's (pdsh, clush: their processes; provisiond: provisionctl and provisiond's own) and the sshd targets' (every process of theirs), over the run"
+printf '%-5s %-11s %-11s %8s %10s %11s\n' round side connections "s" "client CPU" "targets CPU"
 for row in "${rows[@]}"; do
-  read -r r side kind secs <<<"$row"
-  printf '%-5s %-11s %-11s %8s\n' "$r" "$side" "$kind" "$secs"
+  read -r r side kind secs ccpu tcpu <<<"$row"
+  printf '%-5s %-11s %-11s %8s %10s %11s\n' "$r" "$side" "$kind" "$secs" "$ccpu" "$tcpu"
 done
 echo "medians (s): provisiond fresh $p_fresh, persistent $p_pers; pdsh $pdsh_med; clush $clush_med"
+# shellcheck disable=SC2046
+echo "median CPU s, client / targets: provisiond fresh $(median $(colf provisiond fresh 5)) / $(median $(colf provisiond fresh 6)); pdsh $(median $(colf pdsh fresh 5)) / $(median $(colf pdsh fresh 6)); clush $(median $(colf clush fresh 5)) / $(median $(colf clush fresh 6)); the targets' CPU over $(nproc) CPUs is the floor of a side's wall time"
 echo "ratio provisiond fresh/pdsh $(ratio "$p_fresh" "$pdsh_med"), fresh/clush $(ratio "$p_fresh" "$clush_med") (goal <= 0.5)"
 echo "ratio provisiond persistent/pdsh $(ratio "$p_pers" "$pdsh_med"), persistent/clush $(ratio "$p_pers" "$clush_med") (goal <= 0.1)"
 
 rows_json=$(printf '%s\n' "${rows[@]}" | awk 'BEGIN { printf "[" } {
-  printf "%s{\"round\": %d, \"side\": \"%s\", \"connections\": \"%s\", \"s\": %s}",
-    (NR > 1 ? ", " : ""), $1, $2, $3, $4 } END { printf "]" }')
+  printf "%s{\"round\": %d, \"side\": \"%s\", \"connections\": \"%s\", \"s\": %s, \"client_cpu_s\": %s, \"targets_cpu_s\": %s}",
+    (NR > 1 ? ", " : ""), $1, $2, $3, $4, $5, $6 } END { printf "]" }')
 loads_json=$(printf '"%s",' "${loads[@]}")
 cat >"$json_out" <<EOF
 {
