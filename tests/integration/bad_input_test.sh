@@ -17,8 +17,14 @@ IPMI_PASSWORD="ipmi-S3cret-$RANDOM$RANDOM"
 mkdir -p "$WORK/etc"
 printf '10.0.0.9 admin %s\n' "$IPMI_PASSWORD" >"$WORK/etc/ipmi"
 chmod 600 "$WORK/etc/ipmi"
-start_provisiond main "log_level: debug" "ipmi_credentials_file: $WORK/etc/ipmi" "listen_idle_timeout_s: 3"
+# listen_backlog above what the kernel allows (net.core.somaxconn): provisiond
+# starts and says the kernel caps it.
+start_provisiond main "log_level: debug" "ipmi_credentials_file: $WORK/etc/ipmi" "listen_idle_timeout_s: 3" \
+  "listen_backlog: 1000000"
 DB="$DATA/data/provisiond.db"
+grep -q "listen_backlog 1000000 is capped by the kernel at net.core.somaxconn = $(cat /proc/sys/net/core/somaxconn)" \
+  "$WORK/provisiond-main.log" && pass "a listen_backlog over net.core.somaxconn is reported at start" ||
+  fail "no warning that net.core.somaxconn caps listen_backlog: $(grep -i backlog "$WORK/provisiond-main.log")"
 
 echo "== files: the data directory and its secrets are their owner's from their creation"
 expect_eq "data directory 0711 (others pass through to netboot/, cannot list)" "$(stat -c %a "$DATA/data")" 711
