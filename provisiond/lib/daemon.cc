@@ -404,7 +404,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
                  config.listen_connections, fds.rlim_cur / 2, fds.rlim_cur);
     http.connection_limit = static_cast<unsigned>(fds.rlim_cur / 2);
   }
-  http.listen_backlog = static_cast<unsigned>(std::min<uint64_t>(config.listen_backlog, 1u << 30));
+  http.listen_backlog = static_cast<unsigned>(config.listen_backlog);  // at most 1,000,000 (config)
   if (auto somaxconn = ReadFile("/proc/sys/net/core/somaxconn"); somaxconn.ok()) {
     const uint64_t cap = std::strtoull(somaxconn->c_str(), nullptr, 10);
     if (cap > 0 && cap < config.listen_backlog)
