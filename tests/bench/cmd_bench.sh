@@ -180,7 +180,7 @@ done
 echo "medians (s): provisiond fresh $p_fresh, persistent $p_pers; pdsh $pdsh_med; clush $clush_med"
 # shellcheck disable=SC2046
 echo "median CPU s, client / targets: provisiond fresh $(median $(colf provisiond fresh 5)) / $(median $(colf provisiond fresh 6)); pdsh $(median $(colf pdsh fresh 5)) / $(median $(colf pdsh fresh 6)); clush $(median $(colf clush fresh 5)) / $(median $(colf clush fresh 6)); the targets' CPU over $(nproc) CPUs is the floor of a side's wall time"
-echo "ratio provisiond fresh/pdsh $(ratio "$p_fresh" "$pdsh_med"), fresh/clush $(ratio "$p_fresh" "$clush_med") (goal <= 0.5)"
+echo "ratio provisiond fresh/pdsh $(ratio "$p_fresh" "$pdsh_med"), fresh/clush $(ratio "$p_fresh" "$clush_med") (goal <= 0.9, issue 18)"
 echo "ratio provisiond persistent/pdsh $(ratio "$p_pers" "$pdsh_med"), persistent/clush $(ratio "$p_pers" "$clush_med") (goal <= 0.1)"
 
 rows_json=$(printf '%s\n' "${rows[@]}" | awk 'BEGIN { printf "[" } {
