@@ -340,6 +340,10 @@ time_spent lab0
 # lab1 stays ready and answers meanwhile.
 before="$(hellos lab0)"
 ctl node power cycle lab0 >/dev/null
+# noroot0 (section 4 below) boots meanwhile: its initrd fails while lab0
+# boots and is configured again.
+ctl node add noroot0 --mac 52:54:00:97:00:14 --profile noroot --power command >/dev/null
+ctl node power on noroot0 >/dev/null
 ctl cmd lab1 --user compute -- hello >"$LAB_DIR/hello1.out" || { cat "$LAB_DIR/hello1.out"; fail "cmd on lab1 failed while lab0 rebooted"; }
 grep -q "Hello, world" "$LAB_DIR/hello1.out" || { cat "$LAB_DIR/hello1.out"; fail "hello on lab1 did not greet"; }
 wait_for "lab0 to phone home again" "$TIMEOUT" more_hellos lab0 "$before"
@@ -354,9 +358,7 @@ time_spent lab0
 ctl node power off 'lab[0-1]' >/dev/null
 
 # 4. A machine whose initrd cannot mount its root: its failing line, from the
-# network console, in node why.
-ctl node add noroot0 --mac 52:54:00:97:00:14 --profile noroot --power command >/dev/null
-ctl node power on noroot0 >/dev/null
+# network console, in node why (powered on with lab0's power cycle above).
 why_quotes_mount() {
   ctl node why noroot0 >"$LAB_DIR/why-noroot0.out" 2>&1 &&
     grep -q "provision: ERROR mount-nfs" "$LAB_DIR/why-noroot0.out"
