@@ -49,26 +49,9 @@ else
   build_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
 fi
 phase_start=$SECONDS
-# The package test's optimized build (scripts/package.sh, build-package/)
-# is compiled here, beside this one, while nothing else needs the CPU; the
-# test then finds it built and only packs it. In the host lane at nice 10 it
-# got only what the lab's machines left idle (the longest item there).
-echo "== build ($what), and the package's optimized build beside it"
-package_log="$(mktemp "${TMPDIR:-/tmp}/provisiond-package-build.XXXXXX")"
-scripts/package.sh >"$package_log" 2>&1 &
-package_pid=$!
-if ! scripts/build.sh "$dir" "${build_args[@]}"; then
-  kill "$package_pid" 2>/dev/null || true
-  wait "$package_pid" 2>/dev/null || true
-  exit 1
-fi
-if ! wait "$package_pid"; then
-  tail -n 40 "$package_log"
-  echo "scripts/package.sh failed (above)" >&2
-  exit 1
-fi
-rm -f "$package_log"
-phase "build ($what) and the package's"
+echo "== build ($what)"
+scripts/build.sh "$dir" "${build_args[@]}"
+phase "build ($what)"
 phase_start=$SECONDS
 echo "== every test ($what)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -218,7 +218,11 @@ storm() {  # $1: base URL, $2: name; sets s_json
 }
 field() { sed -n "s/.*\"$2\":\([0-9.]*\).*/\1/p" <<<"$1"; }
 lat() { sed -n "s/.*\"latency_ms\":{[^}]*\"$2\":\([0-9.]*\).*/\1/p" <<<"$1"; }
-rows=() notes=() p_wall=() n_wall=() p_recorded=()
+rows=() notes=() p_wall=() n_wall=() p_recorded=() p_rss=()
+# provisiond's resident memory now and its peak so far, in MiB ("RSS/peak").
+provisiond_memory() {
+  awk '/^VmRSS/ {r = $2} /^VmHWM/ {h = $2} END {printf "%d/%d", r / 1024, h / 1024}' "/proc/$provisiond_pid/status"
+}
 run_one() {  # $1: provisiond|nginx, $2: round
   local before after rec=-
   if [[ $1 == provisiond ]]; then
@@ -227,7 +231,7 @@ run_one() {  # $1: provisiond|nginx, $2: round
     after=$(hellos)
     rec=$((after - before))
     ((rec == nodes || keep_going)) || die "provisiond recorded $rec phone-homes of $nodes"
-    p_wall+=("$(field "$s_json" wall_s)"); p_recorded+=("$rec")
+    p_wall+=("$(field "$s_json" wall_s)"); p_recorded+=("$rec"); p_rss+=("$(provisiond_memory)")
   else
     storm "$nginx_url" nginx
     n_wall+=("$(field "$s_json" wall_s)")
@@ -255,13 +259,14 @@ printf '%s\n' "${rows[@]}"
 ((${#notes[@]} == 0)) || printf '%s\n' "${notes[@]}"
 echo "median wall time: provisiond $p_med s, nginx $n_med s; ratio provisiond/nginx $ratio"
 echo "phone-homes recorded per provisiond storm: ${p_recorded[*]} (of $nodes); node states now: $states"
+echo "provisiond's memory after each storm, MiB resident/peak: ${p_rss[*]}"
 cat >"$json_out" <<EOF
 {
   "benchmark": "load",
   "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
   "machine": {"cpus": $(nproc), "loadavg_at_start": "$load_before"},
   "nodes": $nodes, "kernel_mib": $kernel_mib, "initrd_mib": $initrd_mib, "runs": $runs, "backlog": $backlog,
-  "provisiond": {"median_wall_s": $p_med, "wall_s": [$(join_csv "${p_wall[@]}")], "hellos_recorded": [$(join_csv "${p_recorded[@]}")]},
+  "provisiond": {"median_wall_s": $p_med, "wall_s": [$(join_csv "${p_wall[@]}")], "hellos_recorded": [$(join_csv "${p_recorded[@]}")], "rss_mib_resident_peak": [$(printf '"%s",' "${p_rss[@]}" | sed 's/,$//')]},
   "nginx": {"version": "$nginx_version", "median_wall_s": $n_med, "wall_s": [$(join_csv "${n_wall[@]}")]},
   "ratio_provisiond_over_nginx_wall": $ratio
 }
