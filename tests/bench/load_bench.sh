@@ -218,11 +218,9 @@ storm() {  # $1: base URL, $2: name; sets s_json
 }
 field() { sed -n "s/.*\"$2\":\([0-9.]*\).*/\1/p" <<<"$1"; }
 lat() { sed -n "s/.*\"latency_ms\":{[^}]*\"$2\":\([0-9.]*\).*/\1/p" <<<"$1"; }
-rows=() notes=() p_wall=() n_wall=() p_recorded=() p_rss=()
-# provisiond's resident memory now and its peak so far, in MiB ("RSS/peak").
-provisiond_memory() {
-  awk '/^VmRSS/ {r = $2} /^VmHWM/ {h = $2} END {printf "%d/%d", r / 1024, h / 1024}' "/proc/$provisiond_pid/status"
-}
+rows=() notes=() p_wall=() n_wall=() p_recorded=() p_rss=() p_peak=()
+# provisiond's memory in MiB, from its status: $1 VmRSS (resident now) or VmHWM (peak so far).
+provisiond_mib() { awk -v k="$1:" '$1 == k {printf "%d", $2 / 1024}' "/proc/$provisiond_pid/status"; }
 run_one() {  # $1: provisiond|nginx, $2: round
   local before after rec=-
   if [[ $1 == provisiond ]]; then
@@ -231,7 +229,8 @@ run_one() {  # $1: provisiond|nginx, $2: round
     after=$(hellos)
     rec=$((after - before))
     ((rec == nodes || keep_going)) || die "provisiond recorded $rec phone-homes of $nodes"
-    p_wall+=("$(field "$s_json" wall_s)"); p_recorded+=("$rec"); p_rss+=("$(provisiond_memory)")
+    p_wall+=("$(field "$s_json" wall_s)"); p_recorded+=("$rec")
+    p_rss+=("$(provisiond_mib VmRSS)"); p_peak+=("$(provisiond_mib VmHWM)")
   else
     storm "$nginx_url" nginx
     n_wall+=("$(field "$s_json" wall_s)")
@@ -259,14 +258,14 @@ printf '%s\n' "${rows[@]}"
 ((${#notes[@]} == 0)) || printf '%s\n' "${notes[@]}"
 echo "median wall time: provisiond $p_med s, nginx $n_med s; ratio provisiond/nginx $ratio"
 echo "phone-homes recorded per provisiond storm: ${p_recorded[*]} (of $nodes); node states now: $states"
-echo "provisiond's memory after each storm, MiB resident/peak: ${p_rss[*]}"
+echo "provisiond's memory after each storm, MiB: resident ${p_rss[*]}; peak ${p_peak[*]}"
 cat >"$json_out" <<EOF
 {
   "benchmark": "load",
   "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
   "machine": {"cpus": $(nproc), "loadavg_at_start": "$load_before"},
   "nodes": $nodes, "kernel_mib": $kernel_mib, "initrd_mib": $initrd_mib, "runs": $runs, "backlog": $backlog,
-  "provisiond": {"median_wall_s": $p_med, "wall_s": [$(join_csv "${p_wall[@]}")], "hellos_recorded": [$(join_csv "${p_recorded[@]}")], "rss_mib_resident_peak": [$(printf '"%s",' "${p_rss[@]}" | sed 's/,$//')]},
+  "provisiond": {"median_wall_s": $p_med, "wall_s": [$(join_csv "${p_wall[@]}")], "hellos_recorded": [$(join_csv "${p_recorded[@]}")], "rss_mib": [$(join_csv "${p_rss[@]}")], "peak_rss_mib": [$(join_csv "${p_peak[@]}")]},
   "nginx": {"version": "$nginx_version", "median_wall_s": $n_med, "wall_s": [$(join_csv "${n_wall[@]}")]},
   "ratio_provisiond_over_nginx_wall": $ratio
 }

@@ -138,8 +138,8 @@ launch() {
   : >"$dir/t$i/sshd.log"
   # The targets stand in for nodes, whose root has Debian's own .bashrc:
   # bash reads ~/.bashrc in every SSH session (sshd runs the login shell),
-  # and this machine's root's may start programs (pyenv's setup costs about
-  # 130 ms of CPU a session). In a mount namespace of their own (private:
+  # and this machine's root's may start programs (pyenv's setup took 125 ms
+  # a session here; tests/bench/README.md). In a mount namespace of their own (private:
   # nothing leaks out), root's .bashrc is Debian's default. unshare and sh
   # exec: $! is the sshd.
   local home_rc=/dev/null
