@@ -171,6 +171,28 @@ int main(int argc, char** argv) {
   Check(RunIs(r, 0, "got first\nsecond\n"), "stdin input", Describe(r));
   r = s.Run("exit 255", "", "", 10000);
   Check(RunIs(r, 255, ""), "exit code 255", Describe(r));
+
+  std::cout << "== the script arrives byte for byte (by lines up to 2 KiB, by bytes above)\n";
+  {
+    // The script prints itself (`cat "$0"`): tabs, spaces at both ends of a
+    // line, a trailing backslash, CR, blank lines and high bytes survive.
+    const std::string tricky = "cat \"$0\" # \t  \nx='a\\\\\n b' # \r\n\n#\xc3\xa9\xff \\\n\n";
+    r = s.Run(tricky, "", "", 10000);
+    Check(RunIs(r, 0, tricky), "a short script, by lines, exact", Describe(r));
+    r = s.Run("cat \"$0\"", "", "", 10000);
+    Check(RunIs(r, 0, "cat \"$0\"\n"), "a script without a last newline gets one", Describe(r));
+    std::string longer = "cat \"$0\"\n";
+    while (longer.size() <= 4096) longer += "# " + std::string(60, 'x') + " \\ \t\n";
+    r = s.Run(longer, "", "", 10000);
+    Check(RunIs(r, 0, longer), "a 4 KiB script, by bytes, exact", Describe(r).substr(0, 300));
+    std::string with_nul = "tr -dc '\\000' <\"$0\" | wc -c\n#";
+    with_nul += '\0';
+    with_nul += "\n";
+    r = s.Run(with_nul, "", "", 10000);
+    Check(RunIs(r, 0, "1\n"), "a script with a NUL byte goes by bytes", Describe(r));
+    r = s.Run("exit 3", "", "", 10000);
+    Check(RunIs(r, 3, ""), "no output: the exit code still arrives", Describe(r));
+  }
   r = s.Run("kill -9 $$", "", "", 10000);
   Check(r.ok() && r->exit_code == 137, "a script killed by a signal is 128+9", Describe(r));
 

@@ -184,9 +184,17 @@ cmd_start() {
   [ -r "$pubkey" ] || die "start: cannot read the public key $pubkey"
   cp "$pubkey" "$dir/authorized_keys"
   # World-writable like /tmp (sessions may run as other users), outside DIR
-  # (which may be private to its owner).
+  # (which may be private to its owner). In RAM as a node's /tmp is (the
+  # overlay's upper layer): on /dev/shm where it is a tmpfs with 1 GiB free,
+  # else under $TMPDIR or /tmp. (A shell worker makes three files per task;
+  # on this machine's ext4 that was a third of a kept session's command.)
   if [ ! -s "$dir/tmpdir" ] || [ ! -d "$(cat "$dir/tmpdir")" ]; then
-    mktemp -d "${TMPDIR:-/tmp}/sshd-targets.XXXXXX" >"$dir/tmpdir" || die "cannot make a temporary directory"
+    local base=${TMPDIR:-/tmp}
+    if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] &&
+      [ "$(df -Pk /dev/shm | awk 'NR == 2 { print $4 }')" -ge 1048576 ]; then
+      base=/dev/shm
+    fi
+    mktemp -d "$base/sshd-targets.XXXXXX" >"$dir/tmpdir" || die "cannot make a temporary directory"
     chmod 1777 "$(cat "$dir/tmpdir")"
   fi
 
