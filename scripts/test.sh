@@ -7,10 +7,10 @@
 #      integration, web, fuzz replays and the lab tests (QEMU machines under
 #      TCG).
 # Every test runs under the sanitizers and none runs twice. Two at a time
-# (ctest -j2): the lab lane (QEMU machines; lock lab) beside the host lane
-# (integration and web tests, the package, the lab images' builds; lock host;
-# at nice 10), unit tests and fuzz replays wherever a slot is free
-# (tests/CMakeLists.txt). The optimized
+# (ctest -j2): the lab lane (QEMU machines; lock lab) beside the host's
+# heavy items (the lab images' builds, the package, the browser; lock host;
+# at nice 10); unit, integration (nice 10) and fuzz replay tests wherever a
+# slot is free (tests/CMakeLists.txt). The optimized
 # build (build/: what the demo and the benchmarks run) is the demo command's;
 # `--no-sanitize` runs every test in it instead. Units are compiled in batches
 # (CMake's unity build: half the time of one unit at a time) with a
