@@ -19,20 +19,30 @@ constexpr const char* kPrelude = R"SH(
 changed() { echo changed=1 >&3; }
 fail() { printf 'msg=%s\n' "$(printf '%s' "$*" | tr '\n' ' ')" >&3; exit 1; }
 # attrs PATH MODE OWNER GROUP [-h]: fixes what differs, reports a change.
+# One stat for all three; a numeric MODE the file already has is left alone
+# (chmod and a second stat only when it differs, or is symbolic, or PATH is a
+# link). Each program started is milliseconds on a node, far more on a slow one.
 attrs() {
+  [ -n "$2$3$4" ] || return 0
+  _r=$(stat -c '%a %U %u %G %g' -- "$1") || fail "cannot stat $1"
+  _a=${_r%% *}; _r=${_r#* }; _U=${_r%% *}; _r=${_r#* }; _u=${_r%% *}; _r=${_r#* }
+  _G=${_r%% *}; _g=${_r#* }
   if [ -n "$2" ]; then
-    _b=$(stat -c %a -- "$1") || fail "cannot stat $1"
-    _e=$(chmod -- "$2" "$1" 2>&1) || fail "chmod $2 $1: $_e"
-    [ "$(stat -c %a -- "$1")" = "$_b" ] || changed
+    _w=
+    case $2 in *[!0-7]*) ;; *) _w=${2#"${2%%[!0]*}"}; _w=${_w:-0} ;; esac
+    if [ "$_w" != "$_a" ] || [ -L "$1" ]; then
+      _e=$(chmod -- "$2" "$1" 2>&1) || fail "chmod $2 $1: $_e"
+      [ "$(stat -c %a -- "$1")" = "$_a" ] || changed
+    fi
   fi
   if [ -n "$3" ]; then
-    case " $(stat -c '%U %u' -- "$1") " in
+    case " $_U $_u " in
       *" $3 "*) ;;
       *) _e=$(chown $5 -- "$3" "$1" 2>&1) || fail "chown $3 $1: $_e"; changed ;;
     esac
   fi
   if [ -n "$4" ]; then
-    case " $(stat -c '%G %g' -- "$1") " in
+    case " $_G $_g " in
       *" $4 "*) ;;
       *) _e=$(chgrp $5 -- "$4" "$1" 2>&1) || fail "chgrp $4 $1: $_e"; changed ;;
     esac

@@ -69,13 +69,19 @@ ModuleOutcome CopyContent(const CopyRequest& req, ModuleContext& ctx) {
     std::string s;
     s += "dest=" + Q(req.dest) + "; want=" + sum + "; base=" + Q(req.src_basename) + "\n";
     s += "send=" + std::string(send ? "1" : "0") + "; force=" + (req.force ? "1" : "0") +
-         "; backup=" + (req.backup ? "1" : "0") + "\n";
+         "; backup=" + (req.backup ? "1" : "0") + "; tmpname=.provisiond." + RandomHex(8) + "\n";
     s += R"SH(
 if [ -d "$dest" ]; then
   [ -n "$base" ] || fail "dest $dest is a directory: give a file path"
   dest="${dest%/}/$base"
 fi
-dir=$(dirname -- "$dest")
+# dirname's answer without starting it ("a" -> ".", "/a" -> "/", "a//b/" -> "a").
+_d=$dest
+while [ "${_d%/}" != "$_d" ] && [ -n "${_d%/}" ]; do _d=${_d%/}; done
+case $_d in
+  */*) dir=${_d%/*}; while [ "${dir%/}" != "$dir" ]; do dir=${dir%/}; done; dir=${dir:-/} ;;
+  *) dir=. ;;
+esac
 )SH";
     if (req.make_parents)
       s += "[ -d \"$dir\" ] || { _e=$(mkdir -p -- \"$dir\" 2>&1) || fail \"mkdir $dir: $_e\"; }\n";
@@ -90,7 +96,16 @@ if [ -f "$dest" ]; then
 fi
 if [ "$have" != "$want" ] && { [ -z "$have" ] || [ "$force" = 1 ]; }; then
   if [ "$send" = 0 ]; then echo need_content=1 >&3; exit 0; fi
-  tmp=$(mktemp -- "$dir/.provisiond.XXXXXXXX" 2>/dev/null) || fail "cannot create a file in $dir"
+  # A new file beside dest under a name nobody on the node can guess (random,
+  # from provisiond), made with O_EXCL by the shell (set -C) with the mode
+  # umask gives; mktemp (mode 0600) if that name exists.
+  tmp="$dir/$tmpname"; fresh=0
+  set -C
+  if true 2>/dev/null >"$tmp"; then
+    set +C; fresh=1
+  else
+    set +C; tmp=$(mktemp -- "$dir/.provisiond.XXXXXXXX" 2>/dev/null) || fail "cannot create a file in $dir"
+  fi
   trap 'rm -f -- "$tmp"' EXIT
   cat > "$tmp" || fail "cannot write $tmp"
   got=$(sha256sum < "$tmp"); got=${got%% *}
@@ -103,7 +118,7 @@ if [ "$have" != "$want" ] && { [ -z "$have" ] || [ "$force" = 1 ]; }; then
       cp -p -- "$dest" "$b" || fail "cannot back up $dest to $b"
       echo "backup_file=$b" >&3
     fi
-  else
+  elif [ "$fresh" = 0 ]; then
     chmod "$(printf '%o' $(( 0666 & ~0$(umask) )))" "$tmp"
   fi
   _e=$(mv -f -- "$tmp" "$dest" 2>&1) || fail "cannot rename into $dest: $_e"

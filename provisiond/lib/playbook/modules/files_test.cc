@@ -37,6 +37,20 @@ TEST_CASE_FIXTURE(ModuleFixture,
   for (const auto& e : fs::directory_iterator(dir.path))
     CHECK(e.path().filename().string().rfind(".provisiond.", 0) != 0);
 
+  // A new file without a mode gets what the umask leaves of 0666, as with
+  // Ansible; through a path with doubled and trailing slashes in its folder.
+  const mode_t old_umask = umask(027);
+  o = Run("copy", {{"dest", dir.path + "//out-new//fresh"}, {"content", "new\n"}});
+  umask(old_umask);
+  CHECK(o.failed);  // the folder does not exist yet
+  fs::create_directories(dir / "out-new");
+  umask(027);
+  o = Run("copy", {{"dest", dir.path + "//out-new//fresh"}, {"content", "new\n"}});
+  umask(old_umask);
+  CHECK(o.changed);
+  CHECK(FileText(dir / "out-new/fresh") == "new\n");
+  CHECK(Mode(dir / "out-new/fresh") == 0640);
+
   // force: no keeps an existing file.
   o = Run("copy", {{"dest", dest}, {"content", "other\n"}, {"force", "no"}});
   CHECK_FALSE(o.changed);
