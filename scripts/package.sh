@@ -9,6 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
 build="${1:-build-package}"
+# An absolute BUILD_DIR as it is, a relative one under the checkout.
+case "$build" in /*) ;; *) build="$repo/$build" ;; esac
 version="$(sed -n 's/^project(provisiond VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)"
 arch="$(dpkg --print-architecture)"
 # Debian's variables name who builds it.
@@ -32,7 +34,7 @@ cmake -S . -B "$build" -G Ninja "${launcher[@]}" -DCMAKE_BUILD_TYPE=Release \
 ninja -C "$build" provisiond provisionctl provision-facts provision-mount provision-fetch
 
 echo "== stage"
-root="$repo/$build/deb-root"
+root="$build/deb-root"
 rm -rf "$root"
 DESTDIR="$root" cmake --install "$build" --strip >/dev/null
 doc="$root/usr/share/doc/provisiond"
@@ -64,7 +66,7 @@ done
 echo /etc/provisiond/provisiond.yaml >"$root/DEBIAN/conffiles"
 
 # Libraries the two programs link, as Debian's shlibs say.
-shlibs_dir="$repo/$build/shlibs"
+shlibs_dir="$build/shlibs"
 rm -rf "$shlibs_dir" && mkdir -p "$shlibs_dir/debian"
 echo "Source: provisiond" >"$shlibs_dir/debian/control"
 shlibs="$(cd "$shlibs_dir" && dpkg-shlibdeps -O "$root/usr/sbin/provisiond" "$root/usr/bin/provisionctl" |
