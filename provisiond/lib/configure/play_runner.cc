@@ -563,7 +563,8 @@ class NodeRun {
                             : "failed";
       return TaskFailed(r, task, msg, result) ? Step::kContinue : Step::kStop;
     }
-    r.status = r.changed ? "changed" : "ok";
+    // A module may skip itself (a service's state at image stage).
+    r.status = result.value("skipped", false) ? "skipped" : r.changed ? "changed" : "ok";
     if (result.contains("msg") && result["msg"].is_string()) r.msg = result["msg"];
     Report(r);
     if (result.value("rebooted", false)) {

@@ -628,4 +628,91 @@ TEST_CASE("runner: set_fact in a loop adds up item by item and lasts into the ne
   CHECK(Read(d.path() + "/acc.txt") == "a= b= c=\n");
 }
 
+// A playbook's services at image stage (provisiond_stage: image) and at node
+// stage, against a stand-in systemctl on PATH that logs each verb and keeps
+// one unit's state in files.
+TEST_CASE("runner: image stage enables services but starts none; reboot fails there") {
+  TempDir d;
+  const std::string dir = d.path();
+  const std::string systemctl = R"SH(
+[ "$1" = --quiet ] && shift
+verb=$1; shift
+echo "$verb" >>"$u.log"
+case "$verb" in
+  show) case "$*" in *ActiveState*--value*) if [ -e "$u.active" ]; then echo active; else echo inactive; fi ;; esac ;;
+  is-enabled) [ -e "$u.enabled" ] ;;
+  enable) touch "$u.enabled" ;;
+  start|restart) touch "$u.active" ;;
+  stop) rm -f "$u.active" ;;
+esac
+)SH";
+  WriteFile(dir + "/bin/systemctl", "#!/bin/sh\nu=" + dir + "/unit" + systemctl);
+  std::filesystem::permissions(dir + "/bin/systemctl", std::filesystem::perms::owner_all);
+  const std::string old_path = getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin";
+  setenv("PATH", (dir + "/bin:" + old_path).c_str(), 1);
+  struct RestorePath {
+    std::string path;
+    ~RestorePath() { setenv("PATH", path.c_str(), 1); }
+  } restore{old_path};
+  // The reboot runs only at image stage, where it must fail before doing
+  // anything.
+  const std::string play = R"(
+- hosts: all
+  tasks:
+    - name: web enabled and started
+      systemd: {name: web.service, state: started, enabled: true}
+      notify: restart web
+    - name: web started
+      systemd: {name: web.service, state: started}
+  post_tasks:
+    - name: reboot into the new kernel
+      reboot:
+      when: provisiond_stage | default('node') == 'image'
+  handlers:
+    - name: restart web
+      systemd: {name: web.service, state: restarted}
+)";
+  auto verbs = [&] {
+    std::string log = Read(dir + "/unit.log");
+    std::vector<std::string> out;
+    for (size_t start = 0, end; (end = log.find('\n', start)) != std::string::npos; start = end + 1)
+      if (std::string v = log.substr(start, end - start); v != "show" && v != "is-enabled")
+        out.push_back(v);
+    std::filesystem::remove(dir + "/unit.log");
+    return out;
+  };
+
+  Recorder image;
+  NodeRunOutcome out = Run(dir, play, image, json{{"provisiond_stage", "image"}});
+  CHECK(image.Statuses() == "changed skipped skipped failed");
+  CHECK(verbs() == std::vector<std::string>{"enable"});
+  CHECK(std::filesystem::exists(dir + "/unit.enabled"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/unit.active"));
+  REQUIRE(image.results.size() == 4);
+  CHECK(image.results[0].msg ==
+        "state: started not applied at image stage (no daemon of the image runs on the control "
+        "node; an enabled unit starts when the node boots)");
+  CHECK(image.results[1].msg.find("state: started not applied at image stage") == 0);
+  CHECK(image.results[2].task == "restart web");  // the handler
+  CHECK(image.results[2].msg.find("state: restarted not applied at image stage") == 0);
+  CHECK(out.status == "failed");
+  CHECK(out.skipped == 2);
+  CHECK(out.failed_task.find("reboot into the new kernel (" + dir + "/play.yml:") == 0);
+  CHECK(out.failed_task.find("reboot cannot run at image stage") != std::string::npos);
+  CHECK(out.failed_task.find("when: provisiond_stage != 'image'") != std::string::npos);
+
+  // At node stage (said, or unsaid) the same tasks start and restart.
+  std::filesystem::remove(dir + "/unit.enabled");
+  for (const json& vars : {json{{"provisiond_stage", "node"}}, json::object()}) {
+    Recorder node;
+    out = Run(dir, play, node, vars);
+    INFO(vars.dump());
+    CHECK(out.status == "ok");
+    CHECK(node.Statuses() == "changed ok changed skipped");
+    CHECK(verbs() == std::vector<std::string>{"enable", "start", "restart"});
+    std::filesystem::remove(dir + "/unit.enabled");
+    std::filesystem::remove(dir + "/unit.active");
+  }
+}
+
 }  // namespace prov

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "base/unique_fd.h"
@@ -64,24 +65,21 @@ std::string CurrentUser() {
   return std::to_string(geteuid());
 }
 
-}  // namespace
-
-Result<RemoteResult> LocalRemote::Run(const std::string& script, const std::string& input,
-                                      const std::string& become_user, int timeout_ms) {
-  // The program: /bin/sh itself, or through runuser (we are root) or sudo.
-  std::vector<std::string> argv;
-  if (!become_user.empty() && become_user != CurrentUser()) {
-    if (geteuid() == 0)
-      argv = {"/usr/sbin/runuser", "-u", become_user, "--"};
-    else
-      // sudo closes descriptors above 2 unless told; -C 4 keeps fd 3, which
-      // needs "closefrom_override" in sudoers for the login user.
-      argv = {"/usr/bin/sudo", "-n", "-C", "4", "-u", become_user, "--"};
-  }
-  argv.insert(argv.end(), {"/bin/sh", "-c", script});
+// Runs argv[0] (a path) with `input` on stdin, fd 3 collected, in its own
+// process group, all of which is killed at the timeout. `env`: the whole
+// environment ("NAME=value" entries); none, ours.
+Result<RemoteResult> SpawnScript(std::vector<std::string> argv, const std::string& input,
+                                 int timeout_ms,
+                                 std::optional<std::vector<std::string>> env = std::nullopt) {
+  // Built before fork: the child only execs.
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
+  std::vector<char*> cenv;
+  if (env) {
+    for (auto& e : *env) cenv.push_back(e.data());
+    cenv.push_back(nullptr);
+  }
 
   auto in = MemFile("remote-stdin");
   if (!in.ok()) return in.status();
@@ -111,7 +109,10 @@ Result<RemoteResult> LocalRemote::Run(const std::string& script, const std::stri
     sigemptyset(&empty);
     sigprocmask(SIG_SETMASK, &empty, nullptr);
     for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
-    execv(cargv[0], cargv.data());
+    if (env)
+      execve(cargv[0], cargv.data(), cenv.data());
+    else
+      execv(cargv[0], cargv.data());
     _exit(127);
   }
   setpgid(pid, pid);  // also here: no race with the kill below
@@ -179,6 +180,109 @@ Result<RemoteResult> LocalRemote::Run(const std::string& script, const std::stri
     result.exit_code = 128 + WTERMSIG(wstatus);
   result.meta = ReadFrom(meta_fd.get());
   return result;
+}
+
+// ChrootRemote's setup, run by this machine's /bin/sh in the new mount
+// namespace (which unshare made private: no mount here propagates back):
+// $1 the tree, $2 the user, $3 the script. The mounts are made by this
+// machine's mount and the tree entered by its chroot, so the tree needs
+// nothing but /bin/sh (and runuser for another user). A mount point that is
+// a symbolic link is refused: mount would follow it out of the tree, and
+// the tree's own path would stay unmounted.
+constexpr const char* kImageStageSetup = R"SH(
+root=$1 user=$2 script=$3
+fail() { echo "provisiond: image root $root: $*" >&2; exit 125; }
+case $root in /*) ;; *) fail "not an absolute path" ;; esac
+[ -d "$root" ] || fail "not a directory"
+[ "$root" -ef / ] && fail "is this machine's root"
+[ -e "$root/bin/sh" ] || [ -L "$root/bin/sh" ] || fail "has no /bin/sh (not a root file system)"
+for d in proc:0555 sys:0555 dev:0755 tmp:1777 run:0755; do
+  p=$root/${d%:*}
+  [ -L "$p" ] && fail "/${d%:*} is a symbolic link"
+  [ -d "$p" ] || mkdir -m "${d#*:}" "$p" || fail "cannot create /${d%:*}"
+done
+mount -t proc proc "$root/proc" || fail "cannot mount proc on /proc"
+for d in sys dev; do
+  { mount --rbind "/$d" "$root/$d" && mount --make-rslave "$root/$d"; } || fail "cannot bind /$d"
+done
+# Fresh and empty: nothing a task writes there ends in the image. An empty
+# /run also keeps the image's daemons from starting: with no
+# /run/systemd/system, invoke-rc.d and deb-systemd-invoke (apt's
+# maintainer scripts) leave services alone, and systemctl reaches no
+# systemd of this machine.
+mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs "$root/tmp" || fail "cannot mount a tmpfs on /tmp"
+mount -t tmpfs -o nosuid,nodev,mode=0755 tmpfs "$root/run" || fail "cannot mount a tmpfs on /run"
+if [ -d "$root/dev/shm" ] && ! [ -L "$root/dev/shm" ]; then
+  mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs "$root/dev/shm" || fail "cannot mount a tmpfs on /dev/shm"
+fi
+# Name resolution for apt: our resolv.conf, read-only (a task writing it
+# must not write this machine's), over the tree's own file; where the
+# tree's is a link into /run (systemd-resolved), a copy in the fresh /run.
+rc=$root/etc/resolv.conf
+if [ -f /etc/resolv.conf ]; then
+  if [ -L "$rc" ]; then
+    t=$(readlink "$rc")
+    case $t in ../run/*) t=${t#..} ;; esac
+    case $t in
+      *..*) ;;
+      /run/?*) { mkdir -p "$root${t%/*}" && cat /etc/resolv.conf >"$root$t"; } || fail "cannot write $t" ;;
+    esac
+  elif [ -f "$rc" ]; then
+    { mount --bind /etc/resolv.conf "$rc" && mount -o remount,bind,ro "$rc"; } || fail "cannot bind /etc/resolv.conf"
+  fi
+fi
+if [ -z "$user" ] || [ "$user" = root ]; then exec chroot "$root" /bin/sh -c "$script"; fi
+exec chroot "$root" runuser -u "$user" -- /bin/sh -c "$script"
+)SH";
+
+// The daemon's environment for a script in the tree: PATH of the tree's
+// usual places, root's HOME, messages untranslated, apt without questions.
+// TMPDIR names a folder of this machine the tree lacks.
+std::vector<std::string> ImageStageEnv() {
+  static const std::vector<std::string> kSet = {
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LC_ALL=C",
+      "DEBIAN_FRONTEND=noninteractive"};
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    bool replaced = name == "TMPDIR";
+    for (const auto& s : kSet)
+      replaced = replaced || s.compare(0, name.size() + 1, name + "=") == 0;
+    if (!replaced) env.push_back(std::move(entry));
+  }
+  env.insert(env.end(), kSet.begin(), kSet.end());
+  return env;
+}
+
+}  // namespace
+
+Result<RemoteResult> LocalRemote::Run(const std::string& script, const std::string& input,
+                                      const std::string& become_user, int timeout_ms) {
+  // The program: /bin/sh itself, or through runuser (we are root) or sudo.
+  std::vector<std::string> argv;
+  if (!become_user.empty() && become_user != CurrentUser()) {
+    if (geteuid() == 0)
+      argv = {"/usr/sbin/runuser", "-u", become_user, "--"};
+    else
+      // sudo closes descriptors above 2 unless told; -C 4 keeps fd 3, which
+      // needs "closefrom_override" in sudoers for the login user.
+      argv = {"/usr/bin/sudo", "-n", "-C", "4", "-u", become_user, "--"};
+  }
+  argv.insert(argv.end(), {"/bin/sh", "-c", script});
+  return SpawnScript(std::move(argv), input, timeout_ms);
+}
+
+Result<RemoteResult> ChrootRemote::Run(const std::string& script, const std::string& input,
+                                       const std::string& become_user, int timeout_ms) {
+  // --uts too: a task that sets the host name (the hostname module) sets
+  // the namespace's, never this machine's.
+  std::vector<std::string> argv = {"/usr/bin/unshare", "--mount", "--uts",
+                                   "--propagation",    "private", "--"};
+  // $0 names the setup in the shell's own messages.
+  argv.insert(argv.end(), {"/bin/sh", "-c", kImageStageSetup, "provisiond-image-stage", root_,
+                           become_user, script});
+  return SpawnScript(std::move(argv), input, timeout_ms, ImageStageEnv());
 }
 
 }  // namespace prov

@@ -1,10 +1,12 @@
 // What the playbook runner needs from a node: run a POSIX shell script there,
 // as some user, with bytes on its stdin, within a time limit. The SSH client
 // implements it over one persistent session per node; unit tests use a local
-// implementation (LocalRemote) that runs /bin/sh on this machine.
+// implementation (LocalRemote) that runs /bin/sh on this machine, and image
+// stage one (ChrootRemote) that runs it inside an image's root tree.
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "base/result.h"
 
@@ -49,6 +51,38 @@ class LocalRemote : public Remote {
 
  private:
   std::string name_;
+};
+
+// Runs scripts inside an image's root tree on this machine (image stage: a
+// profile's playbooks run once, on the control node, on the image rather
+// than on each booted node). Each Run is one `unshare --mount --uts` whose
+// private mount namespace gets proc, /sys and /dev (recursive binds), fresh
+// tmpfs on /tmp, /run and /dev/shm (what a task leaves there never reaches
+// the image, and no socket of this machine's daemons shows in /run), and
+// this machine's /etc/resolv.conf bound read-only over the tree's (so apt
+// resolves names; the tree's file is left as it was); then chroot(8) runs
+// /bin/sh of the tree, as root or through the tree's `runuser -u`. The
+// mounts, and a host name a task sets, go with the namespace when the
+// script ends. Missing mount points (/proc, /sys, /dev, /tmp, /run) are
+// created; nothing else in the tree is touched. The environment is ours with
+// PATH, HOME=/root, LC_ALL=C and DEBIAN_FRONTEND=noninteractive set and
+// TMPDIR dropped (a path of this machine); http_proxy and the like pass
+// through. stdin, fd 3, the timeout and the process group's kill are
+// LocalRemote's. A tree that cannot be entered (no /bin/sh, a mount that
+// fails) is a failed script (exit code 125) whose stderr names the tree.
+// Needs root (mounts and chroot).
+class ChrootRemote : public Remote {
+ public:
+  ChrootRemote(std::string name, std::string root)
+      : name_(std::move(name)), root_(std::move(root)) {}
+  const std::string& node() const override { return name_; }
+  const std::string& root() const { return root_; }
+  Result<RemoteResult> Run(const std::string& script, const std::string& input,
+                           const std::string& become_user, int timeout_ms) override;
+
+ private:
+  std::string name_;
+  std::string root_;
 };
 
 }  // namespace prov

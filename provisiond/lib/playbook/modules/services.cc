@@ -1,15 +1,43 @@
 // What runs on the node: systemd units and SysV services, waiting for a
 // port or a file to appear (a service coming up), the node's name, and
-// rebooting.
+// rebooting. At image stage some of it is left to the node's boot or
+// refused (see AtImageStage).
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "playbook/jinja/regex.h"
 #include "playbook/modules/common.h"
 
 namespace prov::modules {
 namespace {
+
+// Image stage: the runner's variable provisiond_stage is "image" (absent or
+// "node": a booted node). The playbook then runs once, on the control node,
+// inside an image's root tree (ChrootRemote), so what needs the image's
+// system running is not there: no daemon of the image may start on the
+// control node, and there is no booted node to reboot or to reach on a
+// port. The modules of this file are the ones it concerns; the rules live
+// here, beside what they change:
+// - systemd/service apply enabled and masked (systemctl works on unit
+//   files in a chroot) but never a state, nor daemon_reload (no systemd runs
+//   the image's units): a task (or a handler) with nothing else is skipped,
+//   saying why; the units start when the node boots.
+// - reboot, and wait_for of a port, fail, naming the module and the fix.
+// - hostname writes the tree's /etc/hostname; ChrootRemote keeps the
+//   kernel's name it sets in a namespace of its own.
+bool AtImageStage(const ModuleContext& ctx) {
+  if (!ctx.vars.is_object()) return false;
+  auto it = ctx.vars.find("provisiond_stage");
+  return it != ctx.vars.end() && it->is_string() && it->get_ref<const std::string&>() == "image";
+}
+
+ModuleOutcome NeedsBootedNode(const std::string& what, const std::string& why) {
+  return Fail(what + " cannot run at image stage: " + why +
+              " (add \"when: provisiond_stage != 'image'\" to the task, or run it from the "
+              "node-stage playbooks)");
+}
 
 // The systemd part: `n` is the unit; state/enabled/masked/reload as given.
 constexpr const char* kSystemdScript = R"SH(
@@ -85,17 +113,49 @@ ModuleOutcome RunService(const json& args, ModuleContext& ctx, bool systemd_modu
     if (!st.ok())
       return Fail(std::string(systemd_module ? "systemd: " : "service: ") + st.message());
   }
-  const std::string state = Str(args, "state");
+  std::string state = Str(args, "state");
   if (state.empty() && enabled.empty() && masked.empty() && reload != "1")
     return Fail("one of state, enabled, masked or daemon_reload is required");
   if (name.empty() && (!state.empty() || !enabled.empty() || !masked.empty()))
     return Fail("name is required with state, enabled or masked");
+  const bool image = AtImageStage(ctx);
+  // At image stage, what was left alone and why; a task left with nothing
+  // else to do is skipped.
+  std::vector<std::string> not_applied;
+  if (image && !state.empty()) {
+    not_applied.push_back("state: " + state +
+                          " not applied at image stage (no daemon of the image runs on the "
+                          "control node; " +
+                          (state == "stopped"
+                               ? "a disabled unit does not start when the node boots)"
+                               : "an enabled unit starts when the node boots)"));
+    state.clear();
+  }
+  if (image && reload == "1") {
+    // No systemd runs the image's units (systemctl daemon-reload in a chroot
+    // is ignored, or fails where the control node's PID 1 is not systemd).
+    not_applied.push_back(
+        "daemon_reload not needed at image stage (the node's systemd reads the unit files when "
+        "it boots)");
+    reload.clear();
+  }
+  if (image && enabled.empty() && masked.empty()) {
+    ModuleOutcome o;
+    o.msg = Join(not_applied, "; ");
+    o.result["skipped"] = true;
+    o.result["skip_reason"] = o.msg;
+    o.result["name"] = name;
+    return o;
+  }
   std::string s = "n=" + Q(name) + "; state=" + Q(state) + "; enabled=" + enabled +
                   "; masked=" + masked + "; daemon_reload=" + reload + "\n";
   if (systemd_module) {
     s += kSystemdScript;
   } else {
-    s += "if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then\n";
+    // In an image's tree no systemd runs (its /run is empty): a tree that
+    // has systemctl is a systemd image, whose unit files systemctl edits.
+    s += image ? "if command -v systemctl >/dev/null 2>&1; then\n"
+               : "if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then\n";
     s += kSystemdScript;
     s += "\nelse\n";
     s += kSysvScript;
@@ -107,6 +167,7 @@ ModuleOutcome RunService(const json& args, ModuleContext& ctx, bool systemd_modu
     return FailedRun(*run, (systemd_module ? "systemd " : "service ") + name, ctx);
   ModuleOutcome o;
   o.changed = run->changed;
+  o.msg = Join(not_applied, "; ");
   o.result["name"] = name;
   if (!state.empty()) o.result["state"] = state;
   if (!enabled.empty()) o.result["enabled"] = enabled == "1";
@@ -143,6 +204,10 @@ ModuleOutcome RunWaitFor(const json& args, ModuleContext& ctx) {
     return Fail("wait_for: port must be 1..65535");
   if (Has(args, "search_regex") && path.empty())
     return Fail("wait_for: search_regex is supported with path only");
+  if (Has(args, "port") && AtImageStage(ctx))
+    return NeedsBootedNode("wait_for of port " + std::to_string(*port),
+                           "no daemon of the image runs on the control node, so no port opens "
+                           "before the node boots");
   if (!path.empty() && (state == "started" || state == "present")) state = "present";
   if (!path.empty() && state == "stopped") state = "absent";
   std::string s = "host=" + Q(host) + "; port=" + std::to_string(*port) + "; path=" + Q(path) +
@@ -232,6 +297,10 @@ ModuleOutcome RunReboot(const json& args, ModuleContext& ctx) {
   auto connect = Int(args, "connect_timeout", 30);
   for (auto* v : {&timeout, &pre, &post, &connect})
     if (!v->ok()) return Fail("reboot: " + v->status().message());
+  if (AtImageStage(ctx))
+    return NeedsBootedNode("reboot",
+                           "the playbook runs in the image's tree on the control node; "
+                           "there is no booted node to reboot");
   std::string msg = Str(args, "msg", "Reboot initiated by provisiond");
   std::string s = "msg=" + Q(msg) + "; pre=" + std::to_string(std::max<long long>(0, *pre)) + "\n";
   s += R"SH(

@@ -118,6 +118,99 @@ TEST_CASE_FIXTURE(ModuleFixture, "systemd changes only what differs (a stand-in 
   unsetenv("FAKE_SYSTEMD_DIR");
 }
 
+TEST_CASE_FIXTURE(ModuleFixture, "systemd and service at image stage: unit files, never a state") {
+  fs::create_directories(dir / "bin");
+  fs::create_directories(dir / "units");
+  WriteExecutable(dir / "bin/systemctl", kFakeSystemctl);
+  PutFile(dir / "units/web.service.unit", "");
+  setenv("FAKE_SYSTEMD_DIR", (dir / "units").c_str(), 1);
+  PathPrefix path(dir / "bin");
+  vars["provisiond_stage"] = "image";
+
+  // Enabled as asked; started never (no daemon of the image on this machine).
+  auto o = Run("systemd", {{"name", "web.service"}, {"state", "started"}, {"enabled", true}});
+  INFO(o.msg << " " << o.result.dump());
+  CHECK_FALSE(o.failed);
+  CHECK(o.changed);
+  CHECK(o.msg ==
+        "state: started not applied at image stage (no daemon of the image runs on the control "
+        "node; an enabled unit starts when the node boots)");
+  CHECK_FALSE(o.result.contains("skipped"));
+  CHECK(fs::exists(dir / "units/web.service.enabled"));
+  CHECK_FALSE(fs::exists(dir / "units/web.service.active"));
+  CHECK_FALSE(fs::exists(dir / "units/web.service.log"));
+
+  // Only a state: skipped, saying why; so is a restart (a handler's).
+  for (const char* state : {"started", "restarted", "reloaded", "stopped"}) {
+    o = Run("ansible.builtin.systemd", {{"name", "web.service"}, {"state", state}});
+    CHECK_FALSE(o.failed);
+    CHECK_FALSE(o.changed);
+    CHECK(o.result["skipped"] == true);
+    CHECK(o.msg.find(std::string("state: ") + state + " not applied at image stage") == 0);
+  }
+  CHECK_FALSE(fs::exists(dir / "units/web.service.log"));  // no start, stop or restart ran
+
+  // daemon_reload: nothing to reload (no systemd runs the image's units;
+  // systemctl in a chroot ignores it, or fails without systemd as PID 1).
+  fs::remove(dir / "units/daemon-reloads");  // the stand-in's enable wrote it
+  o = Run("systemd", {{"daemon_reload", true}});
+  CHECK_FALSE(o.failed);
+  CHECK(o.result["skipped"] == true);
+  CHECK(o.msg.find("daemon_reload not needed at image stage") == 0);
+  CHECK_FALSE(fs::exists(dir / "units/daemon-reloads"));
+  o = Run("systemd", {{"name", "web.service"}, {"state", "restarted"}, {"daemon_reload", true}});
+  CHECK(o.result["skipped"] == true);
+  CHECK(o.msg.find("state: restarted not applied") == 0);
+  CHECK(o.msg.find("; daemon_reload not needed") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "units/daemon-reloads"));
+  CHECK_FALSE(fs::exists(dir / "units/web.service.log"));
+
+  // service: in the tree no systemd runs, yet a tree with systemctl is a
+  // systemd image: its unit files are what enabled changes.
+  o = Run("service", {{"name", "web.service"}, {"state", "started"}, {"enabled", false}});
+  CHECK_FALSE(o.failed);
+  CHECK(o.changed);
+  CHECK_FALSE(fs::exists(dir / "units/web.service.enabled"));
+  CHECK_FALSE(fs::exists(dir / "units/web.service.active"));
+  o = Run("ansible.builtin.service", {{"name", "web.service"}, {"state", "restarted"}});
+  CHECK(o.result["skipped"] == true);
+  Idempotent("systemd", {{"name", "web.service"}, {"masked", true}});
+
+  // Argument errors are still errors.
+  o = Run("systemd", {{"state", "started"}});
+  CHECK(o.failed);
+  CHECK(o.msg.find("name is required") != std::string::npos);
+
+  // At node stage, said, the same task starts the unit.
+  vars["provisiond_stage"] = "node";
+  Idempotent("systemd", {{"name", "web.service"}, {"masked", false}});
+  Idempotent("systemd", {{"name", "web.service"}, {"state", "started"}});
+  CHECK(fs::exists(dir / "units/web.service.active"));
+  unsetenv("FAKE_SYSTEMD_DIR");
+}
+
+TEST_CASE_FIXTURE(ModuleFixture, "reboot and wait_for of a port fail at image stage, saying why") {
+  fs::create_directories(dir / "bin");
+  const std::string marker = dir / "shutdown-called";
+  WriteExecutable(dir / "bin/shutdown", "#!/bin/sh\ntouch " + ShellQuote(marker) + "\n");
+  PathPrefix path(dir / "bin");
+  vars["provisiond_stage"] = "image";
+  auto o = Run("reboot", json::object());
+  CHECK(o.failed);
+  CHECK_FALSE(o.changed);
+  CHECK(o.msg.find("reboot cannot run at image stage") == 0);
+  CHECK(o.msg.find("when: provisiond_stage != 'image'") != std::string::npos);
+  CHECK_FALSE(o.result.contains("rebooted"));
+  o = Run("wait_for", {{"port", 22}, {"timeout", 1}});
+  CHECK(o.failed);
+  CHECK(o.msg.find("wait_for of port 22 cannot run at image stage") == 0);
+  // A file in the tree is there to wait for.
+  PutFile(dir / "ready", "");
+  o = Run("wait_for", {{"path", dir / "ready"}, {"timeout", 1}});
+  CHECK_FALSE(o.failed);
+  CHECK_FALSE(fs::exists(marker));  // no script ran: no shutdown is on its way
+}
+
 TEST_CASE_FIXTURE(ModuleFixture, "systemd against the real systemd, when PID 1 is systemd") {
   if (!fs::exists("/run/systemd/system") || geteuid() != 0) return;
   // A unit that exists on every systemd system and is safe to query.
