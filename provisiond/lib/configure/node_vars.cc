@@ -188,6 +188,7 @@ json NodeVarsBuilder::For(const NodeRecord& node, const std::vector<NodeRecord>&
                {"provisiond_facts", *mine->facts},
                {"provisiond_mac", node.mac},
                {"provisiond_profile", node.profile_version},
+               {"provisiond_stage", "node"},
                {"provisiond_control_key", control_key_},
                {"ansible_facts", *mine->ansible}};
   for (const auto& [k, v] : mine->ansible->items()) vars["ansible_" + k] = v;

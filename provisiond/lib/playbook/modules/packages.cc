@@ -68,10 +68,20 @@ aptrun() {
 }
 )SH";
   s += std::string("APT=") + Q(std::string(kAptGet) + recommends) + "\n";
+  std::string pkgs;
+  for (const auto& n : names) pkgs += " " + Q(n);
   if (*update) {
+    // Every package there already (state present): nothing needs a fresh
+    // list, so the mirror is not asked. A node whose image baked the
+    // packages reaches `ready` without a mirror (Ansible would update).
+    s += "fresh=1\n";
+    if (state == "present" && !names.empty() && deb.empty())
+      s += "fresh=0; set --" + pkgs + "; for p; do has \"$p\" || fresh=1; done\n";
     s += R"SH(
 before=$(cache_time)
-if [ "$valid" -le 0 ] || [ $(( $(date +%s) - before )) -ge "$valid" ]; then
+if [ "$fresh" = 0 ]; then
+  :
+elif [ "$valid" -le 0 ] || [ $(( $(date +%s) - before )) -ge "$valid" ]; then
   _o=$(apt-get -q update 2>&1) || fail "Failed to update apt cache: $(printf '%s' "$_o" | tail -n 5)"
   [ -e /var/lib/apt/periodic/update-success-stamp ] && stamp=/var/lib/apt/periodic/update-success-stamp
   [ "$(cache_time)" != "$before" ] && echo cache_updated=1 >&3
@@ -79,8 +89,6 @@ fi
 echo "cache_update_time=$(cache_time)" >&3
 )SH";
   }
-  std::string pkgs;
-  for (const auto& n : names) pkgs += " " + Q(n);
   if (!names.empty()) {
     s += "set --" + pkgs + "\ntodo=\"\"\n";
     if (state == "present") {

@@ -31,6 +31,25 @@ TEST_CASE_FIXTURE(ModuleFixture, "apt: an installed package is ok, nothing is fe
   CHECK(o.msg.find("not found on the node") != std::string::npos);
 }
 
+TEST_CASE_FIXTURE(ModuleFixture, "apt: update_cache asks the mirror only when a package is missing") {
+  if (system("command -v dpkg-query >/dev/null 2>&1") != 0) return;
+  // An apt-get that records that it ran and fails, as with no mirror in reach
+  // (a node booted from an image that baked its packages).
+  fs::create_directories(dir / "bin");
+  WriteExecutable(dir / "bin/apt-get", "#!/bin/sh\necho \"$*\" >>" + (dir / "apt-get.calls") +
+                                           "\necho 'E: no mirror' >&2\nexit 100\n");
+  PathPrefix path(dir / "bin");
+  auto o = Run("apt", {{"name", json::array({"coreutils", "dpkg"})}, {"update_cache", true}});
+  INFO(o.msg);
+  CHECK_FALSE(o.failed);
+  CHECK_FALSE(o.changed);
+  CHECK_FALSE(fs::exists(dir / "apt-get.calls"));
+  o = Run("apt", {{"name", "provisiond-no-such-package"}, {"update_cache", true}});
+  CHECK(o.failed);
+  CHECK(o.msg.find("Failed to update apt cache") != std::string::npos);
+  CHECK(fs::exists(dir / "apt-get.calls"));
+}
+
 TEST_CASE_FIXTURE(ModuleFixture, "apt_repository writes ppa and deb lines into its own sources") {
   // APT_CONFIG points apt-config (and so the module) at sources under dir.
   fs::create_directories(dir / "sources.list.d");
