@@ -76,7 +76,8 @@ void ParseNodes(MapReader& m, Profile& p) {
 // playbooks_dir>"; a file outside the playbooks directory cannot be part of
 // a snapshot.
 void AddPlaybookFile(const std::string& source, const std::string& playbooks_dir,
-                     std::map<std::string, ProfileFile>& files, std::vector<std::string>& errors) {
+                     std::map<std::string, ProfileFile>& files, std::vector<std::string>& errors,
+                     std::vector<std::string>& reached) {
   fs::path rel = fs::path(source).lexically_normal().lexically_relative(
       fs::path(playbooks_dir).lexically_normal());
   if (rel.empty() || *rel.begin() == "..") {
@@ -85,6 +86,7 @@ void AddPlaybookFile(const std::string& source, const std::string& playbooks_dir
     return;
   }
   std::string path = "playbooks/" + rel.string();
+  reached.push_back(path);
   if (files.count(path)) return;
   auto sha = Sha256File(source);
   if (!sha.ok()) {
@@ -167,6 +169,22 @@ std::optional<std::string> SecretRefOf(const nlohmann::json& value) {
   return value["secret"].get<std::string>();
 }
 
+bool FindSecretRef(const nlohmann::json& vars, std::string& var, std::string& secret) {
+  if (auto ref = SecretRefOf(vars)) {
+    secret = *ref;
+    return true;
+  }
+  if (!vars.is_object() && !vars.is_array()) return false;
+  for (auto it = vars.begin(); it != vars.end(); ++it) {
+    std::string inner;
+    if (!FindSecretRef(*it, inner, secret)) continue;
+    std::string key = vars.is_object() ? it.key() : "[]";
+    var = inner.empty() ? key : key + (inner[0] == '[' ? "" : ".") + inner;
+    return true;
+  }
+  return false;
+}
+
 const SecretDecl* FindSecret(const Profile& p, const std::string& ref) {
   bool pub = ref.ends_with(".pub");
   std::string name = pub ? ref.substr(0, ref.size() - 4) : ref;
@@ -232,8 +250,10 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
   std::map<std::string, ProfileFile> files;
   files["profile.yaml"] = ProfileFile{"profile.yaml", Sha256Hex(text), file};
   std::vector<std::string> file_errors;
-  top.GetMapList("playbooks", [&](MapReader& pb) {
+  // One entry of `bake` or `playbooks`: the same syntax at both stages.
+  auto parse_playbook = [&](MapReader& pb, PlaybookStage stage) {
     PlaybookRef ref;
+    ref.stage = stage;
     std::string runner;
     if (pb.GetString("runner", runner)) {
       auto wanted = ParsePlaybookRunner(runner);
@@ -264,23 +284,25 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
           } else {
             std::string name = "playbooks/" + fs::path(ref.file).lexically_normal().string();
             files[name] = ProfileFile{name, Sha256Hex(*content), path};
+            ref.files.push_back(name);
             ref.path = path;
             ref.runs_on = choice->runner;
             ref.runner_reason = choice->reason;
             if (choice->native) {
               for (const auto& reached : choice->native->reached_files)
-                AddPlaybookFile(reached, playbooks_dir, files, file_errors);
+                AddPlaybookFile(reached, playbooks_dir, files, file_errors, ref.files);
               for (const auto& dir : choice->native->reached_dirs) {
                 std::error_code ec;
                 if (!fs::is_directory(dir, ec)) continue;
                 for (const auto& e : fs::recursive_directory_iterator(dir, ec))
                   if (e.is_regular_file())
-                    AddPlaybookFile(e.path().string(), playbooks_dir, files, file_errors);
+                    AddPlaybookFile(e.path().string(), playbooks_dir, files, file_errors,
+                                    ref.files);
               }
               ref.parsed = choice->native;
             } else {
               for (const auto& reached : AnsibleReachedFiles(path))
-                AddPlaybookFile(reached, playbooks_dir, files, file_errors);
+                AddPlaybookFile(reached, playbooks_dir, files, file_errors, ref.files);
             }
           }
         }
@@ -293,8 +315,12 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
       else
         ref.vars = YamlToJson(vars);
     }
-    p.playbooks.push_back(std::move(ref));
-  });
+    std::sort(ref.files.begin(), ref.files.end());
+    ref.files.erase(std::unique(ref.files.begin(), ref.files.end()), ref.files.end());
+    (stage == PlaybookStage::kImage ? p.bake : p.playbooks).push_back(std::move(ref));
+  };
+  top.GetMapList("bake", [&](MapReader& pb) { parse_playbook(pb, PlaybookStage::kImage); });
+  top.GetMapList("playbooks", [&](MapReader& pb) { parse_playbook(pb, PlaybookStage::kNode); });
   top.GetMapList("secrets", [&](MapReader& m) {
     SecretDecl d;
     if (m.GetString("name", d.name, true)) {
@@ -328,6 +354,19 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
                                     "', which the profile's 'secrets' does not declare" +
                                     (ref->ends_with(".pub") ? " as ssh-ed25519" : ""));
       }
+    }
+  }
+  // An image is readable by every node over NFS: nothing baked may carry a
+  // secret. A bake entry's vars (at any depth) must not name one.
+  if (YAML::Node pbs = top.Raw("bake"); pbs.IsSequence()) {
+    for (size_t i = 0; i < pbs.size() && i < p.bake.size(); ++i) {
+      std::string var, secret;
+      if (!FindSecretRef(p.bake[i].vars, var, secret)) continue;
+      errors.Add(pbs[i]["vars"], "bake playbook '" + p.bake[i].file + "' gets secret '" + secret +
+                                     "' (var '" + var +
+                                     "'): an image is readable by every node, so no secret "
+                                     "is baked; give it to the playbook under 'playbooks' "
+                                     "(node stage) instead");
     }
   }
   top.GetMapList("health_checks", [&](MapReader& h) {
@@ -395,6 +434,13 @@ nlohmann::json ToJson(const Profile& p) {
                          {"vars", pb.vars},
                          {"runner", ToString(pb.runs_on)},
                          {"runner_reason", pb.runner_reason}});
+  nlohmann::json bake = nlohmann::json::array();
+  for (const auto& pb : p.bake)
+    bake.push_back({{"playbook", pb.file},
+                    {"vars", pb.vars},
+                    {"runner", ToString(pb.runs_on)},
+                    {"runner_reason", pb.runner_reason},
+                    {"files", pb.files}});
   nlohmann::json secrets = nlohmann::json::array();
   for (const auto& d : p.secrets)
     secrets.push_back({{"name", d.name}, {"generate", d.generate}, {"bytes", d.bytes}});
@@ -414,6 +460,7 @@ nlohmann::json ToJson(const Profile& p) {
           {"health_hook", p.health_hook},
           {"wait_for_peers", p.wait_for_peers_s},
           {"overlay", overlay},
+          {"bake", bake},
           {"playbooks", playbooks},
           {"secrets", secrets},
           {"health_checks", checks},

@@ -43,6 +43,12 @@ struct OverlayFile {
   std::string mode = "0644";
 };
 
+// Where a profile's playbook runs. Image stage (`bake:`): once, when the
+// derived image is built, inside a copy of the base image's root tree on the
+// control node; what it installs is in every boot of every node. Node stage
+// (`playbooks:`): on the node over SSH at every boot, into its RAM overlay.
+enum class PlaybookStage { kImage, kNode };
+
 struct PlaybookRef {
   std::string file;  // relative to playbooks_dir
   // Extra vars; a value {"secret": NAME} is filled from the secrets store
@@ -50,6 +56,11 @@ struct PlaybookRef {
   nlohmann::json vars = nlohmann::json::object();
   int line = 0;      // where the profile names it, for messages
   std::string path;  // the file it was loaded from
+  PlaybookStage stage = PlaybookStage::kNode;
+  // The snapshot paths of the files it is made of ("playbooks/slurm.yml",
+  // its templates, files, roles, vars files), sorted: what a derived image's
+  // version covers.
+  std::vector<std::string> files;
   // `runner:` as the profile asks (auto when absent), the runner chosen, and
   // why (runner_choice.h).
   PlaybookRunner runner = PlaybookRunner::kAuto;
@@ -99,6 +110,10 @@ struct Profile {
   // dhcp.uefi_loader. A node's own choice comes first (NodeRecord).
   std::string uefi_loader;
   std::vector<OverlayFile> overlay;
+  // Image stage (`bake:`), in order: they make the derived image its nodes
+  // boot (bake/derived_image.h); empty: the nodes boot image_name itself.
+  std::vector<PlaybookRef> bake;
+  // Node stage (`playbooks:`), in order.
   std::vector<PlaybookRef> playbooks;
   std::vector<SecretDecl> secrets;
   std::vector<HealthCheck> health_checks;
@@ -136,6 +151,9 @@ Status ValidateSecretName(const std::string& name);
 Status ValidateUefiLoader(const std::string& name);
 // The NAME of a vars value {"secret": NAME}; nothing for any other value.
 std::optional<std::string> SecretRefOf(const nlohmann::json& value);
+// The first {"secret": NAME} anywhere in `vars`: true with the var's path
+// ("munge.key") and the NAME.
+bool FindSecretRef(const nlohmann::json& vars, std::string& var, std::string& secret);
 // The declaration `ref` (NAME, or NAME.pub of an ssh-ed25519 secret) refers
 // to, or null.
 const SecretDecl* FindSecret(const Profile& p, const std::string& ref);

@@ -217,6 +217,51 @@ TEST_CASE("profile: a playbook that does not load makes the profile fail, at the
       m);
 }
 
+TEST_CASE("profile: bake lists image-stage playbooks, each with the files it reaches") {
+  WriteFileAtomic(PlaybooksDir() + "/tpl.yml",
+                  "- hosts: all\n  tasks:\n    - ansible.builtin.template:\n"
+                  "        src: t.j2\n        dest: /etc/t\n");
+  WriteFileAtomic(PlaybooksDir() + "/t.j2", "hello\n");
+  auto p = ParseProfile(
+      "version: v9\nimage: {name: lab}\nnodes: {hostlist: n1}\n"
+      "bake:\n  - playbook: tpl.yml\n    vars: {pkg: slurmd}\n"
+      "playbooks:\n  - playbook: a.yml\n",
+      "p.yaml", "v9", PlaybooksDir());
+  REQUIRE_MESSAGE(p.ok(), p.status().message());
+  REQUIRE(p->bake.size() == 1);
+  REQUIRE(p->playbooks.size() == 1);
+  CHECK(p->bake[0].stage == PlaybookStage::kImage);
+  CHECK(p->playbooks[0].stage == PlaybookStage::kNode);
+  CHECK(p->bake[0].files == std::vector<std::string>{"playbooks/t.j2", "playbooks/tpl.yml"});
+  CHECK(p->playbooks[0].files == std::vector<std::string>{"playbooks/a.yml"});
+  CHECK(p->bake[0].vars["pkg"] == "slurmd");
+  // The snapshot carries both stages' files.
+  std::vector<std::string> paths;
+  for (const auto& f : p->files) paths.push_back(f.path);
+  CHECK(paths == std::vector<std::string>{"playbooks/a.yml", "playbooks/t.j2", "playbooks/tpl.yml",
+                                          "profile.yaml"});
+  CHECK(ToJson(*p)["bake"][0]["playbook"] == "tpl.yml");
+}
+
+TEST_CASE("profile: a secret given to a bake playbook is refused, naming both") {
+  auto p = ParseProfile(
+      "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nsecrets:\n"
+      "  - {name: munge_key, generate: random, bytes: 1024}\n"
+      "bake:\n  - playbook: a.yml\n    vars:\n      slurm: {key: {secret: munge_key}}\n",
+      "p.yaml", "v9", PlaybooksDir());
+  REQUIRE_FALSE(p.ok());
+  const std::string& m = p.status().message();
+  CHECK_MESSAGE(m.find("p.yaml:9:7: bake playbook 'a.yml' gets secret 'munge_key' (var "
+                       "'slurm.key'): an image is readable by every node") != std::string::npos,
+                m);
+  // The same var at node stage is fine.
+  CHECK(ParseProfile("version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nsecrets:\n"
+                     "  - {name: munge_key}\nplaybooks:\n  - playbook: a.yml\n"
+                     "    vars: {key: {secret: munge_key}}\n",
+                     "p.yaml", "v9", PlaybooksDir())
+            .ok());
+}
+
 TEST_CASE("profile: every shipped profile loads") {
   std::vector<std::string> errors;
   auto all =
