@@ -20,8 +20,9 @@ declare -A allowed=(
   [boot]="base http store profiles images"
   [hello]="base http store profiles"
   [configure]="base store profiles playbook"
+  [bake]="base store profiles playbook images configure"
   [console]="base store"
-  [api]="base http store power playbook profiles dhcp images boot hello configure console"
+  [api]="base http store power playbook profiles dhcp images boot hello configure console bake"
 )
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }

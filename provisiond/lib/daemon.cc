@@ -17,6 +17,7 @@
 #include "api/context.h"
 #include "api/nodes.h"
 #include "api/routes.h"
+#include "bake/derived_image.h"
 #include "base/file_util.h"
 #include "base/netinfo.h"
 #include "base/process.h"
@@ -364,6 +365,13 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   build.tools_dir = config.tools_dir;
   impl->image_service =
       std::make_unique<ImageService>(*impl->inventory, *impl->images, config.images_dir, build);
+  // A profile with bake playbooks boots its derived image (bake/).
+  impl->inventory->SetBakedImages(
+      [catalog = impl->images.get()](const Profile& p) -> Result<ImageChoice> {
+        auto d = PlanDerivedImage(p, *catalog);
+        if (!d.ok()) return d.status();
+        return ImageChoice{d->ref(), d->base, d->built ? "reused" : "rebuild", d->changes};
+      });
   api.inventory = impl->inventory.get();
   api.configurator = impl->configurator.get();
   api.images = impl->images.get();

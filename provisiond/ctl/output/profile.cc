@@ -107,11 +107,29 @@ std::string NothingChanges(const json& plan) {
   return "profile " + Str(plan, "version") + " is applied and up to date: nothing changes\n";
 }
 
+// What a plan says about the image of a profile that bakes: reused, or
+// rebuilt and why; empty for a profile that bakes nothing.
+std::string RenderImageChoice(const json& plan) {
+  if (!plan.contains("image") || !plan["image"].is_object()) return "";
+  const json& image = plan["image"];
+  const std::string action = Str(image, "action");
+  std::string changes;
+  for (const auto& c : Array(image, "changes"))
+    if (c.is_string()) changes += (changes.empty() ? "" : "; ") + c.get<std::string>();
+  if (action == "reused")
+    return "image reused: " + Str(image, "ref") + " (baked from " + Str(image, "base") + ")\n";
+  if (action == "rebuild")
+    return "image rebuilt: " + changes + "\n  -> " + Str(image, "ref") + " from " +
+           Str(image, "base") + " (built by apply before any node is pointed at it)\n";
+  if (action == "unavailable") return "image unavailable: " + changes + "\n";
+  return "";
+}
+
 std::string RenderPlan(const json& plan) {
   const std::string version = Str(plan, "version"), sha = Str(plan, "sha256");
   const std::string current = Str(plan, "current_version"),
                     current_sha = Str(plan, "current_sha256");
-  if (!Bool(plan, "changes")) return NothingChanges(plan);
+  if (!Bool(plan, "changes")) return NothingChanges(plan) + RenderImageChoice(plan);
 
   std::string out;
   if (current.empty())
@@ -123,6 +141,7 @@ std::string RenderPlan(const json& plan) {
     out = "applied now: " + VersionAndSha(current, current_sha) +
           "; this plan: " + VersionAndSha(version, sha) + "\n";
 
+  out += RenderImageChoice(plan);
   // What the files on disk change against the applied snapshot, per file.
   const json& files = Array(plan, "files");
   if (!files.empty()) {

@@ -11,6 +11,7 @@
 #include "../output/image.h"
 #include "common.h"
 #include "table.h"
+#include "wait.h"
 
 namespace prov::ctl {
 namespace {
@@ -101,45 +102,6 @@ std::string IndentRest(std::string text) {
   for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', nl + 1))
     text.insert(nl + 1, "  ");
   return text;
-}
-
-// Follows the events of the build of `name` after event `after`, printing its
-// progress, until it ends or Ctrl-C.
-int FollowBuild(Context& ctx, const std::string& name, int64_t after) {
-  InterruptScope interrupt(ctx.client);
-  std::optional<int64_t> start;  // the time of the build's first event
-  while (!interrupt.interrupted()) {
-    auto r = ctx.client.Get(
-        kApi + "/events" +
-            QueryString({{"after", std::to_string(after)}, {"wait", std::to_string(kEventWaitS)}}),
-        kEventWaitS + 15);
-    if (interrupt.interrupted()) break;
-    if (!r.ok())
-      return Fail(ctx, r.status(),
-                  "lost the build of " + name + " (provisionctl image show " + name +
-                      " tells whether it goes on): ");
-    for (const auto& event : r->value("events", json::array())) {
-      auto build = ParseImageBuildEvent(event);
-      if (!build || build->image != name) continue;
-      if (!start) start = build->time_ms;
-      const int64_t elapsed = build->time_ms - *start;
-      if (build->kind == "image-build") {
-        ctx.out << RenderBuildProgress(build->text, elapsed) << std::flush;
-      } else if (build->kind == "image-built") {
-        ctx.out << "built " << build->text << " in " << FormatDuration(elapsed) << "\n";
-        return kExitOk;
-      } else {
-        ctx.err << "provisionctl: image " << name << " was not built: " << IndentRest(build->text)
-                << "\n";
-        return kExitFailed;
-      }
-    }
-    after = r->value("next", after);
-  }
-  ctx.err << (ctx.interactive ? "\n" : "") << "provisionctl: stopped following; the build of "
-          << name << " goes on in provisiond ('provisionctl events --follow' shows it, "
-          << "'provisionctl image show " << name << "' its result)\n";
-  return kExitInterrupted;
 }
 
 int RunImageBuild(Context& ctx, const Args& a) {
@@ -234,6 +196,43 @@ int RunImageRm(Context& ctx, const Args& a) {
 }
 
 }  // namespace
+
+int FollowBuild(Context& ctx, const std::string& name, int64_t after) {
+  InterruptScope interrupt(ctx.client);
+  std::optional<int64_t> start;  // the time of the build's first event
+  while (!interrupt.interrupted()) {
+    auto r = ctx.client.Get(
+        kApi + "/events" +
+            QueryString({{"after", std::to_string(after)}, {"wait", std::to_string(kEventWaitS)}}),
+        kEventWaitS + 15);
+    if (interrupt.interrupted()) break;
+    if (!r.ok())
+      return Fail(ctx, r.status(),
+                  "lost the build of " + name + " (provisionctl image show " + name +
+                      " tells whether it goes on): ");
+    for (const auto& event : r->value("events", json::array())) {
+      auto build = ParseImageBuildEvent(event);
+      if (!build || build->image != name) continue;
+      if (!start) start = build->time_ms;
+      const int64_t elapsed = build->time_ms - *start;
+      if (build->kind == "image-build") {
+        ctx.out << RenderBuildProgress(build->text, elapsed) << std::flush;
+      } else if (build->kind == "image-built") {
+        ctx.out << "built " << build->text << " in " << FormatDuration(elapsed) << "\n";
+        return kExitOk;
+      } else {
+        ctx.err << "provisionctl: image " << name << " was not built: " << IndentRest(build->text)
+                << "\n";
+        return kExitFailed;
+      }
+    }
+    after = r->value("next", after);
+  }
+  ctx.err << (ctx.interactive ? "\n" : "") << "provisionctl: stopped following; the build of "
+          << name << " goes on in provisiond ('provisionctl events --follow' shows it, "
+          << "'provisionctl image show " << name << "' its result)\n";
+  return kExitInterrupted;
+}
 
 std::vector<Verb> ImageVerbs() {
   return {

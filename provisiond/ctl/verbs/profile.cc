@@ -5,6 +5,7 @@
 #include <istream>
 #include <ostream>
 
+#include "../output/format.h"
 #include "../output/profile.h"
 #include "common.h"
 #include "table.h"
@@ -49,6 +50,28 @@ int RunProfilePlan(Context& ctx, const Args& a) {
   return kExitOk;
 }
 
+// Builds the derived image of a profile that bakes, following its progress;
+// nothing to do when it is built.
+int Bake(Context& ctx, const std::string& version) {
+  auto status = ctx.client.Get(kApi + "/status");
+  if (!status.ok()) return Fail(ctx, status.status());
+  const int64_t after = status->value("last_event", int64_t{0});
+  auto bake = ctx.client.Post(ProfilePath(version) + "/bake");
+  if (!bake.ok()) return Fail(ctx, bake.status());
+  const std::string ref = Str(*bake, "image");
+  if (Bool(*bake, "built")) {
+    ctx.out << "image reused: " << ref << " (baked from " << Str(*bake, "base") << ")\n";
+    return kExitOk;
+  }
+  ctx.out << "baking " << ref << " from " << Str(*bake, "base")
+          << " (the profile's image stage; 'provisionctl events --follow' shows it too)\n";
+  return FollowBuild(ctx, ref.substr(0, ref.find('@')), after);
+}
+
+int RunProfileBake(Context& ctx, const Args& a) {
+  return Bake(ctx, a.target);
+}
+
 int RunProfileApply(Context& ctx, const Args& a) {
   auto plan = ctx.client.Get(ProfilePath(a.target) + "/plan");
   if (!plan.ok()) return Fail(ctx, plan.status());
@@ -68,6 +91,12 @@ int RunProfileApply(Context& ctx, const Args& a) {
       ctx.err << "provisionctl: not applied\n";
       return kExitFailed;
     }
+  }
+  // A profile that bakes: its derived image is built first when its hash is
+  // new (provisiond refuses to point nodes at an image that is not there).
+  if (plan->contains("image") && Str((*plan)["image"], "action") == "rebuild") {
+    int rc = Bake(ctx, a.target);
+    if (rc != kExitOk) return rc;
   }
   auto applied = ctx.client.Post(ProfilePath(a.target) + "/apply");
   if (!applied.ok()) return Fail(ctx, applied.status());
@@ -119,7 +148,8 @@ Examples:
 version and hash applied now against this one, then per node its action and why:
 assign (gets the profile; an image change means a reboot, then its playbooks
 run), unchanged, release (no longer covered), or missing (named by the profile
-but not enrolled).
+but not enrolled). For a profile that bakes, it says whether its derived image
+is reused or rebuilt, and what changed.
 
 Examples:
   provisionctl profile plan v0.2
@@ -130,13 +160,33 @@ Examples:
        },
        RunProfilePlan},
 
+      {"profile bake", "profile bake VERSION",
+       "Build the derived image of a profile's bake playbooks, ahead of apply",
+       R"(A profile's `bake` playbooks run at image stage: once, inside a copy of its
+base image's root tree on the control node; the result is the derived image
+its nodes boot, named <image>.baked@<hash of the base version and of every
+bake playbook, file, template and var>. `profile apply` builds it when that
+hash is new; `profile bake` does only that, with its progress, so the build
+can happen before the apply (or on a control node with an uplink). Building
+an unchanged one again does nothing ("image reused").
+
+Examples:
+  provisionctl profile bake lab-slurm
+  provisionctl profile plan lab-slurm      # "image reused" or "image rebuilt: ...")",
+       [](CLI::App& c, Args& a) {
+         c.add_option("version", a.target, "Profile version")->type_name("VERSION")->required();
+       },
+       RunProfileBake},
+
       {"profile apply", "profile apply VERSION [--yes]",
        "Apply a profile: show the plan, confirm, assign and release nodes",
        R"(Shows the plan, asks for confirmation (or takes --yes), then applies the
 profile: provisiond records the version with its content hash and assigns and
 releases nodes in one transaction, and the result is printed per node. Applying
 a version that is applied and unchanged does nothing; applying the previous
-version is the rollback. Without a terminal on stdin, --yes is required.
+version is the rollback. Without a terminal on stdin, --yes is required. A
+profile with bake playbooks gets its derived image built first when it is new
+(see profile bake), with the build's progress.
 
 provisiond records the assignment and serves a node its new image at its next
 network boot, but does not restart nodes by itself: the output names each node

@@ -1,6 +1,8 @@
 #include "api/profiles.h"
 
+#include "bake/derived_image.h"
 #include "configure/secrets.h"
+#include "images/image_service.h"
 #include "profiles/inventory.h"
 
 namespace prov {
@@ -52,6 +54,31 @@ HttpResponse ApplyProfile(const ApiContext& ctx, const HttpRequest& r) {
   json answer = ToJson(*p);
   if (ctx.after_apply) answer["configure"] = ctx.after_apply(*p, r.who);
   return HttpResponse::Json(200, answer);
+}
+
+HttpResponse BakeProfile(const ApiContext& ctx, const HttpRequest& r) {
+  if (!ctx.images || !ctx.image_service)
+    return HttpResponse::Error(503, "this provisiond has no image store");
+  auto disk = ctx.inventory->DiskProfile(r.Param("version"));
+  if (!disk.ok()) return HttpResponse::FromStatus(disk.status());
+  // What is baked is what apply will commit: the snapshot of these files.
+  auto profile = ctx.inventory->snapshots().Commit(*disk);
+  if (!profile.ok()) return HttpResponse::FromStatus(profile.status());
+  auto plan = PlanDerivedImage(**profile, *ctx.images);
+  if (!plan.ok()) return HttpResponse::FromStatus(plan.status());
+  json answer = {{"image", plan->ref()}, {"base", plan->base}, {"built", plan->built}};
+  if (plan->built) return HttpResponse::Json(200, answer);
+  ImageCatalog* catalog = ctx.images;
+  Status s = ctx.image_service->StartJob(
+      plan->name, "started baking " + plan->ref() + " for profile " + (*profile)->version,
+      [profile = *profile, catalog](const ImageBuildOptions& opt, const BuildProgress& progress) {
+        return BuildDerivedImage(*profile, *catalog, opt, progress);
+      },
+      r.who);
+  if (!s.ok()) return HttpResponse::FromStatus(s);
+  answer["changes"] = plan->changes;
+  answer["started"] = true;
+  return HttpResponse::Json(202, answer);
 }
 
 namespace {

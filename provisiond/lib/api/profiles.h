@@ -18,6 +18,10 @@ HttpResponse ShowPlan(const ApiContext& context, const HttpRequest& request);
 // Records the plan and assigns the nodes; then `after_apply` starts
 // configuring them.
 HttpResponse ApplyProfile(const ApiContext& context, const HttpRequest& request);
+// POST /profiles/{version}/bake: builds the derived image of a profile with
+// bake playbooks in the background (its progress as image-build events of
+// the derived name; 200 with "built": true when it is built already).
+HttpResponse BakeProfile(const ApiContext& context, const HttpRequest& request);
 
 HttpResponse ListSecrets(const ApiContext& context, const HttpRequest& request);
 HttpResponse SetSecret(const ApiContext& context, const HttpRequest& request);

@@ -46,6 +46,7 @@ constexpr ApiRoute kRoutes[] = {
   {"GET",    "/api/v1/profiles/{version}",         kRead,  ShowProfile},       // profiles
   {"GET",    "/api/v1/profiles/{version}/plan",    kRead,  ShowPlan},          // profiles
   {"POST",   "/api/v1/profiles/{version}/apply",   kAdmin, ApplyProfile},      // profiles
+  {"POST",   "/api/v1/profiles/{version}/bake",    kAdmin, BakeProfile},       // profiles
   // Images.
   {"GET",    "/api/v1/images",                     kRead,  ListImages},        // images
   {"GET",    "/api/v1/images/{ref}",               kRead,  ShowImage},         // images

@@ -192,7 +192,8 @@ Result<ImageVersion> CommitBuild(BuildDir& build, const std::string& name,
 Result<ImageVersion> FinishImage(BuildDir& build, const ImageManifest& m,
                                  const nlohmann::json& provenance, ImageCatalog& catalog,
                                  const ImageBuildOptions& opt, const BuildProgress& progress,
-                                 std::chrono::steady_clock::time_point started) {
+                                 std::chrono::steady_clock::time_point started,
+                                 const std::string& fixed_version) {
   auto say = [&](const std::string& line) {
     if (progress) progress(line);
   };
@@ -221,7 +222,7 @@ Result<ImageVersion> FinishImage(BuildDir& build, const ImageManifest& m,
   say("hashing the root tree");
   auto hash = HashTree(root);
   if (!hash.ok()) return hash.status();
-  const std::string version = hash->substr(0, 16);
+  const std::string version = fixed_version.empty() ? hash->substr(0, 16) : fixed_version;
   uint64_t files = 0, bytes = 0;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(root, ec);

@@ -46,11 +46,14 @@ Status CheckFinishingInputs(const ImageBuildOptions& options);
 
 // Finishes the tree in `build.root()` as `manifest`'s image and commits it.
 // `provenance` (the source's part of image.json) and `started` (for the
-// build time) come from the build.
+// build time) come from the build. The version is the tree's hash, or
+// `version` when given (a derived image is named by what made it, known
+// before it is built: bake/derived_image.h).
 Result<ImageVersion> FinishImage(BuildDir& build, const ImageManifest& manifest,
                                  const nlohmann::json& provenance, ImageCatalog& catalog,
                                  const ImageBuildOptions& options, const BuildProgress& progress,
-                                 std::chrono::steady_clock::time_point started);
+                                 std::chrono::steady_clock::time_point started,
+                                 const std::string& version = "");
 
 // The parts of FinishImage, each usable on its own:
 

@@ -33,29 +33,42 @@ std::vector<std::string> ImageService::Running() {
 Status ImageService::StartBuild(const std::string& name, const std::string& who) {
   auto manifest = LoadImageManifest(images_dir_, name);
   if (!manifest.ok()) return manifest.status();
+  const std::string started = "started (" + manifest->distribution + " " + manifest->suite + ", " +
+                              std::to_string(manifest->packages.size()) + " packages)";
+  return StartJob(
+      name, started,
+      [this, m = std::move(*manifest)](const ImageBuildOptions& opt,
+                                       const BuildProgress& progress) {
+        return BuildImage(m, catalog_, opt, progress);
+      },
+      who);
+}
+
+Status ImageService::StartJob(const std::string& name, const std::string& started, BuildJob job,
+                              const std::string& who) {
   std::lock_guard lock(mu_);
   if (builds_.count(name)) return Status::Conflict("image " + name + " is being built already");
   for (auto& t : finished_)
     if (t.joinable()) t.join();
   finished_.clear();
   builds_[name] = std::thread(
-      [this, name, m = std::move(*manifest), who]() mutable { Build(name, std::move(m), who); });
+      [this, name, started, job = std::move(job), who] { Run(name, started, job, who); });
   return Status::Ok();
 }
 
-void ImageService::Build(const std::string& name, ImageManifest manifest, std::string who) {
+void ImageService::Run(const std::string& name, const std::string& started, const BuildJob& job,
+                       const std::string& who) {
   auto event = [&](const std::string& kind, const std::string& detail) {
     EventRecord e{0, 0, 0, "", kind, name + ": " + detail, who};
     inventory_.store().AppendEvent(e);
   };
-  event("image-build", "started (" + manifest.distribution + " " + manifest.suite + ", " +
-                           std::to_string(manifest.packages.size()) + " packages)");
+  event("image-build", started);
   // mmdebstrap and apt print hundreds of lines: keep its "I:"/"W:"/"E:"
   // lines and our own, and at most one other line every 2 seconds.
   auto last = std::chrono::steady_clock::now() - std::chrono::seconds(10);
   ImageBuildOptions opt = options_;
   opt.cancel = &stop_;
-  auto result = BuildImage(manifest, catalog_, opt, [&](const std::string& line) {
+  auto result = job(opt, [&](const std::string& line) {
     bool notable = line.find(": I: ") != std::string::npos ||
                    line.find(": W: ") != std::string::npos ||
                    line.find(": E: ") != std::string::npos || line.find(": ") == std::string::npos;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -29,6 +30,14 @@ class ImageService {
   // the same image runs. Progress and the result are events of kind
   // "image-build" ("image-built" / "image-build-failed" at the end).
   Status StartBuild(const std::string& name, const std::string& who);
+  // Builds something other than a manifest (a derived image: bake/) as a
+  // job of the same kind: one at a time per name, the same events, stopped
+  // with the service. `job` gets the progress callback and the build's
+  // options (their cancel flag set); `started` is the first event's text.
+  using BuildJob = std::function<Result<ImageVersion>(const ImageBuildOptions& options,
+                                                      const BuildProgress& progress)>;
+  Status StartJob(const std::string& name, const std::string& started, BuildJob job,
+                  const std::string& who);
   // Names of the images being built now.
   std::vector<std::string> Running();
 
@@ -36,7 +45,8 @@ class ImageService {
   Status Remove(const std::string& ref, const std::string& who);
 
  private:
-  void Build(const std::string& name, ImageManifest manifest, std::string who);
+  void Run(const std::string& name, const std::string& started, const BuildJob& job,
+           const std::string& who);
 
   Inventory& inventory_;
   ImageCatalog& catalog_;

@@ -9,6 +9,24 @@
 
 namespace prov {
 
+nlohmann::json ToJson(const ImageChoice& c) {
+  return {{"ref", c.ref}, {"base", c.base}, {"action", c.action}, {"changes", c.changes}};
+}
+
+ImageChoice Inventory::ChooseImage(const Profile& profile) const {
+  ImageChoice c;
+  c.ref = ImageRef(profile);
+  if (profile.bake.empty() || !baked_images_) return c;
+  auto baked = baked_images_(profile);
+  if (baked.ok()) return *baked;
+  // No version to name yet: nodes get the derived name alone, which does not
+  // resolve (boot says so) until the base is built and the profile applied.
+  c.ref = profile.image_name + ".baked";
+  c.action = "unavailable";
+  c.changes.push_back(baked.status().message());
+  return c;
+}
+
 std::string ImageRef(const Profile& p) {
   return p.image_version.empty() ? p.image_name : p.image_name + "@" + p.image_version;
 }
@@ -71,6 +89,7 @@ nlohmann::json ToJson(const Plan& p) {
           {"current_version", p.current_version},
           {"current_sha256", p.current_sha256},
           {"changes", p.changes},
+          {"image", ToJson(p.image)},
           {"nodes", nodes},
           {"files_against", p.files_against},
           {"files", files}};
@@ -235,7 +254,7 @@ Result<NodeRecord> Inventory::Enroll(const EnrollRequest& request, const std::st
     node.uefi_loader = request.uefi_loader;
     if (profile) {
       node.profile_version = profile->version;
-      node.image_version = ImageRef(*profile);
+      node.image_version = ChooseImage(*profile).ref;
     }
     if (existing.ok()) {
       Status t =
@@ -341,7 +360,7 @@ Result<NodeRecord> Inventory::Change(const std::string& name, const NodeChange& 
                        (node.profile_version.empty() ? "(none)" : node.profile_version) + " -> " +
                        (to.empty() ? "(none)" : to));
         node.profile_version = to;
-        node.image_version = profile ? ImageRef(*profile) : "";
+        node.image_version = profile ? ChooseImage(*profile).ref : "";
       }
     }
     if (!what.empty()) {
@@ -381,7 +400,7 @@ Status Inventory::Retire(const std::string& name, bool purge, const std::string&
   });
 }
 
-Plan Inventory::ComputePlan(const Profile& profile, StoreTx& tx) {
+Plan Inventory::ComputePlan(const Profile& profile, const ImageChoice& choice, StoreTx& tx) {
   Plan plan;
   plan.version = profile.version;
   plan.sha256 = profile.sha256;
@@ -391,7 +410,8 @@ Plan Inventory::ComputePlan(const Profile& profile, StoreTx& tx) {
   }
   std::vector<std::string> playbooks;
   for (const auto& pb : profile.playbooks) playbooks.push_back(pb.file);
-  const std::string image = ImageRef(profile);
+  plan.image = choice;
+  const std::string& image = choice.ref;
   std::set<std::string> seen;
   for (const auto& node : tx.ListNodes()) {
     if (node.state == NodeState::kDiscovered || node.state == NodeState::kRetired) continue;
@@ -422,6 +442,7 @@ Plan Inventory::ComputePlan(const Profile& profile, StoreTx& tx) {
           np.reasons.push_back("image " +
                                (node.image_version.empty() ? "(none)" : node.image_version) +
                                " -> " + image + ": reboot");
+        if (choice.action == "rebuild") np.reasons.push_back("image rebuilt first");
         np.playbooks = playbooks;
         if (!playbooks.empty())
           np.reasons.push_back("then " + std::to_string(playbooks.size()) + " playbook(s)");
@@ -455,8 +476,9 @@ Plan Inventory::ComputePlan(const Profile& profile, StoreTx& tx) {
 Result<Plan> Inventory::PlanProfile(const std::string& spec) {
   auto profile = Resolve(spec);
   if (!profile.ok()) return profile.status();
+  const ImageChoice image = ChooseImage(**profile);
   Plan plan;
-  store_.Read([&](StoreTx& tx) { plan = ComputePlan(**profile, tx); });
+  store_.Read([&](StoreTx& tx) { plan = ComputePlan(**profile, image, tx); });
   plan.files = FilesAgainst(**profile, plan.files_against);
   return plan;
 }
@@ -469,11 +491,24 @@ Result<Plan> Inventory::ApplyProfile(const std::string& spec, const std::string&
   auto committed = snapshots_.Commit(**resolved);
   if (!committed.ok()) return committed.status();
   const std::shared_ptr<const Profile>& profile = *committed;
+  // A derived image must exist before a node is pointed at it.
+  const ImageChoice image = ChooseImage(*profile);
+  if (image.action == "rebuild" || image.action == "unavailable") {
+    std::string why;
+    for (const auto& c : image.changes) why += (why.empty() ? "" : "; ") + c;
+    return Status::Conflict(
+        "profile " + profile->version + " bakes its image and " +
+        (image.action == "rebuild"
+             ? image.ref + " is not built yet (" + why +
+                   "): 'provisionctl profile apply' builds it first (POST /api/v1/profiles/" +
+                   profile->version + "/bake)"
+             : "its derived image cannot be made: " + why));
+  }
   Plan plan;
   std::string against;
   std::vector<FileChange> files = FilesAgainst(*profile, against);
   Status s = store_.Transact([&](StoreTx& tx) -> Status {
-    plan = ComputePlan(*profile, tx);
+    plan = ComputePlan(*profile, image, tx);
     if (!plan.changes) return Status::Ok();
     Status r = tx.RecordSnapshot(profile->sha256, profile->version, who);
     if (!r.ok()) return r;

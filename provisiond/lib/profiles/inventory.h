@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include "base/result.h"
@@ -55,12 +56,26 @@ struct NodePlan {
   std::vector<std::string> reasons;    // why, in words
 };
 
+// The image a profile's nodes boot: its own (`image:`), or, when it bakes,
+// the derived image its bake playbooks make (bake/derived_image.h).
+struct ImageChoice {
+  std::string ref;   // what nodes get: "lab", "lab-slurm.baked@<version>"
+  std::string base;  // the base version a derived image starts from
+  // "" (no bake playbooks), "reused" (built already), "rebuild" (to build:
+  // `changes` says why) or "unavailable" (`changes` says why: its base is
+  // not built).
+  std::string action;
+  std::vector<std::string> changes;
+};
+nlohmann::json ToJson(const ImageChoice& c);
+
 struct Plan {
   std::string version;
   std::string sha256;
   std::string current_version;  // applied now ("" if none)
   std::string current_sha256;
   bool changes = false;  // false: applying it again changes nothing
+  ImageChoice image;     // what the covered nodes boot
   std::vector<NodePlan> nodes;
   // What the files would change against `files_against`: the snapshot that
   // stands for this version now, or else the one applied now ("" if none).
@@ -113,6 +128,14 @@ class Inventory {
   // to change.
   Result<Plan> ApplyProfile(const std::string& spec, const std::string& who);
 
+  // Where the derived image of a profile with bake playbooks comes from
+  // (the daemon sets it; bake/ is above this folder). Unset, or for a
+  // profile without bake playbooks, nodes boot ImageRef(profile).
+  using BakedImageFn = std::function<Result<ImageChoice>(const Profile&)>;
+  void SetBakedImages(BakedImageFn fn) { baked_images_ = std::move(fn); }
+  // The image `profile`'s nodes boot, and whether it must be built first.
+  ImageChoice ChooseImage(const Profile& profile) const;
+
   SnapshotStore& snapshots() { return snapshots_; }
 
   Store& store() { return store_; }
@@ -122,7 +145,7 @@ class Inventory {
   void ForgetSnapshotVersions();
 
  private:
-  Plan ComputePlan(const Profile& profile, StoreTx& tx);
+  Plan ComputePlan(const Profile& profile, const ImageChoice& image, StoreTx& tx);
   // The profile `spec` names: from disk, or a committed snapshot.
   Result<std::shared_ptr<const Profile>> Resolve(const std::string& spec);
   // Per file, `target` against the snapshot that stands for its version
@@ -132,6 +155,7 @@ class Inventory {
   Store& store_;
   std::string profiles_dir_;
   std::string playbooks_dir_;
+  BakedImageFn baked_images_;
   SnapshotStore snapshots_;
   std::mutex snapshot_of_mu_;
   std::map<std::string, std::string> snapshot_of_;  // version -> sha256; guarded

@@ -188,3 +188,45 @@ TEST_CASE("snapshot: the snapshot directory is private to provisiond") {
 }
 
 }  // namespace prov
+
+namespace prov {
+
+TEST_CASE("snapshot: a profile that bakes boots its derived image, built before apply") {
+  World w;
+  World::Write(w.profiles + "/baked/profile.yaml",
+               "version: baked\nimage:\n  name: lab\nbake:\n  - playbook: motd.yml\n"
+               "playbooks:\n  - playbook: motd.yml\nnodes:\n  hostlist: n[1-2]\n");
+  EnrollRequest r;
+  r.hostname = "n1";
+  r.mac = "52:54:00:00:00:01";
+  REQUIRE(w.inventory->Enroll(r, "test").ok());
+  // Without the daemon's bake seam, nodes boot the image it names.
+  CHECK(w.inventory->PlanProfile("baked")->image.ref == "lab");
+  bool built = false;
+  w.inventory->SetBakedImages([&](const Profile& p) -> Result<ImageChoice> {
+    CHECK(p.bake.size() == 1);
+    return ImageChoice{"lab.baked@0123456789abcdef", "lab@fedcba9876543210",
+                       built ? "reused" : "rebuild",
+                       built ? std::vector<std::string>{}
+                             : std::vector<std::string>{"no derived image of lab yet"}};
+  });
+  auto plan = w.inventory->PlanProfile("baked");
+  REQUIRE(plan.ok());
+  CHECK(plan->image.action == "rebuild");
+  CHECK(plan->nodes.at(0).to_image == "lab.baked@0123456789abcdef");
+  // No node is pointed at an image that is not built.
+  auto refused = w.inventory->ApplyProfile("baked", "test");
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == Code::kConflict);
+  CHECK_MESSAGE(refused.status().message().find("lab.baked@0123456789abcdef is not built yet (no "
+                                                "derived image of lab yet)") != std::string::npos,
+                refused.status().message());
+  CHECK(w.store->FindNode("n1")->profile_version.empty());
+  built = true;
+  Plan applied = w.Apply("baked");
+  CHECK(applied.image.action == "reused");
+  CHECK(w.store->FindNode("n1")->image_version == "lab.baked@0123456789abcdef");
+  CHECK(ToJson(applied)["image"]["ref"] == "lab.baked@0123456789abcdef");
+}
+
+}  // namespace prov

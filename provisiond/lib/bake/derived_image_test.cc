@@ -1,0 +1,107 @@
+#include "bake/derived_image.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "base/file_util.h"
+
+namespace prov {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A store with one imported base version of "lab", and a playbooks folder.
+struct DerivedImageFixture {
+  fs::path dir = fs::temp_directory_path() / ("provision-derived-" + std::to_string(getpid()));
+  ImageCatalog catalog{(dir / "store").string()};
+
+  DerivedImageFixture() {
+    fs::remove_all(dir);
+    fs::create_directories(dir / "src");
+    fs::create_directories(dir / "playbooks");
+    WriteFileAtomic((dir / "src/k").string(), "kernel-1");
+    WriteFileAtomic((dir / "src/i").string(), "initrd-1");
+    Playbook("packages.yml", "- hosts: all\n  tasks:\n    - ansible.builtin.apt: {name: munge}\n");
+    Playbook("users.yml", "- hosts: all\n  tasks: []\n");
+  }
+  ~DerivedImageFixture() { fs::remove_all(dir); }
+
+  void Playbook(const std::string& name, const std::string& text) {
+    WriteFileAtomic((dir / "playbooks" / name).string(), text);
+  }
+  Profile Load(const std::string& version, const std::string& bake_vars = "{}") {
+    auto p = ParseProfile("version: " + version +
+                              "\nimage: {name: lab}\nnodes: {hostlist: n1}\n"
+                              "bake:\n  - playbook: packages.yml\n    vars: " +
+                              bake_vars + "\nplaybooks:\n  - playbook: users.yml\n",
+                          "p.yaml", version, (dir / "playbooks").string());
+    REQUIRE_MESSAGE(p.ok(), p.status().message());
+    return *p;
+  }
+  std::string ImportBase(const std::string& initrd) {
+    WriteFileAtomic((dir / "src/i").string(), initrd);
+    return catalog.Import("lab", (dir / "src/k").string(), (dir / "src/i").string())->version;
+  }
+};
+
+}  // namespace
+
+TEST_CASE_FIXTURE(DerivedImageFixture,
+                  "derived image: named by its base and bake playbooks, not the node stage") {
+  CHECK(PlanDerivedImage(Load("a"), catalog).status().code() == Code::kNotFound);
+  const std::string base1 = ImportBase("initrd-1");
+  auto d = PlanDerivedImage(Load("a"), catalog);
+  REQUIRE_MESSAGE(d.ok(), d.status().message());
+  CHECK(d->name == "lab.baked");
+  CHECK(d->version.size() == 16);
+  CHECK(d->base == "lab@" + base1);
+  CHECK_FALSE(d->built);
+  CHECK(d->changes == std::vector<std::string>{"no derived image of lab yet"});
+
+  // Another profile with the same base and bake list gets the same image.
+  CHECK(PlanDerivedImage(Load("b"), catalog)->version == d->version);
+  // A node-stage playbook's change is not the image's.
+  Playbook("users.yml", "- hosts: all\n  tasks:\n    - ansible.builtin.debug: {msg: hi}\n");
+  CHECK(PlanDerivedImage(Load("a"), catalog)->version == d->version);
+  // A bake playbook's content, its vars and the base version are.
+  Playbook("packages.yml", "- hosts: all\n  tasks:\n    - ansible.builtin.apt: {name: slurmd}\n");
+  auto edited = PlanDerivedImage(Load("a"), catalog);
+  CHECK(edited->version != d->version);
+  CHECK(DiffDerivedInputs(d->inputs, edited->inputs) ==
+        std::vector<std::string>{"playbooks/packages.yml changed"});
+  auto vars = PlanDerivedImage(Load("a", "{x: 1}"), catalog);
+  CHECK(vars->version != edited->version);
+  CHECK(DiffDerivedInputs(edited->inputs, vars->inputs) ==
+        std::vector<std::string>{"vars of bake playbook packages.yml changed"});
+  const std::string base2 = ImportBase("initrd-2");
+  auto rebased = PlanDerivedImage(Load("a"), catalog);
+  CHECK(rebased->version != edited->version);
+  CHECK(DiffDerivedInputs(edited->inputs, rebased->inputs) ==
+        std::vector<std::string>{"base lab@" + base1 + " -> lab@" + base2});
+}
+
+TEST_CASE("derived image: differences in words") {
+  using nlohmann::json;
+  json a = {{"recipe", 1},
+            {"base", "lab@1"},
+            {"bake",
+             {{{"playbook", "x.yml"},
+               {"vars", json::object()},
+               {"runner", "native"},
+               {"files", {{"playbooks/x.yml", "1"}, {"playbooks/t.j2", "1"}}}}}}};
+  json b = a;
+  b["bake"][0]["files"].erase("playbooks/t.j2");
+  b["bake"].push_back({{"playbook", "y.yml"},
+                       {"vars", json::object()},
+                       {"runner", "native"},
+                       {"files", {{"playbooks/y.yml", "1"}}}});
+  CHECK(DiffDerivedInputs(a, b) ==
+        std::vector<std::string>{"bake playbook y.yml added", "playbooks/t.j2 removed"});
+  json c = a;
+  c["recipe"] = 2;
+  CHECK(DiffDerivedInputs(a, c).at(0).find("recipe") != std::string::npos);
+}
+
+}  // namespace prov
