@@ -7,7 +7,9 @@
 # builds run beside the lab tests that need no image (lab.netboot, lab.proxy)
 # instead of inside the tests that boot them. Checks that each current
 # version has its root tree, kernel, initrd and manifest.
-# Usage: build_images_test.sh PROVISIOND PROVISIONCTL IMAGE...
+# IMAGE:PROFILE also bakes PROFILE's derived image from IMAGE (its image
+# stage: `provisionctl profile bake`) and checks it the same way.
+# Usage: build_images_test.sh PROVISIOND PROVISIONCTL IMAGE[:PROFILE]...
 set -euo pipefail
 PROVISIOND="$(realpath "$1")"
 PROVISIONCTL="$(realpath "$2")"
@@ -17,10 +19,8 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 source "$HERE/lab-test.sh"
 source "$HERE/lab-image.sh"
-for image in "$@"; do
-  t="${EPOCHREALTIME//[!0-9]/}"
-  store="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$REPO/profiles" "$image")" ||
-    fail "the $image image was not built"
+check_version() {
+  local store="$1" image="$2" t="$3" version dir
   version="$(cat "$store/$image/current")"
   dir="$store/$image/$version"
   for f in image.json vmlinuz initrd.img; do
@@ -28,4 +28,19 @@ for image in "$@"; do
   done
   [ -x "$dir/root/sbin/init" ] || [ -L "$dir/root/sbin/init" ] || fail "$image@$version's root has no /sbin/init"
   say "$image@$version ready in $(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s: $(du -sm "$dir/root" | cut -f1) MiB root, $(($(stat -c %s "$dir/initrd.img") / 1048576)) MiB initrd"
+}
+for arg in "$@"; do
+  image="${arg%%:*}" profile=""
+  [ "$arg" = "$image" ] || profile="${arg#*:}"
+  t="${EPOCHREALTIME//[!0-9]/}"
+  store="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$REPO/profiles" "$image")" ||
+    fail "the $image image was not built"
+  check_version "$store" "$image" "$t"
+  [ -n "$profile" ] || continue
+  t="${EPOCHREALTIME//[!0-9]/}"
+  lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$REPO/profiles" "$image" "$profile" >/dev/null ||
+    fail "the derived image of profile $profile was not baked"
+  check_version "$store" "$image.baked" "$t"
+  grep -q '"bake": \[' "$store/$image.baked/$(cat "$store/$image.baked/current")/image.json" ||
+    fail "$image.baked's image.json records no bake inputs"
 done

@@ -1,15 +1,18 @@
 # shellcheck shell=bash
-# lab_image_store PROVISIOND PROVISIONCTL PROFILES_DIR [IMAGE]
+# lab_image_store PROVISIOND PROVISIONCTL PROFILES_DIR [IMAGE [PROFILE]]
 #   Prints the image store that holds a built IMAGE (default `lab`; e.g.
 #   `lab-slurm`) from images/IMAGE/image.yaml, building it first
-#   when missing. The store is cached under LAB_CACHE_DIR (default
+#   when missing. With PROFILE (one whose bake playbooks start from IMAGE),
+#   also its derived image (`provisionctl profile bake`), which the image
+#   stage makes over this machine's uplink as a control node would: the lab
+#   network reaches no mirror. A derived image already there is reused. The store is cached under LAB_CACHE_DIR (default
 #   /var/tmp/provisiond-lab-cache), keyed by everything that goes into the
 #   image, so only the first run on a machine builds it. The build runs in a
 #   provisiond on this machine's loopback (the lab network reaches nothing
 #   outside), as a control node builds images over its own uplink.
 #   Progress goes to stderr.
 lab_image_store() {
-  local provisiond="$1" provisionctl="$2" profiles="$3" image="${4:-lab}"
+  local provisiond="$1" provisionctl="$2" profiles="$3" image="${4:-lab}" profile="${5:-}"
   local repo key store work pid rc=0
   repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
   key="$(cat "$repo/images/$image/image.yaml" "$repo"/images/initramfs/* "$repo"/images/agent/* \
@@ -18,9 +21,10 @@ lab_image_store() {
   store="${LAB_CACHE_DIR:-/var/tmp/provisiond-lab-cache}/image-store-$key"
   mkdir -p "$store"
   chmod 0755 "$(dirname "$store")" "$store"
+  local built=0
   if [ -s "$store/$image/current" ] && [ -d "$store/$image/$(cat "$store/$image/current")/root" ]; then
-    echo "$store"
-    return 0
+    built=1
+    [ -n "$profile" ] || { echo "$store"; return 0; }
   fi
   work="$(mktemp -d)"
   cat >"$work/provisiond.yaml" <<CONF
@@ -42,16 +46,24 @@ CONF
     sleep 0.1
   done
   if [ -s "$work/data/provisiond.url" ]; then
-    echo "building the $image image into $store (only the first time on this machine)" >&2
-    PROVISIOND_URL="$(cat "$work/data/provisiond.url")" \
-      PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$work/data/tokens")" \
+    export PROVISIOND_URL PROVISIOND_TOKEN
+    PROVISIOND_URL="$(cat "$work/data/provisiond.url")"
+    PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$work/data/tokens")"
+    if [ "$built" -eq 0 ]; then
+      echo "building the $image image into $store (only the first time on this machine)" >&2
       "$provisionctl" image build "$image" >&2 || rc=$?
+    fi
+    if [ "$rc" -eq 0 ] && [ -n "$profile" ]; then
+      "$provisionctl" profile bake "$profile" >&2 || rc=$?
+    fi
+    unset PROVISIOND_URL PROVISIOND_TOKEN
   else
     cat "$work/provisiond.log" >&2
     rc=1
   fi
   kill "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null || true
+  [ "$rc" -eq 0 ] || tail -20 "$work/provisiond.log" >&2
   rm -rf "$work"
   [ "$rc" -eq 0 ] && echo "$store"
   return "$rc"

@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Lab test of seed 003's cluster (and seed 002's tools) on real machines: three
-# QEMU nodes slurm0-slurm2 boot the lab-slurm image (Debian's slurm-wlm, munge,
-# python3-torch) and reach `ready` through the lab-slurm profile, whose
-# playbooks are the ones nvidia-slurm ships:
+# QEMU nodes slurm0-slurm2 boot the lab-slurm profile's derived image (the
+# lab-slurm base, into which the profile's bake playbooks installed Debian's
+# slurm-wlm, munge, python3-torch and a DKMS module at image stage; the base's
+# manifest lists none of them) and reach `ready` through the profile's node
+# stage with no mirror in reach, with the playbooks nvidia-slurm ships:
+#   0. the image stage: the nodes boot lab-slurm.baked (`profile plan` says
+#      "image reused"); a node-stage playbook's edit keeps it, a bake
+#      playbook's edit rebuilds it (plan); the DKMS module built for the
+#      image's kernel is loaded on every node (vermagic = uname -r); the RAM
+#      the overlay holds on a ready node
 #   1. the MUNGE key and the cluster key pair come from the secrets store
 #      (made once, never in run output or events); slurm0 runs slurmctld,
 #      all three slurmd; a job runs on all three; as the compute user, slurm0
@@ -36,17 +43,23 @@ source "$HERE/lab-image.sh"
 lab_init slurm
 DATA="$LAB_DIR/data"
 t="${EPOCHREALTIME//[!0-9]/}"
-STORE="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$REPO/profiles" lab-slurm)" ||
-  fail "the lab-slurm image was not built"
-say "lab-slurm image ready in $STORE ($(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s): $(cat "$STORE/lab-slurm/current")"
-lab_config "$REPO/profiles" "$STORE" >"$LAB_DIR/provisiond.yaml"
+STORE="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$REPO/profiles" lab-slurm lab-slurm)" ||
+  fail "the lab-slurm image or its derived image was not built"
+say "lab-slurm image and its derived image ready in $STORE ($(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s): $(cat "$STORE/lab-slurm/current"), lab-slurm.baked@$(cat "$STORE/lab-slurm.baked/current")"
+# The profiles and playbooks as copies: step 0 edits them.
+cp -a "$REPO/profiles" "$REPO/playbooks" "$LAB_DIR/"
+lab_config "$LAB_DIR/profiles" "$STORE" >"$LAB_DIR/provisiond.yaml"
+sed -i "s|^playbooks_dir: .*|playbooks_dir: $LAB_DIR/playbooks|" "$LAB_DIR/provisiond.yaml"
 lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/provisiond.yaml"
 wait_for "provisiond's URL file" 30 test -s "$DATA/provisiond.url"
 export PROVISIOND_URL="http://127.0.0.1:8080"
 export PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$DATA/tokens")"
 wait_for "dnsmasq" 20 lab_wait_port udp 67 1
 wait_for "the NFS server" 20 lab_wait_port tcp 2049 1
-ctl profile apply lab-slurm --yes >/dev/null
+ctl profile apply lab-slurm --yes >"$LAB_DIR/apply.out" || { cat "$LAB_DIR/apply.out"; fail "profile apply lab-slurm failed"; }
+ctl profile plan lab-slurm >"$LAB_DIR/plan.out"
+baked="lab-slurm.baked@$(cat "$STORE/lab-slurm.baked/current")"
+grep -q "^image reused: $baked " "$LAB_DIR/plan.out" || { cat "$LAB_DIR/plan.out"; fail "profile plan does not say the derived image $baked is reused"; }
 
 # 1. Three machines powered on at once reach ready through the Slurm playbooks.
 for i in 0 1 2; do
@@ -55,6 +68,25 @@ done
 ctl node power on 'slurm[0-2]' >/dev/null
 wait_ready 'slurm[0-2]'
 say "slurm0-2 ready: $(lab_vm_elapsed slurm0)s, $(lab_vm_elapsed slurm1)s, $(lab_vm_elapsed slurm2)s after power-on"
+# 0. They boot the derived image; its DKMS module, built for the image's kernel, is loaded.
+for i in 0 1 2; do
+  ctl node show "slurm$i" >"$LAB_DIR/show-slurm$i.out"
+  grep -q "$baked" "$LAB_DIR/show-slurm$i.out" || { cat "$LAB_DIR/show-slurm$i.out"; fail "slurm$i does not boot $baked"; }
+  ctl cmd "slurm$i" -- 'test "$(modinfo -F vermagic v4l2loopback | cut -d" " -f1)" = "$(uname -r)" && grep -q "^v4l2loopback " /proc/modules && uname -r' \
+    >"$LAB_DIR/module$i.out" || { cat "$LAB_DIR/module$i.out"; fail "the baked v4l2loopback module is not loaded on slurm$i for its kernel"; }
+done
+# The RAM the node's overlay (its tmpfs upper layer) holds once it is ready.
+ctl cmd slurm0 -- df -k /run/provision/rw >"$LAB_DIR/overlay.out" || { cat "$LAB_DIR/overlay.out"; fail "no overlay tmpfs on slurm0"; }
+say "slurm0-2 boot $baked (plan: image reused); v4l2loopback (DKMS, image stage) loaded for kernel $(grep -o '[0-9][^ ]*amd64' "$LAB_DIR/module0.out" | head -1); slurm0's overlay holds $(awk 'NR == 2 {print int($3 / 1024)}' "$LAB_DIR/overlay.out") MiB of RAM"
+# An edit to a node-stage playbook keeps the derived image; an edit to a baked one rebuilds it.
+echo "# edited by the lab test" >>"$LAB_DIR/playbooks/hostfiles.yml"
+ctl profile plan lab-slurm >"$LAB_DIR/plan-node.out"
+grep -q "^image reused: $baked " "$LAB_DIR/plan-node.out" || { cat "$LAB_DIR/plan-node.out"; fail "a node-stage edit does not reuse $baked"; }
+echo "# edited by the lab test" >>"$LAB_DIR/playbooks/torch-ddp.yml"
+ctl profile plan lab-slurm >"$LAB_DIR/plan-image.out"
+grep -q "^image rebuilt: playbooks/torch-ddp.yml changed" "$LAB_DIR/plan-image.out" || { cat "$LAB_DIR/plan-image.out"; fail "a bake playbook's edit does not rebuild the image in the plan"; }
+cp "$REPO/playbooks/hostfiles.yml" "$REPO/playbooks/torch-ddp.yml" "$LAB_DIR/playbooks/"
+say "plan after a node-stage edit: image reused; after an image-stage edit: $(grep '^image rebuilt' "$LAB_DIR/plan-image.out")"
 ctl secret list >"$LAB_DIR/secrets.out"
 for s in munge_key cluster_key; do
   grep -qE "^$s +yes " "$LAB_DIR/secrets.out" || { cat "$LAB_DIR/secrets.out"; fail "secret $s is not stored"; }
