@@ -50,7 +50,11 @@ stop_forward() { [ -z "$forward" ] || { kill "$forward" 2>/dev/null; wait "$forw
 trap stop_forward EXIT
 
 say "$image image"
-STORE="$(lab_image_store "$BIN/provisiond" "$BIN/provisionctl" "$REPO/profiles" "$image")"
+# lab-slurm bakes Slurm, MUNGE and PyTorch into its derived image, made here
+# over this machine's uplink (the lab network reaches no mirror).
+bake=""
+[ "$slurm" -eq 0 ] || bake="$profile"
+STORE="$(lab_image_store "$BIN/provisiond" "$BIN/provisionctl" "$REPO/profiles" "$image" $bake)"
 echo "$image image $(cat "$STORE/$image/current") in $STORE"
 
 say "private lab network"

@@ -76,8 +76,11 @@ for i in 0 1 2; do
     >"$LAB_DIR/module$i.out" || { cat "$LAB_DIR/module$i.out"; fail "the baked v4l2loopback module is not loaded on slurm$i for its kernel"; }
 done
 # The RAM the node's overlay (its tmpfs upper layer) holds once it is ready.
-ctl cmd slurm0 -- df -k /run/provision/rw >"$LAB_DIR/overlay.out" || { cat "$LAB_DIR/overlay.out"; fail "no overlay tmpfs on slurm0"; }
-say "slurm0-2 boot $baked (plan: image reused); v4l2loopback (DKMS, image stage) loaded for kernel $(grep -o '[0-9][^ ]*amd64' "$LAB_DIR/module0.out" | head -1); slurm0's overlay holds $(awk 'NR == 2 {print int($3 / 1024)}' "$LAB_DIR/overlay.out") MiB of RAM"
+ctl cmd slurm0 -- 'echo "overlay_kib=$(df -k --output=used /run/provision/rw | tail -n 1 | tr -d " ")"' >"$LAB_DIR/overlay.out" ||
+  { cat "$LAB_DIR/overlay.out"; fail "no overlay tmpfs on slurm0"; }
+overlay_kib="$(grep -o 'overlay_kib=[0-9]*' "$LAB_DIR/overlay.out" | cut -d= -f2)"
+[ -n "$overlay_kib" ] || { cat "$LAB_DIR/overlay.out"; fail "could not read the overlay's use on slurm0"; }
+say "slurm0-2 boot $baked (plan: image reused); v4l2loopback (DKMS, image stage) loaded for kernel $(grep -o '[0-9][^ ]*amd64' "$LAB_DIR/module0.out" | head -1); slurm0's overlay holds $((overlay_kib / 1024)) MiB ($overlay_kib KiB) of RAM"
 # An edit to a node-stage playbook keeps the derived image; an edit to a baked one rebuilds it.
 echo "# edited by the lab test" >>"$LAB_DIR/playbooks/hostfiles.yml"
 ctl profile plan lab-slurm >"$LAB_DIR/plan-node.out"
