@@ -299,6 +299,11 @@ const std::vector<Setting>& Table() {
       {{"image_store", "path", "",
         "Built images (kernel, initrd, root) by name and version. Empty: <data_dir>/images."},
        OptionalPathSetting(&Config::image_store)},
+      {{"images.keep_derived", "integer", "2",
+        "Derived images (a profile's bake playbooks, <image>.baked) kept per base image besides "
+        "those a node boots or a profile names: the newest. Older ones are removed after each "
+        "bake and by `provisionctl image prune`."},
+       NumberSetting(0, 1000, &Config::images_keep_derived)},
       {{"import_dir", "path", "",
         "Where `image import` reads kernels and initrds from (nothing outside it). Empty: "
         "<data_dir>/import, created 0700."},

@@ -73,9 +73,10 @@ struct Config {
   std::string boot_url;  // empty: http://<interface address>:<listen port>
   std::string dnsmasq_path;
   std::string ipxe_dir;
-  std::string pxe_dir;      // templates
-  std::string image_store;  // empty: <data_dir>/images
-  std::string import_dir;   // empty: <data_dir>/import; image imports read only here
+  std::string pxe_dir;              // templates
+  std::string image_store;          // empty: <data_dir>/images
+  int64_t images_keep_derived = 2;  // per base image, besides those in use
+  std::string import_dir;           // empty: <data_dir>/import; image imports read only here
   std::string ipmi_credentials_file;
   std::string power_command;  // program for the "command" power driver
   std::string ssh_user = "root";

@@ -365,6 +365,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   build.tools_dir = config.tools_dir;
   impl->image_service =
       std::make_unique<ImageService>(*impl->inventory, *impl->images, config.images_dir, build);
+  impl->image_service->set_keep_derived(config.images_keep_derived);
   // A profile with bake playbooks boots its derived image (bake/).
   impl->inventory->SetBakedImages(
       [catalog = impl->images.get()](const Profile& p) -> Result<ImageChoice> {

@@ -167,6 +167,15 @@ int RunImageVerify(Context& ctx, const Args& a) {
   return ImageVerified(*r) ? kExitOk : kExitFailed;
 }
 
+int RunImagePrune(Context& ctx, const Args&) {
+  auto r = ctx.client.Post(kApi + "/images/prune");
+  if (!r.ok()) return Fail(ctx, r.status());
+  const json removed = r->value("removed", json::array());
+  for (const auto& ref : removed) ctx.out << "removed " << ref.get<std::string>() << "\n";
+  if (removed.empty()) ctx.out << "no unused derived image beyond images.keep_derived\n";
+  return kExitOk;
+}
+
 int RunImageRm(Context& ctx, const Args& a) {
   if (int rc = CheckImageRef(ctx, a.target); rc != kExitOk) return rc;
   // Resolved first, so the version removed is the one printed, even when a
@@ -367,6 +376,17 @@ Examples:
              ->required();
        },
        RunImageRm},
+
+      {"image prune", "image prune", "Remove the derived images nothing uses",
+       R"(Removes the versions of derived images (<image>.baked: made by profiles' bake
+playbooks, see profile bake) that no node boots or runs and no profile names,
+but for the newest images.keep_derived of each (2 by default; provisiond's
+config). provisiond does the same after each bake. Base images are left alone
+(image rm removes one).
+
+Examples:
+  provisionctl image prune)",
+       [](CLI::App&, Args&) {}, RunImagePrune},
   };
 }
 

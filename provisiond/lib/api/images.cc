@@ -58,6 +58,12 @@ HttpResponse RemoveImage(const ApiContext& ctx, const HttpRequest& r) {
   return HttpResponse::Json(200, {{"removed", r.Param("ref")}});
 }
 
+HttpResponse PruneImages(const ApiContext& ctx, const HttpRequest& r) {
+  auto removed = ctx.image_service->PruneDerived(r.who);
+  if (!removed.ok()) return HttpResponse::FromStatus(removed.status());
+  return HttpResponse::Json(200, {{"removed", *removed}, {"count", removed->size()}});
+}
+
 HttpResponse StartImageBuild(const ApiContext& ctx, const HttpRequest& r) {
   Status s = ctx.image_service->StartBuild(r.Param("name"), r.who);
   if (!s.ok()) return HttpResponse::FromStatus(s);

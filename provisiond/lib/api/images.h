@@ -10,6 +10,9 @@ namespace prov {
 HttpResponse ListImages(const ApiContext& context, const HttpRequest& request);
 HttpResponse ShowImage(const ApiContext& context, const HttpRequest& request);
 HttpResponse RemoveImage(const ApiContext& context, const HttpRequest& request);
+// POST /images/prune: removes the derived images nothing uses, but the newest
+// images.keep_derived of each base (ImageService::PruneDerived).
+HttpResponse PruneImages(const ApiContext& context, const HttpRequest& request);
 // 202: the build goes on in the background; its progress is events.
 HttpResponse StartImageBuild(const ApiContext& context, const HttpRequest& request);
 HttpResponse ImportImage(const ApiContext& context, const HttpRequest& request);

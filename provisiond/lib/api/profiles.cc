@@ -69,10 +69,19 @@ HttpResponse BakeProfile(const ApiContext& ctx, const HttpRequest& r) {
   json answer = {{"image", plan->ref()}, {"base", plan->base}, {"built", plan->built}};
   if (plan->built) return HttpResponse::Json(200, answer);
   ImageCatalog* catalog = ctx.images;
+  ImageService* service = ctx.image_service;
   Status s = ctx.image_service->StartJob(
       plan->name, "started baking " + plan->ref() + " for profile " + (*profile)->version,
-      [profile = *profile, catalog](const ImageBuildOptions& opt, const BuildProgress& progress) {
-        return BuildDerivedImage(*profile, *catalog, opt, progress);
+      [profile = *profile, catalog, service, who = r.who](const ImageBuildOptions& opt,
+                                                          const BuildProgress& progress) {
+        auto built = BuildDerivedImage(*profile, *catalog, opt, progress);
+        // The retention setting: derived images nothing uses any more go.
+        if (built.ok()) {
+          auto pruned = service->PruneDerived(who);
+          if (pruned.ok() && !pruned->empty())
+            progress("removed " + std::to_string(pruned->size()) + " unused derived image(s)");
+        }
+        return built;
       },
       r.who);
   if (!s.ok()) return HttpResponse::FromStatus(s);

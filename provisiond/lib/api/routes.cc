@@ -51,6 +51,7 @@ constexpr ApiRoute kRoutes[] = {
   {"GET",    "/api/v1/images",                     kRead,  ListImages},        // images
   {"GET",    "/api/v1/images/{ref}",               kRead,  ShowImage},         // images
   {"DELETE", "/api/v1/images/{ref}",               kAdmin, RemoveImage},       // images
+  {"POST",   "/api/v1/images/prune",               kAdmin, PruneImages},       // images
   {"POST",   "/api/v1/images/{name}/build",        kAdmin, StartImageBuild},   // images
   {"POST",   "/api/v1/images/{name}/import",       kAdmin, ImportImage},       // images
   {"POST",   "/api/v1/images/{ref}/verify",        kAdmin, VerifyImage},       // images

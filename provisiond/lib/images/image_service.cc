@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 
 #include "base/json_fields.h"
 
@@ -92,15 +94,13 @@ void ImageService::Run(const std::string& name, const std::string& started, cons
   }
 }
 
-Status ImageService::Remove(const std::string& ref, const std::string& who) {
-  auto version = catalog_.Resolve(ref);
-  if (!version.ok()) return version.status();
+Status ImageService::CheckUnused(const ImageVersion& version) {
   std::vector<std::string> errors;
   for (const auto& [v, profile] : inventory_.ListProfiles(errors)) {
-    if (profile.image_name != version->name) continue;
-    auto used = catalog_.Resolve(ImageRef(profile));
-    if (used.ok() && used->version == version->version)
-      return Status::Conflict("image " + version->ref() + " is used by profile " + v +
+    // Its own image, or the derived image it bakes.
+    auto used = catalog_.Resolve(inventory_.ChooseImage(profile).ref);
+    if (used.ok() && used->name == version.name && used->version == version.version)
+      return Status::Conflict("image " + version.ref() + " is used by profile " + v +
                               "; apply another first");
   }
   for (const auto& n : inventory_.store().ListNodes()) {
@@ -108,18 +108,53 @@ Status ImageService::Remove(const std::string& ref, const std::string& who) {
     // The version a node runs now (from its hello) may be older than the one
     // it is assigned: its root must not go away under it.
     auto facts = nlohmann::json::parse(n.facts, nullptr, false);
-    if (JsonString(facts, "image") == version->ref())
-      return Status::Conflict("image " + version->ref() + " is the root of node " + n.name() +
+    if (JsonString(facts, "image") == version.ref())
+      return Status::Conflict("image " + version.ref() + " is the root of node " + n.name() +
                               ", which runs it now");
     if (n.image_version.empty()) continue;
     auto used = catalog_.Resolve(n.image_version);
-    if (used.ok() && used->version == version->version)
-      return Status::Conflict("image " + version->ref() + " is the image of node " + n.name());
+    if (used.ok() && used->name == version.name && used->version == version.version)
+      return Status::Conflict("image " + version.ref() + " is the image of node " + n.name());
   }
-  Status s = catalog_.Remove(*version);
+  return Status::Ok();
+}
+
+Status ImageService::Remove(const std::string& ref, const std::string& who) {
+  auto version = catalog_.Resolve(ref);
+  if (!version.ok()) return version.status();
+  Status s = CheckUnused(*version);
+  if (!s.ok()) return s;
+  s = catalog_.Remove(*version);
   if (!s.ok()) return s;
   EventRecord e{0, 0, 0, "", "image", "removed " + version->ref(), who};
   return inventory_.store().AppendEvent(e);
+}
+
+Result<std::vector<std::string>> ImageService::PruneDerived(const std::string& who) {
+  // Each derived name's versions, newest first.
+  std::map<std::string, std::vector<ImageVersion>> derived;
+  for (auto& v : catalog_.List())
+    if (v.name.size() > 6 && v.name.ends_with(".baked")) derived[v.name].push_back(std::move(v));
+  std::vector<std::string> removed;
+  for (auto& [name, versions] : derived) {
+    std::sort(versions.begin(), versions.end(), [](const ImageVersion& a, const ImageVersion& b) {
+      return a.created_ms != b.created_ms ? a.created_ms > b.created_ms : a.version > b.version;
+    });
+    int64_t kept = 0;
+    for (const auto& v : versions) {
+      if (!CheckUnused(v).ok()) continue;  // in use: kept, and not counted
+      if (kept < keep_derived_) {
+        ++kept;
+        continue;
+      }
+      Status s = catalog_.Remove(v);
+      if (!s.ok()) return s;
+      EventRecord e{0, 0, 0, "", "image", "removed " + v.ref() + " (unused derived image)", who};
+      inventory_.store().AppendEvent(e);
+      removed.push_back(v.ref());
+    }
+  }
+  return removed;
 }
 
 }  // namespace prov

@@ -44,7 +44,16 @@ class ImageService {
   // Removes a version unless a profile or a node uses it.
   Status Remove(const std::string& ref, const std::string& who);
 
+  // Removes the derived images (<image>.baked, bake/) that no node boots or
+  // runs and no profile names, but the newest `keep_derived` of each; a
+  // removal is an event. Returns the refs removed. Called after each bake
+  // and by `image prune`.
+  Result<std::vector<std::string>> PruneDerived(const std::string& who);
+  void set_keep_derived(int64_t keep) { keep_derived_ = keep; }
+
  private:
+  // Ok when no profile names `version` and no node boots or runs it.
+  Status CheckUnused(const ImageVersion& version);
   void Run(const std::string& name, const std::string& started, const BuildJob& job,
            const std::string& who);
 
@@ -52,6 +61,7 @@ class ImageService {
   ImageCatalog& catalog_;
   std::string images_dir_;
   ImageBuildOptions options_;
+  int64_t keep_derived_ = 2;
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::map<std::string, std::thread> builds_;  // guarded by mu_

@@ -31,7 +31,8 @@ TEST_CASE_FIXTURE(ModuleFixture, "apt: an installed package is ok, nothing is fe
   CHECK(o.msg.find("not found on the node") != std::string::npos);
 }
 
-TEST_CASE_FIXTURE(ModuleFixture, "apt: update_cache asks the mirror only when a package is missing") {
+TEST_CASE_FIXTURE(ModuleFixture,
+                  "apt: update_cache asks the mirror only when a package is missing") {
   if (system("command -v dpkg-query >/dev/null 2>&1") != 0) return;
   // An apt-get that records that it ran and fails, as with no mirror in reach
   // (a node booted from an image that baked its packages).
