@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "base/file_util.h"
+#include "configure/ansible_runner.h"
 #include "configure/play_runner.h"
 #include "images/finish.h"
 #include "playbook/remote.h"
@@ -188,11 +189,9 @@ Result<ImageVersion> BuildDerivedImage(const Profile& p, ImageCatalog& catalog,
     return catalog.Resolve(plan->ref());
   }
   for (const auto& ref : p.bake)
-    if (!ref.parsed)
+    if (!ref.parsed && ref.runs_on != PlaybookRunner::kAnsible)
       return Status::Invalid("bake playbook " + ref.file + " (" + p.file + ":" +
-                             std::to_string(ref.line) + ") runs on ansible-playbook (" +
-                             ref.runner_reason +
-                             "); the image stage runs playbooks on the native runner only");
+                             std::to_string(ref.line) + ") is not loaded");
   Status s = CheckFinishingInputs(opt);
   if (!s.ok()) return s;
   auto base = catalog.Resolve(plan->base);
@@ -244,7 +243,25 @@ Result<ImageVersion> BuildDerivedImage(const Profile& p, ImageCatalog& catalog,
     // The stage is the runner's to say: a profile's vars cannot change it.
     run.extra_vars["provisiond_stage"] = "image";
     ProgressSink sink(progress, ref.file);
-    NodeRunOutcome out = RunPlaybook(*ref.parsed, plan->name, remote, vars, &sink, run);
+    NodeRunOutcome out;
+    if (ref.runs_on == PlaybookRunner::kAnsible) {
+      // Debian's ansible-playbook with its chroot connection, in the same
+      // mounts as the native runner's tasks (playbook/remote.h).
+      AnsibleRunSettings ansible;
+      ansible.tool = DefaultAnsibleTool();
+      ansible.work_dir = build->path() + "/ansible";
+      ansible.image_root = root;
+      ansible.timeout_s = opt.timeout_s;
+      AnsibleHost host;
+      host.name = plan->name;
+      host.chroot = root;
+      host.vars = vars;
+      host.sink = &sink;
+      auto outs = RunAnsiblePlaybook(ref.path, {host}, run.extra_vars, {}, ansible, opt.cancel);
+      out = outs[plan->name];
+    } else {
+      out = RunPlaybook(*ref.parsed, plan->name, remote, vars, &sink, run);
+    }
     if (opt.cancel && *opt.cancel) return Status::Internal("the build was cancelled");
     if (out.status != "ok")
       return Status::Internal("bake playbook " + ref.file + " (" + p.file + ":" +

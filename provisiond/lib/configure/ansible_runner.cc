@@ -10,6 +10,7 @@
 #include "base/file_util.h"
 #include "base/process.h"
 #include "configure/secrets.h"
+#include "playbook/remote.h"
 
 namespace prov {
 
@@ -125,6 +126,16 @@ json AnsibleInventory(const std::vector<AnsibleHost>& hosts,
     if (h.vars.is_object())
       for (const auto& [k, v] : h.vars.items())
         if (!IsMagicVar(k)) vars[k] = v;
+    if (!h.chroot.empty()) {
+      // Image stage: a root tree on this machine. Ansible's temporary files
+      // go to the tree's /tmp, a tmpfs of the run's own (nothing in the image).
+      vars["ansible_connection"] = "community.general.chroot";
+      vars["ansible_host"] = h.chroot;
+      vars["ansible_remote_tmp"] = "/tmp/.ansible-tmp";
+      vars["ansible_python_interpreter"] = "/usr/bin/python3";
+      all_hosts[h.name] = vars;
+      continue;
+    }
     vars["ansible_host"] = h.address;
     vars["ansible_port"] = h.port;
     vars["ansible_ssh_extra_args"] = "-o HostKeyAlias=" + KeyAlias(h);
@@ -275,8 +286,9 @@ std::map<std::string, NodeRunOutcome> RunAnsiblePlaybook(
     if (!s.ok()) return fail_all("ansible: " + s.message());
   }
   ProcessSpec spec;
-  spec.argv = {settings.tool.program,         "-i",         run_dir + "/inventory.yml", "-e",
-               "@" + run_dir + "/extra.json", playbook_path};
+  if (!settings.image_root.empty()) spec.argv = ImageStageCommand(settings.image_root);
+  spec.argv.insert(spec.argv.end(), {settings.tool.program, "-i", run_dir + "/inventory.yml", "-e",
+                                     "@" + run_dir + "/extra.json", playbook_path});
   // The environment wins over ansible.cfg: every setting is also set
   // there, so nothing in provisiond's own environment changes what a run
   // checks or records. The file keeps other config files out and shows

@@ -33,6 +33,9 @@ struct AnsibleHost {
   std::string host_key;     // pinned, "type base64"
   nlohmann::json vars;      // NodeVarsBuilder::For (the magic vars are Ansible's own)
   RunSink* sink = nullptr;  // this host's task results
+  // Image stage: the root tree Ansible's chroot connection works in (address,
+  // port and host key unused); empty: a node over SSH.
+  std::string chroot;
 };
 
 struct AnsibleRunSettings {
@@ -44,6 +47,9 @@ struct AnsibleRunSettings {
   // Ansible's own ~/.ansible/cp does) and each run's private folder.
   std::string work_dir;
   int timeout_s = 6 * 3600;  // the whole run
+  // Image stage: ansible-playbook runs in ImageStageCommand(image_root)'s
+  // mounts (playbook/remote.h), its hosts chroot into it.
+  std::string image_root;
 };
 
 // One line of what provisiond's callback prints, read back.

@@ -127,6 +127,21 @@ TEST_CASE("ansible: inventory, known_hosts and config") {
         std::string::npos);
 }
 
+TEST_CASE("ansible: an image-stage host is a root tree for the chroot connection") {
+  AnsibleHost image;
+  image.name = "lab.baked";
+  image.chroot = "/var/lib/provisiond/images/lab.baked/.build-1/root";
+  image.vars = {{"provisiond_stage", "image"}};
+  json h = AnsibleInventory({image})["all"]["hosts"]["lab.baked"];
+  CHECK(h["ansible_connection"] == "community.general.chroot");
+  CHECK(h["ansible_host"] == image.chroot);
+  // Ansible's temporary files in the tree's /tmp (a tmpfs of the run's).
+  CHECK(h["ansible_remote_tmp"] == "/tmp/.ansible-tmp");
+  CHECK(h["provisiond_stage"] == "image");
+  CHECK(!h.contains("ansible_port"));
+  CHECK(!h.contains("ansible_ssh_extra_args"));
+}
+
 TEST_CASE("ansible: results per host; a host's failure is its own; secrets redacted") {
   TempDir dir;
   AnsibleSink sink;

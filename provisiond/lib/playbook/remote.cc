@@ -231,6 +231,9 @@ if [ -f /etc/resolv.conf ]; then
     { mount --bind /etc/resolv.conf "$rc" && mount -o remount,bind,ro "$rc"; } || fail "cannot bind /etc/resolv.conf"
   fi
 fi
+# A command of this machine's (ansible-playbook, with its chroot
+# connection) runs in these mounts instead of a script in the tree.
+if [ "$user" = "--exec" ]; then shift 3; exec "$@"; fi
 if [ -z "$user" ] || [ "$user" = root ]; then exec chroot "$root" /bin/sh -c "$script"; fi
 exec chroot "$root" runuser -u "$user" -- /bin/sh -c "$script"
 )SH";
@@ -271,6 +274,22 @@ Result<RemoteResult> LocalRemote::Run(const std::string& script, const std::stri
   }
   argv.insert(argv.end(), {"/bin/sh", "-c", script});
   return SpawnScript(std::move(argv), input, timeout_ms);
+}
+
+std::vector<std::string> ImageStageCommand(const std::string& root) {
+  return {"/usr/bin/unshare",
+          "--mount",
+          "--uts",
+          "--propagation",
+          "private",
+          "--",
+          "/bin/sh",
+          "-c",
+          kImageStageSetup,
+          "provisiond-image-stage",
+          root,
+          "--exec",
+          ""};
 }
 
 Result<RemoteResult> ChrootRemote::Run(const std::string& script, const std::string& input,

@@ -7,6 +7,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "base/result.h"
 
@@ -84,5 +85,11 @@ class ChrootRemote : public Remote {
   std::string name_;
   std::string root_;
 };
+
+// The argv that runs a command of this machine's in what ChrootRemote's
+// scripts see of `root` (the same namespaces and mounts), without entering
+// it: append the command. ansible-playbook at image stage runs so, with its
+// chroot connection into `root`.
+std::vector<std::string> ImageStageCommand(const std::string& root);
 
 }  // namespace prov

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# bake_bench.sh: a derived image's build (`provisionctl profile bake`: a copy
+# of the built lab-slurm base, slurm.yml and torch-ddp.yml at image stage,
+# then the finishing every image gets) against the same packages installed by
+# mmdebstrap alone (`provisionctl image build` of lab-slurm's manifest with
+# Slurm, MUNGE, D-Bus and PyTorch in its package list, as it was before the
+# image stage). provisiond on 127.0.0.1, a fresh image store; every package
+# comes from the image's mirror each time. The base's own build is timed too:
+# a bake needs a base, which many profiles share.
+#
+# Usage: tests/bench/bake_bench.sh [--build-dir DIR] [--json FILE]     (root)
+# See tests/bench/README.md.
+set -euo pipefail
+bench=bake_bench
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+build_dir="$repo/build" json=''
+while (($#)); do
+  case "$1" in
+    --build-dir) build_dir="$2"; shift 2 ;;
+    --json) json="$2"; shift 2 ;;
+    *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  esac
+done
+build_dir="$(cd "$build_dir" && pwd)"
+bin="$build_dir/provisiond"
+: "${json:=$build_dir/tests/bench/$bench.json}"
+die() { echo "$bench: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "run as root (mmdebstrap --mode=root and chroot, as provisiond runs them)"
+for f in provisiond provisionctl provision-facts provision-mount provision-fetch; do
+  [ -x "$bin/$f" ] || die "missing $bin/$f (ninja -C $build_dir)"
+done
+work="$(mktemp -d "${TMPDIR:-/tmp}/$bench.XXXXXX")"
+pid=""
+cleanup() {
+  [ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The images: lab-slurm as shipped, and lab-slurm-packages with the packages.
+cp -a "$repo/images" "$work/images"
+mkdir -p "$work/images/lab-slurm-packages"
+sed -e 's/^name: lab-slurm$/name: lab-slurm-packages/' \
+  -e 's/^packages:$/packages:\n  - dbus\n  - munge\n  - slurmd\n  - slurmctld\n  - slurm-client\n  - python3-torch/' \
+  "$repo/images/lab-slurm/image.yaml" >"$work/images/lab-slurm-packages/image.yaml"
+grep -q -- '- python3-torch' "$work/images/lab-slurm-packages/image.yaml" || die "could not add the packages"
+# A profile that bakes the same packages through the shipped playbooks.
+mkdir -p "$work/profiles/bench-bake"
+cat >"$work/profiles/bench-bake/profile.yaml" <<PROFILE
+version: bench-bake
+image: {name: lab-slurm}
+bake:
+  - playbook: slurm.yml
+  - playbook: torch-ddp.yml
+nodes: {hostlist: bench0}
+PROFILE
+cat >"$work/provisiond.yaml" <<CONF
+listen: 127.0.0.1:0
+data_dir: $work/data
+profiles_dir: $work/profiles
+playbooks_dir: $repo/playbooks
+images_dir: $work/images
+pxe_dir: $repo/pxe
+image_store: $work/store
+tools_dir: $bin
+CONF
+"$bin/provisiond" --config "$work/provisiond.yaml" >"$work/provisiond.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do [ -s "$work/data/provisiond.url" ] && break; sleep 0.1; done
+[ -s "$work/data/provisiond.url" ] || { cat "$work/provisiond.log"; die "provisiond did not start"; }
+export PROVISIOND_URL PROVISIOND_TOKEN
+PROVISIOND_URL="$(cat "$work/data/provisiond.url")"
+PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$work/data/tokens")"
+timed() {  # timed NAME COMMAND...: seconds, to stdout
+  local t0=${EPOCHREALTIME//[!0-9]/}
+  "$@" >"$work/$1.out" 2>&1 || { tail -20 "$work/$1.out" >&2; die "$* failed"; }
+  echo $(((${EPOCHREALTIME//[!0-9]/} - t0) / 1000))
+}
+base_ms=$(timed base "$bin/provisionctl" image build lab-slurm)
+bake_ms=$(timed bake "$bin/provisionctl" profile bake bench-bake)
+pkgs_ms=$(timed pkgs "$bin/provisionctl" image build lab-slurm-packages)
+size() { du -sm "$work/store/$1/$(cat "$work/store/$1/current")/root" | cut -f1; }
+ratio=$(awk -v a="$bake_ms" -v b="$pkgs_ms" 'BEGIN {printf "%.2f", a / b}')
+printf '%s: base lab-slurm %.1f s (%s MiB); derived (bake: slurm.yml, torch-ddp.yml) %.1f s (%s MiB); mmdebstrap with the packages %.1f s (%s MiB); bake / mmdebstrap = %s\n' \
+  "$bench" "$(awk -v m="$base_ms" 'BEGIN {print m / 1000}')" "$(size lab-slurm)" \
+  "$(awk -v m="$bake_ms" 'BEGIN {print m / 1000}')" "$(size lab-slurm.baked)" \
+  "$(awk -v m="$pkgs_ms" 'BEGIN {print m / 1000}')" "$(size lab-slurm-packages)" "$ratio"
+mkdir -p "$(dirname "$json")"
+printf '{"bench":"%s","base_ms":%d,"bake_ms":%d,"mmdebstrap_packages_ms":%d,"ratio":%s}\n' \
+  "$bench" "$base_ms" "$bake_ms" "$pkgs_ms" "$ratio" >"$json"
