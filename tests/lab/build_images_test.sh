@@ -41,6 +41,19 @@ for arg in "$@"; do
   lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$REPO/profiles" "$image" "$profile" >/dev/null ||
     fail "the derived image of profile $profile was not baked"
   check_version "$store" "$image.baked" "$t"
-  grep -q '"bake": \[' "$store/$image.baked/$(cat "$store/$image.baked/current")/image.json" ||
-    fail "$image.baked's image.json records no bake inputs"
+  derived="$store/$image.baked/$(cat "$store/$image.baked/current")"
+  grep -q '"bake": \[' "$derived/image.json" || fail "$image.baked's image.json records no bake inputs"
+  # Nothing of the build stays in the image, nothing stays mounted, the base
+  # is unchanged (a bake works on a copy).
+  for leftover in root/.ansible usr/sbin/policy-rc.d etc/dpkg/dpkg.cfg.d/provisiond-image-stage var/lib/dkms/mok.key; do
+    [ ! -e "$derived/root/$leftover" ] || fail "the bake left /$leftover in $image.baked"
+  done
+  [ -z "$(ls -A "$derived/root/tmp")" ] || fail "the bake left files in $image.baked's /tmp: $(ls -A "$derived/root/tmp")"
+  grep -qF "$store/" /proc/self/mountinfo && fail "something is still mounted under $store"
+  if grep -q "runner: ansible" "$REPO/profiles/$profile/profile.yaml"; then
+    # lab-slurm bakes its compute user on ansible-playbook's chroot connection.
+    grep -q "^compute:" "$derived/root/etc/passwd" || fail "$image.baked has no compute user (baked by ansible-playbook)"
+    grep -q "^compute:" "$store/$image/$(cat "$store/$image/current")/root/etc/passwd" &&
+      fail "the base image $image was changed by the bake"
+  fi
 done

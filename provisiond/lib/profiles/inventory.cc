@@ -491,18 +491,19 @@ Result<Plan> Inventory::ApplyProfile(const std::string& spec, const std::string&
   auto committed = snapshots_.Commit(**resolved);
   if (!committed.ok()) return committed.status();
   const std::shared_ptr<const Profile>& profile = *committed;
-  // A derived image must exist before a node is pointed at it.
+  // A derived image that can be built must be, before a node is pointed at
+  // it. Where its base is not built yet (as a profile may be applied before
+  // its image is built), nodes get the derived name alone, which boots once
+  // the base is built and the profile applied again.
   const ImageChoice image = ChooseImage(*profile);
-  if (image.action == "rebuild" || image.action == "unavailable") {
+  if (image.action == "rebuild") {
     std::string why;
     for (const auto& c : image.changes) why += (why.empty() ? "" : "; ") + c;
-    return Status::Conflict(
-        "profile " + profile->version + " bakes its image and " +
-        (image.action == "rebuild"
-             ? image.ref + " is not built yet (" + why +
-                   "): 'provisionctl profile apply' builds it first (POST /api/v1/profiles/" +
-                   profile->version + "/bake)"
-             : "its derived image cannot be made: " + why));
+    return Status::Conflict("profile " + profile->version + " bakes its image and " + image.ref +
+                            " is not built yet (" + why +
+                            "): 'provisionctl profile apply' builds it first (POST "
+                            "/api/v1/profiles/" +
+                            profile->version + "/bake)");
   }
   Plan plan;
   std::string against;

@@ -222,6 +222,16 @@ TEST_CASE("snapshot: a profile that bakes boots its derived image, built before 
                                                 "derived image of lab yet)") != std::string::npos,
                 refused.status().message());
   CHECK(w.store->FindNode("n1")->profile_version.empty());
+  // A base that is not built: applied, the nodes get the derived name alone.
+  w.inventory->SetBakedImages([&](const Profile&) -> Result<ImageChoice> {
+    return Status::NotFound("the base image lab of profile baked is not built");
+  });
+  Plan unbuilt = w.Apply("baked");
+  CHECK(unbuilt.image.action == "unavailable");
+  CHECK(w.store->FindNode("n1")->image_version == "lab.baked");
+  w.inventory->SetBakedImages([&](const Profile&) -> Result<ImageChoice> {
+    return ImageChoice{"lab.baked@0123456789abcdef", "lab@fedcba9876543210", "reused", {}};
+  });
   built = true;
   Plan applied = w.Apply("baked");
   CHECK(applied.image.action == "reused");
