@@ -81,14 +81,19 @@ ctl cmd slurm0 -- 'echo "overlay_kib=$(df -k --output=used /run/provision/rw | t
 overlay_kib="$(grep -o 'overlay_kib=[0-9]*' "$LAB_DIR/overlay.out" | cut -d= -f2)"
 [ -n "$overlay_kib" ] || { cat "$LAB_DIR/overlay.out"; fail "could not read the overlay's use on slurm0"; }
 say "slurm0-2 boot $baked (plan: image reused); v4l2loopback (DKMS, image stage) loaded for kernel $(grep -o '[0-9][^ ]*amd64' "$LAB_DIR/module0.out" | head -1); slurm0's overlay holds $((overlay_kib / 1024)) MiB ($overlay_kib KiB) of RAM"
-# An edit to a node-stage playbook keeps the derived image; an edit to a baked one rebuilds it.
-echo "# edited by the lab test" >>"$LAB_DIR/playbooks/hostfiles.yml"
+# A node-stage edit (a playbook's vars) keeps the derived image; an edit to a baked playbook
+# rebuilds it. (lab-slurm bakes compute-user.yml on ansible-playbook, which reaches every file of
+# the playbooks folder, Ansible's layout: there, any playbook's edit is a baked one.)
+cp "$LAB_DIR/profiles/lab-slurm/profile.yaml" "$LAB_DIR/profile.yaml.orig"
+sed -i 's/^      torch_ddp_user: compute$/      torch_ddp_user: compute  # edited by the lab test/' "$LAB_DIR/profiles/lab-slurm/profile.yaml"
 ctl profile plan lab-slurm >"$LAB_DIR/plan-node.out"
+grep -q "changed since" "$LAB_DIR/plan-node.out" || { cat "$LAB_DIR/plan-node.out"; fail "the node-stage edit is not a change of the profile"; }
 grep -q "^image reused: $baked " "$LAB_DIR/plan-node.out" || { cat "$LAB_DIR/plan-node.out"; fail "a node-stage edit does not reuse $baked"; }
+cp "$LAB_DIR/profile.yaml.orig" "$LAB_DIR/profiles/lab-slurm/profile.yaml"
 echo "# edited by the lab test" >>"$LAB_DIR/playbooks/torch-ddp.yml"
 ctl profile plan lab-slurm >"$LAB_DIR/plan-image.out"
 grep -q "^image rebuilt: playbooks/torch-ddp.yml changed" "$LAB_DIR/plan-image.out" || { cat "$LAB_DIR/plan-image.out"; fail "a bake playbook's edit does not rebuild the image in the plan"; }
-cp "$REPO/playbooks/hostfiles.yml" "$REPO/playbooks/torch-ddp.yml" "$LAB_DIR/playbooks/"
+cp "$REPO/playbooks/torch-ddp.yml" "$LAB_DIR/playbooks/"
 say "plan after a node-stage edit: image reused; after an image-stage edit: $(grep '^image rebuilt' "$LAB_DIR/plan-image.out")"
 ctl secret list >"$LAB_DIR/secrets.out"
 for s in munge_key cluster_key; do
