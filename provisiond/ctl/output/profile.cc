@@ -113,9 +113,7 @@ std::string RenderImageChoice(const json& plan) {
   if (!plan.contains("image") || !plan["image"].is_object()) return "";
   const json& image = plan["image"];
   const std::string action = Str(image, "action");
-  std::string changes;
-  for (const auto& c : Array(image, "changes"))
-    if (c.is_string()) changes += (changes.empty() ? "" : "; ") + c.get<std::string>();
+  const std::string changes = Join(Strings(Array(image, "changes")), "; ");
   if (action == "reused")
     return "image reused: " + Str(image, "ref") + " (baked from " + Str(image, "base") + ")\n";
   if (action == "rebuild")

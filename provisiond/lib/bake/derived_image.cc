@@ -1,14 +1,12 @@
 #include "bake/derived_image.h"
 
-#include <spdlog/spdlog.h>
-
 #include <chrono>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <thread>
 
 #include "base/file_util.h"
+#include "base/strings.h"
 #include "configure/ansible_runner.h"
 #include "configure/play_runner.h"
 #include "images/finish.h"
@@ -199,11 +197,7 @@ Result<ImageVersion> BuildDerivedImage(const Profile& p, ImageCatalog& catalog,
   if (base->root.empty() || !fs::is_directory(base->root))
     return Status::NotFound("the base image " + base->ref() +
                             " has no root tree to bake into (built by an older provisiond?)");
-  say("image rebuilt: " + [&] {
-    std::string why;
-    for (const auto& c : plan->changes) why += (why.empty() ? "" : "; ") + c;
-    return why;
-  }());
+  say("image rebuilt: " + Join(plan->changes, "; "));
   auto build = BuildDir::Create(catalog, plan->name);
   if (!build.ok()) return build.status();
   const std::string root = build->root();

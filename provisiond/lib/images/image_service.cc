@@ -94,37 +94,36 @@ void ImageService::Run(const std::string& name, const std::string& started, cons
   }
 }
 
-Status ImageService::CheckUnused(const ImageVersion& version) {
+std::map<std::string, std::string> ImageService::InUse() {
+  std::map<std::string, std::string> used;  // ref -> who uses it
   std::vector<std::string> errors;
   for (const auto& [v, profile] : inventory_.ListProfiles(errors)) {
     // Its own image, or the derived image it bakes.
-    auto used = catalog_.Resolve(inventory_.ChooseImage(profile).ref);
-    if (used.ok() && used->name == version.name && used->version == version.version)
-      return Status::Conflict("image " + version.ref() + " is used by profile " + v +
-                              "; apply another first");
+    auto image = catalog_.Resolve(inventory_.ChooseImage(profile).ref);
+    if (image.ok()) used.emplace(image->ref(), "is used by profile " + v + "; apply another first");
   }
   for (const auto& n : inventory_.store().ListNodes()) {
     if (n.state == NodeState::kRetired) continue;
     // The version a node runs now (from its hello) may be older than the one
     // it is assigned: its root must not go away under it.
     auto facts = nlohmann::json::parse(n.facts, nullptr, false);
-    if (JsonString(facts, "image") == version.ref())
-      return Status::Conflict("image " + version.ref() + " is the root of node " + n.name() +
-                              ", which runs it now");
+    const std::string running = JsonString(facts, "image");
+    if (!running.empty())
+      used.emplace(running, "is the root of node " + n.name() + ", which runs it now");
     if (n.image_version.empty()) continue;
-    auto used = catalog_.Resolve(n.image_version);
-    if (used.ok() && used->name == version.name && used->version == version.version)
-      return Status::Conflict("image " + version.ref() + " is the image of node " + n.name());
+    auto image = catalog_.Resolve(n.image_version);
+    if (image.ok()) used.emplace(image->ref(), "is the image of node " + n.name());
   }
-  return Status::Ok();
+  return used;
 }
 
 Status ImageService::Remove(const std::string& ref, const std::string& who) {
   auto version = catalog_.Resolve(ref);
   if (!version.ok()) return version.status();
-  Status s = CheckUnused(*version);
-  if (!s.ok()) return s;
-  s = catalog_.Remove(*version);
+  const auto used = InUse();
+  if (auto it = used.find(version->ref()); it != used.end())
+    return Status::Conflict("image " + version->ref() + " " + it->second);
+  Status s = catalog_.Remove(*version);
   if (!s.ok()) return s;
   EventRecord e{0, 0, 0, "", "image", "removed " + version->ref(), who};
   return inventory_.store().AppendEvent(e);
@@ -135,6 +134,7 @@ Result<std::vector<std::string>> ImageService::PruneDerived(const std::string& w
   std::map<std::string, std::vector<ImageVersion>> derived;
   for (auto& v : catalog_.List())
     if (v.name.size() > 6 && v.name.ends_with(".baked")) derived[v.name].push_back(std::move(v));
+  const auto used = InUse();
   std::vector<std::string> removed;
   for (auto& [name, versions] : derived) {
     std::sort(versions.begin(), versions.end(), [](const ImageVersion& a, const ImageVersion& b) {
@@ -142,7 +142,7 @@ Result<std::vector<std::string>> ImageService::PruneDerived(const std::string& w
     });
     int64_t kept = 0;
     for (const auto& v : versions) {
-      if (!CheckUnused(v).ok()) continue;  // in use: kept, and not counted
+      if (used.count(v.ref())) continue;  // in use: kept, and not counted
       if (kept < keep_derived_) {
         ++kept;
         continue;

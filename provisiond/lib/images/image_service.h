@@ -52,8 +52,9 @@ class ImageService {
   void set_keep_derived(int64_t keep) { keep_derived_ = keep; }
 
  private:
-  // Ok when no profile names `version` and no node boots or runs it.
-  Status CheckUnused(const ImageVersion& version);
+  // The versions ("name@version") a profile names or a node boots or runs,
+  // each with who uses it, in words; read once per removal or prune.
+  std::map<std::string, std::string> InUse();
   void Run(const std::string& name, const std::string& started, const BuildJob& job,
            const std::string& who);
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "base/strings.h"
 #include "power/power.h"
 
 namespace prov {
@@ -497,10 +498,8 @@ Result<Plan> Inventory::ApplyProfile(const std::string& spec, const std::string&
   // the base is built and the profile applied again.
   const ImageChoice image = ChooseImage(*profile);
   if (image.action == "rebuild") {
-    std::string why;
-    for (const auto& c : image.changes) why += (why.empty() ? "" : "; ") + c;
     return Status::Conflict("profile " + profile->version + " bakes its image and " + image.ref +
-                            " is not built yet (" + why +
+                            " is not built yet (" + Join(image.changes, "; ") +
                             "): 'provisionctl profile apply' builds it first (POST "
                             "/api/v1/profiles/" +
                             profile->version + "/bake)");
