@@ -49,11 +49,12 @@ for arg in "$@"; do
     [ ! -e "$derived/root/$leftover" ] || fail "the bake left /$leftover in $image.baked"
   done
   [ -z "$(ls -A "$derived/root/tmp")" ] || fail "the bake left files in $image.baked's /tmp: $(ls -A "$derived/root/tmp")"
-  grep -qF "$store/" /proc/self/mountinfo && fail "something is still mounted under $store"
+  if grep -qF "$store/" /proc/self/mountinfo; then fail "something is still mounted under $store"; fi
   if grep -q "runner: ansible" "$REPO/profiles/$profile/profile.yaml"; then
     # lab-slurm bakes its compute user on ansible-playbook's chroot connection.
     grep -q "^compute:" "$derived/root/etc/passwd" || fail "$image.baked has no compute user (baked by ansible-playbook)"
-    grep -q "^compute:" "$store/$image/$(cat "$store/$image/current")/root/etc/passwd" &&
+    if grep -q "^compute:" "$store/$image/$(cat "$store/$image/current")/root/etc/passwd"; then
       fail "the base image $image was changed by the bake"
+    fi
   fi
 done

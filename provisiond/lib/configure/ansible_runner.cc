@@ -258,6 +258,10 @@ std::map<std::string, NodeRunOutcome> RunAnsiblePlaybook(
     }
     return out;
   };
+  std::error_code exists_ec;
+  if (!fs::exists(settings.tool.program, exists_ec))
+    return fail_all("ansible-playbook is not installed (" + settings.tool.program +
+                    " is missing; apt-get install ansible): this playbook runs on it");
   // The run's private folder: it holds the extra vars (secrets among them).
   std::string runs = settings.work_dir + "/runs";
   if (!OwnPrivateDir(settings.work_dir) || !OwnPrivateDir(runs))

@@ -129,6 +129,16 @@ Result<RunnerChoice> ChoosePlaybookRunner(const std::string& path, const std::st
     choice.reason = "outside the native subset: " + FirstLine(native.status().message());
   } else {
     choice.reason = "forced by runner: ansible";
+    // Forced, the choice needs no tool: a profile that names ansible-playbook
+    // loads on a control node without it (the Debian package does not pull
+    // in Ansible), and the run says it is missing when it would start.
+    std::error_code ec;
+    if (!fs::exists(tool.program, ec)) {
+      choice.runner = PlaybookRunner::kAnsible;
+      choice.reason += " (not checked: " + tool.program +
+                       " is not installed; apt-get install ansible before it runs)";
+      return choice;
+    }
   }
   Status check = AnsibleSyntaxCheck(path, tool);
   if (!check.ok()) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "base/file_util.h"
+#include "playbook/runner_choice.h"
 
 namespace prov {
 namespace {
@@ -260,6 +261,38 @@ TEST_CASE("profile: a secret given to a bake playbook is refused, naming both") 
                      "    vars: {key: {secret: munge_key}}\n",
                      "p.yaml", "v9", PlaybooksDir())
             .ok());
+}
+
+TEST_CASE("profile: a playbook forced onto ansible-playbook loads on a control node without it") {
+  // The Debian package does not pull in Ansible: a shipped profile that
+  // names it (lab-slurm) must not stop provisiond --check or the daemon.
+  const AnsibleTool saved = DefaultAnsibleTool();
+  AnsibleTool missing = saved;
+  missing.program = PlaybooksDir() + "/no-ansible-playbook";
+  SetDefaultAnsibleTool(missing);
+  auto forced = ParseProfile(
+      "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nbake:\n"
+      "  - playbook: a.yml\n    runner: ansible\n",
+      "p.yaml", "v9", PlaybooksDir());
+  // Not forced, a playbook the native runner refuses still needs the tool
+  // to be judged at all.
+  auto unforced = ParseProfile(
+      "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nplaybooks:\n"
+      "  - playbook: bad.yml\n",
+      "p.yaml", "v9", PlaybooksDir());
+  std::vector<std::string> errors;
+  auto shipped =
+      LoadAllProfiles(PROVISION_SOURCE_DIR "/profiles", PROVISION_SOURCE_DIR "/playbooks", errors);
+  SetDefaultAnsibleTool(saved);
+  REQUIRE_MESSAGE(forced.ok(), forced.status().message());
+  CHECK(forced->bake.at(0).runs_on == PlaybookRunner::kAnsible);
+  CHECK_MESSAGE(forced->bake.at(0).runner_reason.find("is not installed") != std::string::npos,
+                forced->bake.at(0).runner_reason);
+  REQUIRE_FALSE(unforced.ok());
+  CHECK_MESSAGE(unforced.status().message().find("is not installed") != std::string::npos,
+                unforced.status().message());
+  for (const auto& e : errors) FAIL_CHECK(e);
+  CHECK(shipped.count("lab-slurm"));
 }
 
 TEST_CASE("profile: every shipped profile loads") {
