@@ -270,13 +270,23 @@ Result<ImageVersion> BuildDerivedImage(const Profile& p, ImageCatalog& catalog,
   m.name = plan->name;
   m.kernel_package = "the kernel of " + base->ref();
   m.sha256 = plan->version;
+  // The base's initrd modules (its manifest's), and its initrd as it is when
+  // the bake left the kernel, modules and firmware alone.
+  auto base_meta = ReadFile(base->dir + "/image.json");
+  json base_json = base_meta.ok() ? json::parse(*base_meta, nullptr, false) : json();
+  if (base_json.is_object() && base_json.contains("initrd_modules") &&
+      base_json["initrd_modules"].is_array())
+    for (const auto& mod : base_json["initrd_modules"])
+      if (mod.is_string()) m.initrd_modules.push_back(mod.get<std::string>());
+  ImageBuildOptions finish = opt;
+  finish.initrd_from = base->dir;
   const json provenance = {{"source", "bake"},
                            {"derived",
                             {{"base", base->ref()},
                              {"profile", p.version},
                              {"profile_sha256", p.sha256},
                              {"inputs", plan->inputs}}}};
-  return FinishImage(*build, m, provenance, catalog, opt, progress, started, plan->version);
+  return FinishImage(*build, m, provenance, catalog, finish, progress, started, plan->version);
 }
 
 }  // namespace prov

@@ -17,6 +17,10 @@ struct ImageBuildOptions {
   std::string initrd_builder;  // images/initramfs/build-initrd.sh
   std::string agent_dir;       // images/agent: provision-hello, provision-hello.service
   std::string tools_dir;       // provision-facts and provision-mount binaries
+  // An image version's folder whose initrd.img may serve this build as it
+  // is, when image.json's initrd_inputs equals this tree's (a derived image
+  // whose bake left the kernel, its modules and firmware alone).
+  std::string initrd_from;
   int timeout_s = 3600;
   int mirror_check_timeout_s = 15;
   const std::atomic<bool>* cancel = nullptr;  // stops the build when it becomes true

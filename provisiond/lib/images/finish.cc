@@ -32,7 +32,60 @@ Status CopyInto(const std::string& root, const std::string& from, const std::str
   return WriteInto(root, path, *content, mode);
 }
 
+// Every entry under `dir` (sorted, recursively, symlinks not followed) as
+// "relative path, type, mode, size, mtime, link target" lines into `h`.
+void HashMetadata(const fs::path& dir, const std::string& label, Sha256& h) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(dir, ec))) {
+    h.Update(label + " absent\n");
+    return;
+  }
+  std::vector<std::string> lines;
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    struct stat st {};
+    if (lstat(it->path().c_str(), &st) != 0) continue;
+    std::string line = label + "/" + fs::relative(it->path(), dir, ec).string() + " " +
+                       std::to_string(st.st_mode) + " " + std::to_string(st.st_size) + " " +
+                       std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    if (S_ISLNK(st.st_mode)) line += " -> " + fs::read_symlink(it->path(), ec).string();
+    lines.push_back(std::move(line));
+  }
+  std::sort(lines.begin(), lines.end());
+  for (const auto& l : lines) h.Update(l + "\n");
+}
+
 }  // namespace
+
+Result<std::string> InitrdInputsKey(const std::string& root, const ImageManifest& m,
+                                    const ImageBuildOptions& opt) {
+  Sha256 h;
+  h.Update("initrd-inputs:1\n");
+  std::error_code ec;
+  std::vector<std::string> files = {opt.tools_dir + "/provision-mount",
+                                    opt.tools_dir + "/provision-fetch", "/bin/busybox"};
+  const fs::path builder_dir = fs::path(opt.initrd_builder).parent_path();
+  for (const auto& e : fs::directory_iterator(builder_dir, ec))
+    if (e.is_regular_file(ec)) files.push_back(e.path().string());
+  std::sort(files.begin() + 3, files.end());
+  for (const auto& f : files) {
+    // A missing one makes the builder fail: nothing to reuse then anyway.
+    auto sha = Sha256File(f);
+    h.Update(fs::path(f).filename().string() + " " + (sha.ok() ? *sha : "absent") + "\n");
+  }
+  for (const auto& mod : m.initrd_modules) h.Update("module " + mod + "\n");
+  // The tree's /lib is usr/lib on a merged-/usr root: the paths resolve
+  // inside it (relative links), never into the control node's own.
+  HashMetadata(fs::path(root) / "lib/modules", "modules", h);
+  HashMetadata(fs::path(root) / "lib/firmware", "firmware", h);
+  for (const auto& e : fs::directory_iterator(fs::path(root) / "boot", ec))
+    if (e.path().filename().string().rfind("vmlinuz-", 0) == 0) {
+      auto sha = Sha256File(e.path().string());
+      if (!sha.ok()) return sha.status();
+      h.Update("kernel " + e.path().filename().string() + " " + *sha + "\n");
+    }
+  return h.HexDigest();
+}
 
 Result<BuildDir> BuildDir::Create(const ImageCatalog& catalog, const std::string& image_name) {
   const std::string path = catalog.store_dir() + "/" + image_name + "/.build-" + RandomHex(4);
@@ -204,20 +257,38 @@ Result<ImageVersion> FinishImage(BuildDir& build, const ImageManifest& m,
   auto kernel = ExtractKernel(root, build.path() + "/vmlinuz", m.kernel_package);
   if (!kernel.ok()) return kernel.status();
 
-  say("building the netboot initrd");
-  ProcessSpec initrd;
-  initrd.argv = {"/bin/bash", opt.initrd_builder, root, build.path() + "/initrd.img"};
-  initrd.env = {"PROVISION_MOUNT=" + opt.tools_dir + "/provision-mount",
-                "PROVISION_FETCH=" + opt.tools_dir + "/provision-fetch"};
-  // Every NIC driver is in the initrd; the manifest may add other modules.
-  if (!m.initrd_modules.empty()) {
-    std::string extra;
-    for (const auto& mod : m.initrd_modules)
-      extra += (extra.empty() ? "" : " ") + mod + ":required";
-    initrd.env.push_back("INITRD_EXTRA_MODULES=" + extra);
+  auto initrd_key = InitrdInputsKey(root, m, opt);
+  if (!initrd_key.ok()) return initrd_key.status();
+  bool initrd_reused = false;
+  if (!opt.initrd_from.empty()) {
+    auto from_meta = ReadFile(opt.initrd_from + "/image.json");
+    nlohmann::json from =
+        from_meta.ok() ? nlohmann::json::parse(*from_meta, nullptr, false) : nlohmann::json();
+    if (from.is_object() && from.value("initrd_inputs", "") == *initrd_key) {
+      std::error_code ec;
+      fs::copy_file(opt.initrd_from + "/initrd.img", build.path() + "/initrd.img", ec);
+      initrd_reused = !ec;
+      if (initrd_reused)
+        say("initrd reused from " + from.value("name", "") + "@" + from.value("version", "") +
+            " (the same kernel, modules, firmware and tools)");
+    }
   }
-  s = RunBuildStep(initrd, 600, progress, "initrd", opt.cancel);
-  if (!s.ok()) return s;
+  if (!initrd_reused) {
+    say("building the netboot initrd");
+    ProcessSpec initrd;
+    initrd.argv = {"/bin/bash", opt.initrd_builder, root, build.path() + "/initrd.img"};
+    initrd.env = {"PROVISION_MOUNT=" + opt.tools_dir + "/provision-mount",
+                  "PROVISION_FETCH=" + opt.tools_dir + "/provision-fetch"};
+    // Every NIC driver is in the initrd; the manifest may add other modules.
+    if (!m.initrd_modules.empty()) {
+      std::string extra;
+      for (const auto& mod : m.initrd_modules)
+        extra += (extra.empty() ? "" : " ") + mod + ":required";
+      initrd.env.push_back("INITRD_EXTRA_MODULES=" + extra);
+    }
+    s = RunBuildStep(initrd, 600, progress, "initrd", opt.cancel);
+    if (!s.ok()) return s;
+  }
 
   say("hashing the root tree");
   auto hash = HashTree(root);
@@ -239,6 +310,8 @@ Result<ImageVersion> FinishImage(BuildDir& build, const ImageManifest& m,
                {"sha256", *hash},
                {"manifest_sha256", m.sha256},
                {"kernel", *kernel},
+               {"initrd_inputs", *initrd_key},
+               {"initrd_modules", m.initrd_modules},
                {"files", files},
                {"bytes", bytes},
                {"build_seconds", seconds},

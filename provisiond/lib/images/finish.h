@@ -68,6 +68,14 @@ Status AddProvisionFiles(const std::string& root, const ImageManifest& manifest,
 Result<std::string> ExtractKernel(const std::string& root, const std::string& kernel_out,
                                   const std::string& kernel_package);
 
+// What a netboot initrd is made of, as one hash: the builder (its folder),
+// the static tools and busybox it copies in, the extra modules asked for,
+// and the tree's kernels, modules and firmware (path, type, size, mode and
+// modification time of each file: a package that changes one rewrites it).
+// Two trees with the same key get the same initrd.
+Result<std::string> InitrdInputsKey(const std::string& root, const ImageManifest& manifest,
+                                    const ImageBuildOptions& options);
+
 // The content hash of a directory tree: paths, modes, owners, symlink targets
 // and file contents, in sorted order.
 Result<std::string> HashTree(const std::string& root);

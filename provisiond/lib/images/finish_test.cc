@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "base/file_util.h"
@@ -171,6 +172,58 @@ TEST_CASE("image finishing: the same content twice is the same version, committe
   }
   CHECK_FALSE(fs::exists(work));
   CHECK(f.Leftovers().empty());
+}
+
+TEST_CASE("image finishing: an initrd is reused when its kernel, modules and tools are the same") {
+  FinishFixture f;
+  auto first = BuildDir::Create(*f.catalog, "tiny");
+  FinishFixture::FakeRoot(first->root());
+  auto v1 = f.Finish(*first);
+  REQUIRE_MESSAGE(v1.ok(), v1.status().message());
+  auto meta = nlohmann::json::parse(*ReadFile(v1->dir + "/image.json"));
+  REQUIRE(meta["initrd_inputs"].get<std::string>().size() == 64);
+  // A derived tree (a copy that keeps modification times, as a bake's is)
+  // with a new file outside the kernel's: v1's initrd serves it.
+  f.options.initrd_from = v1->dir;
+  auto copy = [&](BuildDir& b) {
+    fs::remove(b.root());
+    REQUIRE(std::system(("cp -a '" + v1->dir + "/root' '" + b.root() + "'").c_str()) == 0);
+  };
+  auto second = BuildDir::Create(*f.catalog, "tiny");
+  copy(*second);
+  Put(second->root() + "/etc/slurm/slurm.conf", "baked\n");
+  // A file of the builder's folder changed (the initramfs scripts live there).
+  Put(f.options.initrd_builder + ".note", "a changed initramfs script");
+  f.said.clear();
+  auto v2 = f.Finish(*second);
+  REQUIRE_MESSAGE(v2.ok(), v2.status().message());
+  CHECK(v2->version != v1->version);
+  // The builder's folder changed (the note): built again.
+  CHECK(std::count(f.said.begin(), f.said.end(), "building the netboot initrd") == 1);
+  fs::remove(f.options.initrd_builder + ".note");
+
+  auto third = BuildDir::Create(*f.catalog, "tiny");
+  copy(*third);
+  Put(third->root() + "/etc/slurm/slurm.conf", "baked again\n");
+  f.said.clear();
+  auto v3 = f.Finish(*third);
+  REQUIRE_MESSAGE(v3.ok(), v3.status().message());
+  CHECK(std::count(f.said.begin(), f.said.end(), "building the netboot initrd") == 0);
+  CHECK(std::count(f.said.begin(), f.said.end(),
+                   "initrd reused from tiny@" + v1->version +
+                       " (the same kernel, modules, firmware and tools)") == 1);
+  CHECK(*ReadFile(v3->initrd) == *ReadFile(v1->initrd));
+
+  // A module added (DKMS at image stage): the initrd is built again.
+  auto fourth = BuildDir::Create(*f.catalog, "tiny");
+  copy(*fourth);
+  Put(fourth->root() + "/lib/modules/6.1.0-2-amd64/updates/dkms/v4l2loopback.ko", "MODULE");
+  f.said.clear();
+  auto v4 = f.Finish(*fourth);
+  REQUIRE_MESSAGE(v4.ok(), v4.status().message());
+  CHECK(std::count(f.said.begin(), f.said.end(), "building the netboot initrd") == 1);
+  CHECK(nlohmann::json::parse(*ReadFile(v4->dir + "/image.json"))["initrd_inputs"] !=
+        meta["initrd_inputs"]);
 }
 
 TEST_CASE("image finishing: the tree's hash is stable and sees modes, contents and links") {
