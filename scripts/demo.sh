@@ -9,7 +9,7 @@
 # page and the API on this machine's loopback (http://127.0.0.1:8080), until
 # Ctrl-C tears everything down.
 # With --slurm: seed 003's cluster instead: three machines slurm0-slurm2 with
-# the lab-slurm image and profile (Slurm, MUNGE, PyTorch); once they are
+# the lab-slurm profile (Slurm, MUNGE, PyTorch baked into the lab image); once they are
 # ready it shows sinfo and a three-node srun, and runs a small PyTorch DDP
 # training job over torchrun on all three.
 # Usage: scripts/demo.sh [--no-install] [--once] [--slurm]
@@ -28,7 +28,7 @@ for arg in "$@"; do
 done
 if [ "$slurm" -eq 1 ]; then
   # PyTorch's import and a DDP job need more than the lab's default 512 MiB.
-  image=lab-slurm profile=lab-slurm nodes='slurm[0-2]' names="slurm0 slurm1 slurm2"
+  image=lab profile=lab-slurm nodes='slurm[0-2]' names="slurm0 slurm1 slurm2"
   export LAB_VM_MEM="${LAB_VM_MEM:-1536}"
 else
   image=lab profile=lab nodes='lab[0-1]' names="lab0 lab1"
@@ -50,7 +50,7 @@ stop_forward() { [ -z "$forward" ] || { kill "$forward" 2>/dev/null; wait "$forw
 trap stop_forward EXIT
 
 say "$image image"
-# lab-slurm bakes Slurm, MUNGE and PyTorch into its derived image, made here
+# lab-slurm bakes Slurm, MUNGE and PyTorch into a derived image of lab, made here
 # over this machine's uplink (the lab network reaches no mirror).
 bake=""
 [ "$slurm" -eq 0 ] || bake="$profile"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # bake_bench.sh: a derived image's build (`provisionctl profile bake`: a copy
-# of the built lab-slurm base, slurm.yml and torch-ddp.yml at image stage,
+# of the built lab base, slurm.yml and torch-ddp.yml at image stage,
 # then the finishing every image gets) against the same packages installed by
-# mmdebstrap alone (`provisionctl image build` of lab-slurm's manifest with
-# Slurm, MUNGE, D-Bus and PyTorch in its package list, as it was before the
-# image stage). provisiond on 127.0.0.1, a fresh image store; every package
+# mmdebstrap alone (`provisionctl image build` of the lab manifest with
+# Slurm, MUNGE, D-Bus and PyTorch in its package list, as lab-slurm's own
+# manifest had them before the image stage). provisiond on 127.0.0.1, a fresh image store; every package
 # comes from the image's mirror each time. The base's own build is timed too:
 # a bake needs a base, which many profiles share.
 #
@@ -38,18 +38,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The images: lab-slurm as shipped, and lab-slurm-packages with the packages.
+# The images: lab as shipped, and lab-packages with the packages.
 cp -a "$repo/images" "$work/images"
-mkdir -p "$work/images/lab-slurm-packages"
-sed -e 's/^name: lab-slurm$/name: lab-slurm-packages/' \
+mkdir -p "$work/images/lab-packages"
+sed -e 's/^name: lab$/name: lab-packages/' \
   -e 's/^packages:$/packages:\n  - dbus\n  - munge\n  - slurmd\n  - slurmctld\n  - slurm-client\n  - python3-torch/' \
-  "$repo/images/lab-slurm/image.yaml" >"$work/images/lab-slurm-packages/image.yaml"
-grep -q -- '- python3-torch' "$work/images/lab-slurm-packages/image.yaml" || die "could not add the packages"
+  "$repo/images/lab/image.yaml" >"$work/images/lab-packages/image.yaml"
+grep -q -- '- python3-torch' "$work/images/lab-packages/image.yaml" || die "could not add the packages"
 # A profile that bakes the same packages through the shipped playbooks.
 mkdir -p "$work/profiles/bench-bake"
 cat >"$work/profiles/bench-bake/profile.yaml" <<PROFILE
 version: bench-bake
-image: {name: lab-slurm}
+image: {name: lab}
 bake:
   - playbook: slurm.yml
   - playbook: torch-ddp.yml
@@ -77,15 +77,15 @@ timed() {  # timed NAME COMMAND...: seconds, to stdout
   "$@" >"$work/$1.out" 2>&1 || { tail -20 "$work/$1.out" >&2; die "$* failed"; }
   echo $(((${EPOCHREALTIME//[!0-9]/} - t0) / 1000))
 }
-base_ms=$(timed base "$bin/provisionctl" image build lab-slurm)
+base_ms=$(timed base "$bin/provisionctl" image build lab)
 bake_ms=$(timed bake "$bin/provisionctl" profile bake bench-bake)
-pkgs_ms=$(timed pkgs "$bin/provisionctl" image build lab-slurm-packages)
+pkgs_ms=$(timed pkgs "$bin/provisionctl" image build lab-packages)
 size() { du -sm "$work/store/$1/$(cat "$work/store/$1/current")/root" | cut -f1; }
 ratio=$(awk -v a="$bake_ms" -v b="$pkgs_ms" 'BEGIN {printf "%.2f", a / b}')
-printf '%s: base lab-slurm %.1f s (%s MiB); derived (bake: slurm.yml, torch-ddp.yml) %.1f s (%s MiB); mmdebstrap with the packages %.1f s (%s MiB); bake / mmdebstrap = %s\n' \
-  "$bench" "$(awk -v m="$base_ms" 'BEGIN {print m / 1000}')" "$(size lab-slurm)" \
-  "$(awk -v m="$bake_ms" 'BEGIN {print m / 1000}')" "$(size lab-slurm.baked)" \
-  "$(awk -v m="$pkgs_ms" 'BEGIN {print m / 1000}')" "$(size lab-slurm-packages)" "$ratio"
+printf '%s: base lab %.1f s (%s MiB); derived (bake: slurm.yml, torch-ddp.yml) %.1f s (%s MiB); mmdebstrap with the packages %.1f s (%s MiB); bake / mmdebstrap = %s\n' \
+  "$bench" "$(awk -v m="$base_ms" 'BEGIN {print m / 1000}')" "$(size lab)" \
+  "$(awk -v m="$bake_ms" 'BEGIN {print m / 1000}')" "$(size lab.baked)" \
+  "$(awk -v m="$pkgs_ms" 'BEGIN {print m / 1000}')" "$(size lab-packages)" "$ratio"
 mkdir -p "$(dirname "$json")"
 printf '{"bench":"%s","base_ms":%d,"bake_ms":%d,"mmdebstrap_packages_ms":%d,"ratio":%s}\n' \
   "$bench" "$base_ms" "$bake_ms" "$pkgs_ms" "$ratio" >"$json"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The lab tests' images, built once before the tests that boot them (ctest's
 # fixtures lab_image and lab_slurm_image): `lab` (lab.images, lab.firmware)
-# and `lab-slurm` (lab.slurm), each by a provisiond on this machine's loopback through
+# and, from it, the lab-slurm profile's derived image (lab.slurm: `lab:lab-slurm`),
+# each by a provisiond on this machine's loopback through
 # `provisionctl image build`, into the lab cache (tests/lab/lab-image.sh;
 # a cached image that matches its inputs is used as it is). Built here, the
 # builds run beside the lab tests that need no image (lab.netboot, lab.proxy)

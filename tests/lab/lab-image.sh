@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # lab_image_store PROVISIOND PROVISIONCTL PROFILES_DIR [IMAGE [PROFILE]]
-#   Prints the image store that holds a built IMAGE (default `lab`; e.g.
-#   `lab-slurm`) from images/IMAGE/image.yaml, building it first
+#   Prints the image store that holds a built IMAGE (default `lab`) from
+#   images/IMAGE/image.yaml, building it first
 #   when missing. With PROFILE (one whose bake playbooks start from IMAGE),
 #   also its derived image (`provisionctl profile bake`), which the image
 #   stage makes over this machine's uplink as a control node would: the lab

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Lab test of seed 003's cluster (and seed 002's tools) on real machines: three
 # QEMU nodes slurm0-slurm2 boot the lab-slurm profile's derived image (the
-# lab-slurm base, into which the profile's bake playbooks installed Debian's
+# lab image, into which the profile's bake playbooks installed Debian's
 # slurm-wlm, munge, python3-torch and a DKMS module at image stage; the base's
 # manifest lists none of them) and reach `ready` through the profile's node
 # stage with no mirror in reach, with the playbooks nvidia-slurm ships:
-#   0. the image stage: the nodes boot lab-slurm.baked (`profile plan` says
+#   0. the image stage: the nodes boot lab.baked (`profile plan` says
 #      "image reused"); a node-stage playbook's edit keeps it, a bake
 #      playbook's edit rebuilds it (plan); the DKMS module built for the
 #      image's kernel is loaded on every node (vermagic = uname -r); the RAM
@@ -43,9 +43,9 @@ source "$HERE/lab-image.sh"
 lab_init slurm
 DATA="$LAB_DIR/data"
 t="${EPOCHREALTIME//[!0-9]/}"
-STORE="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$REPO/profiles" lab-slurm lab-slurm)" ||
-  fail "the lab-slurm image or its derived image was not built"
-say "lab-slurm image and its derived image ready in $STORE ($(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s): $(cat "$STORE/lab-slurm/current"), lab-slurm.baked@$(cat "$STORE/lab-slurm.baked/current")"
+STORE="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$REPO/profiles" lab lab-slurm)" ||
+  fail "the lab image or lab-slurm's derived image was not built"
+say "lab image and lab-slurm's derived image ready in $STORE ($(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s): lab@$(cat "$STORE/lab/current"), lab.baked@$(cat "$STORE/lab.baked/current")"
 # The profiles and playbooks as copies: step 0 edits them.
 cp -a "$REPO/profiles" "$REPO/playbooks" "$LAB_DIR/"
 lab_config "$LAB_DIR/profiles" "$STORE" >"$LAB_DIR/provisiond.yaml"
@@ -58,7 +58,7 @@ wait_for "dnsmasq" 20 lab_wait_port udp 67 1
 wait_for "the NFS server" 20 lab_wait_port tcp 2049 1
 ctl profile apply lab-slurm --yes >"$LAB_DIR/apply.out" || { cat "$LAB_DIR/apply.out"; fail "profile apply lab-slurm failed"; }
 ctl profile plan lab-slurm >"$LAB_DIR/plan.out"
-baked="lab-slurm.baked@$(cat "$STORE/lab-slurm.baked/current")"
+baked="lab.baked@$(cat "$STORE/lab.baked/current")"
 grep -q "^image reused: $baked " "$LAB_DIR/plan.out" || { cat "$LAB_DIR/plan.out"; fail "profile plan does not say the derived image $baked is reused"; }
 
 # 1. Three machines powered on at once reach ready through the Slurm playbooks.

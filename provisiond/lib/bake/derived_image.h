@@ -25,14 +25,14 @@ namespace prov {
 inline constexpr std::string_view kDerivedImageSuffix = ".baked";
 
 struct DerivedImage {
-  std::string name;       // "lab-slurm.baked"
+  std::string name;       // "lab.baked"
   std::string version;    // 16 hex digits of the inputs' SHA-256
-  std::string base;       // the base version it starts from, "lab-slurm@1a2b..."
+  std::string base;       // the base version it starts from, "lab@1a2b..."
   nlohmann::json inputs;  // what the version covers (image.json keeps it)
   bool built = false;
   // Unless built: what differs from the derived image built last from the
   // same base name, in words ("playbooks/slurm.yml changed"); "no derived
-  // image of lab-slurm yet" when there is none.
+  // image of lab yet" when there is none.
   std::vector<std::string> changes;
 
   std::string ref() const { return name + "@" + version; }

@@ -59,7 +59,7 @@ struct NodePlan {
 // The image a profile's nodes boot: its own (`image:`), or, when it bakes,
 // the derived image its bake playbooks make (bake/derived_image.h).
 struct ImageChoice {
-  std::string ref;   // what nodes get: "lab", "lab-slurm.baked@<version>"
+  std::string ref;   // what nodes get: "lab", "lab.baked@<version>"
   std::string base;  // the base version a derived image starts from
   // "" (no bake playbooks), "reused" (built already), "rebuild" (to build:
   // `changes` says why) or "unavailable" (`changes` says why: its base is
