@@ -50,12 +50,13 @@ stop_forward() { [ -z "$forward" ] || { kill "$forward" 2>/dev/null; wait "$forw
 trap stop_forward EXIT
 
 say "$image image"
-# lab-slurm bakes Slurm, MUNGE and PyTorch into a derived image of lab, made here
-# over this machine's uplink (the lab network reaches no mirror).
-bake=""
-[ "$slurm" -eq 0 ] || bake="$profile"
-STORE="$(lab_image_store "$BIN/provisiond" "$BIN/provisionctl" "$REPO/profiles" "$image" $bake)"
-echo "$image image $(cat "$STORE/$image/current") in $STORE"
+# The profile's image stage (its `bake:` playbooks: lab bakes the compute
+# user, hello and the node exporter; lab-slurm Slurm, MUNGE and PyTorch) into
+# a derived image of lab, made here over this machine's uplink (the lab
+# network reaches no mirror), once per machine: the nodes then do only their
+# own setup at each boot.
+STORE="$(lab_image_store "$BIN/provisiond" "$BIN/provisionctl" "$REPO/profiles" "$image" "$profile")"
+echo "$image image $(cat "$STORE/$image/current") and the $profile profile's derived image in $STORE"
 
 say "private lab network"
 lab_init demo
@@ -109,6 +110,9 @@ if ! ctl wait "$nodes" --state ready --timeout 1500; then
   exit 1
 fi
 echo "ready $((SECONDS - t0)) s after power-on"
+for name in $names; do
+  echo "$name: ready $(lab_hello_to_ready "$BIN/provisionctl" "$name") s after it phoned home"
+done
 ctl node list
 ctl node why "${names%% *}"
 ctl run list

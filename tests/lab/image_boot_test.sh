@@ -3,15 +3,18 @@
 # (mmdebstrap), exported read-only over NFS by provisiond's nfs-ganesha and
 # read back with libnfs, and QEMU machines that boot it all the way: PXE, iPXE,
 # kernel and initrd, NFS root + tmpfs overlay, systemd, phone-home with facts.
-#   1. two machines powered on by provisiond at the same time boot the same
-#      image, phone home with their facts and a pinned host key and reach
-#      `ready` through the lab profile's playbooks (the compute user, a
+#   1. two machines powered on by provisiond at the same time boot, phone
+#      home with their facts and a pinned host key and reach `ready` through
+#      the lab profile's playbooks: lab0 its derived image (the compute user,
+#      hello and the node exporter baked at image stage), lab1 the plain lab
+#      image with the same playbooks at node stage only (the compute user, a
 #      package from the lab's Debian mirror, files, a service; a report
 #      of its facts written once natively and once under ansible-playbook,
 #      which must agree) and health checks; `provisionctl cmd` reaches them as the compute user; over SSH
 #      / is an overlay, and a file written there does not reach the export
-#   2. after a power cycle of one, the file is gone, the node phoned home
-#      again and was configured again (its overlay is new) to `ready`; the
+#   2. after a power cycle of lab0 with the lab's mirror stopped, the file is
+#      gone, the node phoned home again and was configured again (its overlay
+#      is new) to `ready` with no mirror; the
 #      other one stayed ready and reachable meanwhile
 #   3. node why names the stage when the export cannot be read, and when a
 #      phone-home comes with a wrong token
@@ -82,9 +85,20 @@ awk 'list && /^[^ #-]/ {
   { print }' "$REPO/profiles/lab/profile.yaml" >"$LAB_DIR/profiles/lab/profile.yaml"
 grep -q "node-report-ansible" "$LAB_DIR/profiles/lab/profile.yaml" ||
   fail "node-report.yml was not added to the lab profile's playbooks"
+# lab0 boots the lab profile's derived image (its bake: the compute user,
+# hello, the node exporter); lab1 the same profile without `bake:` (the
+# plain lab image: hello from the lab's repository at node stage), side by
+# side: the time from phone-home to ready of each.
+mkdir -p "$LAB_DIR/profiles/lab-nobake"
+awk '/^bake:/ {skip = 1; next} skip && /^[^ -]/ {skip = 0} !skip' "$LAB_DIR/profiles/lab/profile.yaml" |
+  sed -e 's/^version: lab$/version: lab-nobake/' -e 's/^  pattern: lab\*$/  pattern: "nobake*"/' \
+    >"$LAB_DIR/profiles/lab-nobake/profile.yaml"
+if grep -q "^bake:" "$LAB_DIR/profiles/lab-nobake/profile.yaml" || ! grep -q "^version: lab-nobake$" "$LAB_DIR/profiles/lab-nobake/profile.yaml"; then
+  cat "$LAB_DIR/profiles/lab-nobake/profile.yaml"; fail "could not make the lab-nobake profile"
+fi
 t="${EPOCHREALTIME//[!0-9]/}"
-STORE="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$LAB_DIR/profiles")" || fail "the lab image was not built"
-say "lab image ready in $STORE ($(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s): $(cat "$STORE/lab/current")"
+STORE="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$LAB_DIR/profiles" lab lab)" || fail "the lab image or the lab profile's derived image was not built"
+say "lab image and the lab profile's derived image ready in $STORE ($(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s): lab@$(cat "$STORE/lab/current"), lab.baked@$(cat "$STORE/lab.baked/current")"
 cat >"$LAB_DIR/provisiond.yaml" <<CONF
 listen: 0.0.0.0:8080
 data_dir: $DATA
@@ -115,16 +129,20 @@ ctl events --limit 100000 >"$LAB_DIR/events.out"
 grep -q "image-verified.*reads" "$LAB_DIR/events.out" || fail "no image-verified event (libnfs read)"
 say "the export reads back over NFS (libnfs): $(grep -i nfs "$LAB_DIR/verify.out" | head -1)"
 ctl profile apply lab --yes >/dev/null
+ctl profile plan lab >"$LAB_DIR/plan-lab.out"
+grep -q "^image reused: lab.baked@" "$LAB_DIR/plan-lab.out" || { cat "$LAB_DIR/plan-lab.out"; fail "the lab profile's derived image is not the one built"; }
 
 # 1. Power on two machines at once (one CPU each), boot to `booted` with facts;
 # SSH in with the control key.
 M0=52:54:00:97:00:10
 ctl node add lab0 --mac "$M0" --power command >/dev/null
-ctl node add lab1 --mac 52:54:00:97:00:11 --power command >/dev/null
+ctl node add lab1 --mac 52:54:00:97:00:11 --profile lab-nobake --power command >/dev/null
 ctl node power on 'lab[0-1]' >/dev/null
 # Phone-home, then the lab profile's playbooks and health checks: ready.
 wait_ready 'lab[0-1]'
-say "lab0 and lab1 booted at the same time: ready $(lab_vm_elapsed lab0)s and $(lab_vm_elapsed lab1)s after power-on"
+say "lab0 and lab1 booted at the same time: ready $(lab_vm_elapsed lab0)s and $(lab_vm_elapsed lab1)s after power-on; from phone-home to ready: lab0 (baked image) $(hello_to_ready lab0) s, lab1 (hello installed at node stage) $(hello_to_ready lab1) s"
+ctl node show lab0 >"$LAB_DIR/show-lab0.out"
+grep -q "lab.baked@" "$LAB_DIR/show-lab0.out" || { cat "$LAB_DIR/show-lab0.out"; fail "lab0 does not boot the lab profile's derived image"; }
 
 # 1a. The network console of lab0's boot, in order: provisiond's lines for the
 # stages it served, the kernel's (netconsole sends what the log held before it
@@ -262,9 +280,9 @@ grep -q "^os_family=Debian$" "$LAB_DIR/report-native.out" || { cat "$LAB_DIR/rep
 say "lab0 ready through a playbook under ansible-playbook; its facts as Ansible gathers them match the native runner's: $(tr '\n' ' ' <"$LAB_DIR/report-native.out")"
 ctl cmd lab0 --user compute -- id -un >"$LAB_DIR/cmd0.out" || { cat "$LAB_DIR/cmd0.out"; fail "cmd as compute failed"; }
 grep -qx "compute" "$LAB_DIR/cmd0.out" || { cat "$LAB_DIR/cmd0.out"; fail "cmd on lab0 did not run as compute"; }
-ctl cmd lab0 -- hello >"$LAB_DIR/hello0.out" || { cat "$LAB_DIR/hello0.out"; fail "hello (from the lab mirror) does not run"; }
+ctl cmd lab0 -- hello >"$LAB_DIR/hello0.out" || { cat "$LAB_DIR/hello0.out"; fail "hello (baked into lab0's image) does not run"; }
 grep -q "Hello, world" "$LAB_DIR/hello0.out" || { cat "$LAB_DIR/hello0.out"; fail "hello did not greet"; }
-say "lab0: configured by its playbooks, cmd runs as compute, hello from the lab mirror greets"
+say "lab0: configured by its playbooks, cmd runs as compute, hello (baked) greets"
 facts="$(node_json lab0)"
 for want in '"cpu":{' '"memory_bytes":' "\"mac\":\"$M0\"" '"pci":[{' '"image":"lab@'; do
   grep -qF -- "$want" <<<"$facts" || fail "lab0's facts lack $want: $facts"
@@ -340,6 +358,8 @@ time_spent lab0
 # 2. Power cycle lab0: the write is gone, and the node phoned home again;
 # lab1 stays ready and answers meanwhile.
 before="$(hellos lab0)"
+# With the lab's repository stopped: a node of the baked image needs none.
+kill "$LAB_REPO_PID" && wait "$LAB_REPO_PID" 2>/dev/null || true
 ctl node power cycle lab0 >/dev/null
 # noroot0 (section 4 below) boots meanwhile: its initrd fails while lab0
 # boots and is configured again.
@@ -354,7 +374,7 @@ echo "$ip0 $(field lab0 host_key)" >"$LAB_DIR/known_hosts"
 wait_for "sshd on lab0 again" 120 ssh_ok "$ip0"
 ssh_node "$ip0" 'test ! -e /root/written-on-node' || fail "the file written before the power cycle survived"
 ctl cmd lab0 --user compute -- id -un >"$LAB_DIR/cmd0b.out" || { cat "$LAB_DIR/cmd0b.out"; fail "cmd after the power cycle failed"; }
-say "lab0 power-cycled: the file written before is gone, configured again to ready ($(lab_vm_elapsed lab0)s after the reset); lab1 stayed ready and answered"
+say "lab0 power-cycled with the lab's apt repository stopped: the file written before is gone, configured again to ready ($(lab_vm_elapsed lab0)s after the reset, $(hello_to_ready lab0) s after its phone-home); lab1 stayed ready and answered"
 time_spent lab0
 ctl node power off 'lab[0-1]' >/dev/null
 

@@ -7,7 +7,7 @@
 #   wait_for WHAT TIMEOUT_S CMD...  polls CMD (every LAB_POLL_S, default 0.5 s) until it succeeds
 #   has_event NODE TEXT          true if one of NODE's events contains TEXT
 #   wait_ready HOSTLIST [TIMEOUT_S] `provisionctl wait --state ready`, or fail with node why
-#   hello_to_ready NODE         seconds from NODE's last phone-home to now
+#   hello_to_ready NODE         seconds from NODE's last phone-home to ready (its events)
 #   lab_config PROFILES STORE    prints a provisiond config for the lab (full DHCP on the bridge,
 #                                the repository's playbooks, pxe and images, the lab's power
 #                                driver, data in $DATA); a test appends its own keys
@@ -71,14 +71,7 @@ has_event() {
   ctl events --node "$1" --limit 100000 >"$LAB_DIR/events.out"
   grep -q -- "$2" "$LAB_DIR/events.out"
 }
-# Seconds from NODE's last phone-home (its boot's hello stage) to now: call
-# it when wait_ready returns.
-hello_to_ready() {
-  local t
-  t="$(ctl node why "$1" --json | grep -o '"stage":"hello","time":[0-9]*' | tail -n 1 | grep -o '[0-9]*$')" || true
-  [ -n "$t" ] || { echo "?"; return 0; }
-  echo $((($(date +%s%3N) - t) / 1000))
-}
+hello_to_ready() { lab_hello_to_ready "$PROVISIONCTL" "$1"; }
 wait_ready() {
   local out="$LAB_DIR/wait-$1.out" limit="${2:-$TIMEOUT}"
   ctl wait "$1" --state ready --timeout "$limit" >"$out" 2>&1 || {

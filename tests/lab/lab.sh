@@ -49,6 +49,8 @@
 #                                       the VM exits without it, print the last 30 lines and
 #                                       return 1.
 #   lab_vm_elapsed NAME                 seconds since the VM's last start/reset (e.g. "4.82").
+#   lab_hello_to_ready PROVISIONCTL NODE  seconds from NODE's last phone-home to the ready after
+#                                       it, from its events (PROVISIOND_URL/TOKEN set); "?" if none.
 #   lab_gc                              delete pvlab-*-PID namespaces and work dirs whose PID is
 #                                       gone (runs killed with SIGKILL), killing what still runs
 #                                       in those namespaces. Opt-in, never called implicitly.
@@ -536,6 +538,22 @@ lab_vm_wait_exit() {
   _lab_wait_gone "$timeout" "$pid" && return 0
   _lab_log "lab_vm_wait_exit: $name still running after ${timeout}s"
   return 1
+}
+
+lab_hello_to_ready() {
+  local out="$LAB_DIR/events-$2.jsonl"
+  lab_exec "$1" events --node "$2" --limit 100000 --json >"$out" || { echo "?"; return 0; }
+  python3 - "$out" <<'PY'
+import json, sys
+hello = ready = None
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e["detail"].startswith("hello: from"):
+        hello, ready = e["time"], None
+    elif hello is not None and ready is None and e["kind"] == "state" and e["detail"].endswith("-> ready"):
+        ready = e["time"]
+print("?" if hello is None or ready is None else "%.1f" % ((ready - hello) / 1000))
+PY
 }
 
 lab_vm_elapsed() {

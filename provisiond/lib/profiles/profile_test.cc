@@ -309,6 +309,12 @@ TEST_CASE("profile: every shipped profile loads") {
   CHECK(all.at("lab-slurm").nodes.hostnames ==
         std::vector<std::string>{"slurm0", "slurm1", "slurm2"});
   CHECK(all.at("lab-slurm").health_hook == all.at("nvidia-slurm").health_hook);
+  // The demo's profile runs both stages on the native runner (seconds per
+  // boot under TCG, not ansible-playbook's start-up per playbook).
+  REQUIRE(all.at("lab").bake.size() == 3);
+  for (const auto* stage : {&all.at("lab").bake, &all.at("lab").playbooks})
+    for (const auto& ref : *stage)
+      CHECK_MESSAGE(ref.runs_on == PlaybookRunner::kNative, (ref.file + ": " + ref.runner_reason));
 }
 
 }  // namespace prov
