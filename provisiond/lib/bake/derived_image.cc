@@ -156,19 +156,37 @@ Result<DerivedImage> PlanDerivedImage(const Profile& p, ImageCatalog& catalog) {
   auto built = catalog.Resolve(d.ref());
   d.built = built.ok();
   if (d.built) return d;
-  // Against the one built last from this base name (its `current`).
-  auto last = catalog.Resolve(d.name);
-  if (!last.ok()) {
+  // Against the one built last for this profile (several profiles bake on
+  // one base: each has its versions of <image>.baked), else the last one.
+  json old;
+  std::string old_ref;
+  int64_t newest = -1;
+  for (const auto& v : catalog.List()) {
+    if (v.name != d.name) continue;
+    auto meta = ReadFile(v.dir + "/image.json");
+    json j = meta.ok() ? json::parse(*meta, nullptr, false) : json();
+    if (j.is_discarded() || !j.is_object() || !j.contains("derived")) continue;
+    const bool same_profile = j["derived"].value("profile", "") == p.version;
+    const int64_t rank = (same_profile ? (int64_t{1} << 62) : 0) + v.created_ms;
+    if (rank > newest) {
+      newest = rank;
+      old = j["derived"];
+      old_ref = v.ref();
+    }
+  }
+  if (old_ref.empty()) {
     d.changes.push_back("no derived image of " + p.image_name + " yet");
     return d;
   }
-  auto meta = ReadFile(last->dir + "/image.json");
-  json old = meta.ok() ? json::parse(*meta, nullptr, false) : json();
-  if (old.is_discarded() || !old.contains("derived")) {
-    d.changes.push_back("no inputs recorded for " + last->ref());
-    return d;
+  d.changes = DiffDerivedInputs(old.value("inputs", json::object()), d.inputs);
+  // Another profile's bake list differs in everything: say whose it is.
+  if (old.value("profile", "") != p.version) {
+    const size_t n = d.changes.size();
+    d.changes = {"no derived image of " + p.image_name + " for profile " + p.version +
+                 " yet (the last one, " + old_ref + ", is profile " +
+                 old.value("profile", std::string("?")) + "'s: " + std::to_string(n) +
+                 " difference(s))"};
   }
-  d.changes = DiffDerivedInputs(old["derived"].value("inputs", json::object()), d.inputs);
   if (d.changes.empty()) d.changes.push_back("no record of " + d.ref());
   return d;
 }

@@ -82,6 +82,31 @@ TEST_CASE_FIXTURE(DerivedImageFixture,
         std::vector<std::string>{"base lab@" + base1 + " -> lab@" + base2});
 }
 
+TEST_CASE_FIXTURE(DerivedImageFixture,
+                  "derived image: the plan compares with the same profile's last derived image") {
+  ImportBase("initrd-1");
+  // A derived image of profile b (another bake list) exists: a's plan says
+  // it has none of its own yet, rather than listing b's differences.
+  auto b = PlanDerivedImage(Load("b", "{other: 1}"), catalog);
+  REQUIRE(b.ok());
+  auto imported = catalog.Import(b->name, (dir / "src/k").string(), (dir / "src/i").string());
+  REQUIRE(imported.ok());
+  const std::string meta_path = imported->dir + "/image.json";
+  auto meta = nlohmann::json::parse(*ReadFile(meta_path));
+  meta["derived"] = {{"base", b->base}, {"profile", "b"}, {"inputs", b->inputs}};
+  REQUIRE(WriteFileAtomic(meta_path, meta.dump()).ok());
+  auto a = PlanDerivedImage(Load("a"), catalog);
+  REQUIRE(a.ok());
+  REQUIRE(a->changes.size() == 1);
+  CHECK_MESSAGE(a->changes[0].rfind("no derived image of lab for profile a yet (the last one, " +
+                                        imported->ref() + ", is profile b's: 1 difference(s))",
+                                    0) == 0,
+                a->changes[0]);
+  // b's own plan compares with b's image: only its vars changed.
+  auto b2 = PlanDerivedImage(Load("b", "{other: 2}"), catalog);
+  CHECK(b2->changes == std::vector<std::string>{"vars of bake playbook packages.yml changed"});
+}
+
 TEST_CASE("derived image: differences in words") {
   using nlohmann::json;
   json a = {{"recipe", 1},

@@ -45,6 +45,9 @@ void HashMetadata(const fs::path& dir, const std::string& label, Sha256& h) {
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     struct stat st {};
     if (lstat(it->path().c_str(), &st) != 0) continue;
+    // A directory's size is its file system's business (a copy's are
+    // compact): only what it holds counts.
+    if (S_ISDIR(st.st_mode)) st.st_size = 0;
     std::string line = label + "/" + fs::relative(it->path(), dir, ec).string() + " " +
                        std::to_string(st.st_mode) + " " + std::to_string(st.st_size) + " " +
                        std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);

@@ -71,7 +71,8 @@ Result<std::string> ExtractKernel(const std::string& root, const std::string& ke
 // What a netboot initrd is made of, as one hash: the builder (its folder),
 // the static tools and busybox it copies in, the extra modules asked for,
 // and the tree's kernels, modules and firmware (path, type, size, mode and
-// modification time of each file: a package that changes one rewrites it).
+// modification time of each file, directories without their size: a package
+// that changes one rewrites it).
 // Two trees with the same key get the same initrd.
 Result<std::string> InitrdInputsKey(const std::string& root, const ImageManifest& manifest,
                                     const ImageBuildOptions& options);
