@@ -54,8 +54,18 @@ scripts/build.sh "$dir" "${build_args[@]}"
 phase "build ($what)"
 phase_start=$SECONDS
 echo "== every test ($what)"
+# Each test's time, longest first, also when one failed (from ctest's lines
+# "N/M Test #K: NAME ...   Passed   12.34 sec").
+times() {
+  echo "== each test's time (longest first)"
+  sed -n 's/^ *[0-9]*\/[0-9]* Test *#[0-9]*: \([^ ]*\) .* \([0-9.]*\) sec$/\2 \1/p' "$dir/ctest.log" |
+    sort -rn | awk '{printf "   %-34s %7.1f s\n", $2, $1}'
+}
+rc=0
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir "$dir" --output-on-failure --timeout 900 -j2
+  ctest --test-dir "$dir" --output-on-failure --timeout 900 -j2 2>&1 | tee "$dir/ctest.log" || rc=$?
+times
+[ "$rc" -eq 0 ] || exit "$rc"
 phase "tests ($what)"
 echo "== all tests passed in $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s"
 printf '   %s\n' "${phases[@]}"

@@ -7,6 +7,7 @@
 #   wait_for WHAT TIMEOUT_S CMD...  polls CMD (every LAB_POLL_S, default 0.5 s) until it succeeds
 #   has_event NODE TEXT          true if one of NODE's events contains TEXT
 #   wait_ready HOSTLIST [TIMEOUT_S] `provisionctl wait --state ready`, or fail with node why
+#   profiles_without_bake DEST  the shipped profiles, their bake: lists left out
 #   hello_to_ready NODE         seconds from NODE's last phone-home to ready (its events)
 #   lab_config PROFILES STORE    prints a provisiond config for the lab (full DHCP on the bridge,
 #                                the repository's playbooks, pxe and images, the lab's power
@@ -70,6 +71,17 @@ wait_for() {
 has_event() {
   ctl events --node "$1" --limit 100000 >"$LAB_DIR/events.out"
   grep -q -- "$2" "$LAB_DIR/events.out"
+}
+# Copies the shipped profiles to DEST without their `bake:` lists: for the
+# tests whose `lab` image is a kernel and a marker initrd with no root tree
+# to bake into (lab.netboot, lab.proxy: what they check ends before the root).
+profiles_without_bake() {
+  local f
+  cp -r "$REPO/profiles" "$1"
+  for f in "$1"/*/profile.yaml; do
+    awk '/^bake:/ {skip = 1; next} skip && /^[^ -]/ {skip = 0} !skip' "$f" >"$f.new" && mv "$f.new" "$f"
+    ! grep -q "^bake:" "$f" || fail "could not take bake: out of $f"
+  done
 }
 hello_to_ready() { lab_hello_to_ready "$PROVISIONCTL" "$1"; }
 wait_ready() {

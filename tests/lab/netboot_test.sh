@@ -37,13 +37,14 @@ say "kernel and marker initrd in $CACHE"
 "$HERE/make-test-kernel.sh" "$CACHE" >/dev/null || fail "make-test-kernel.sh failed"
 source "$HERE/lab.sh"
 lab_init netboot
+profiles_without_bake "$LAB_DIR/profiles"
 
 DATA="$LAB_DIR/data"
 cat >"$LAB_DIR/provisiond.yaml" <<CONF
 listen: 0.0.0.0:8080
 data_dir: $DATA
 import_dir: $CACHE
-profiles_dir: $REPO/profiles
+profiles_dir: $LAB_DIR/profiles
 playbooks_dir: $REPO/playbooks
 pxe_dir: $REPO/pxe
 interface: $LAB_BRIDGE

@@ -35,6 +35,7 @@ site_cleanup() {
 trap site_cleanup EXIT
 source "$HERE/lab.sh"
 lab_init proxy
+profiles_without_bake "$LAB_DIR/profiles"
 ip netns add "$SITE_NS"
 ip -n "$LAB_NS" link add name site0 type veth peer name site1 netns "$SITE_NS"
 ip -n "$LAB_NS" link set site0 master "$LAB_BRIDGE" up
@@ -58,7 +59,7 @@ config() {
 listen: 0.0.0.0:8080
 data_dir: $LAB_DIR/data
 import_dir: $CACHE
-profiles_dir: $REPO/profiles
+profiles_dir: $LAB_DIR/profiles
 playbooks_dir: $REPO/playbooks
 pxe_dir: $REPO/pxe
 interface: $LAB_BRIDGE
