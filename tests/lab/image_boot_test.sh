@@ -284,7 +284,7 @@ ctl cmd lab0 -- hello >"$LAB_DIR/hello0.out" || { cat "$LAB_DIR/hello0.out"; fai
 grep -q "Hello, world" "$LAB_DIR/hello0.out" || { cat "$LAB_DIR/hello0.out"; fail "hello did not greet"; }
 say "lab0: configured by its playbooks, cmd runs as compute, hello (baked) greets"
 facts="$(node_json lab0)"
-for want in '"cpu":{' '"memory_bytes":' "\"mac\":\"$M0\"" '"pci":[{' '"image":"lab@'; do
+for want in '"cpu":{' '"memory_bytes":' "\"mac\":\"$M0\"" '"pci":[{' '"image":"lab.baked@'; do
   grep -qF -- "$want" <<<"$facts" || fail "lab0's facts lack $want: $facts"
 done
 hostkey="$(field lab0 host_key)"
@@ -300,9 +300,9 @@ wait_for "sshd on lab0" 120 ssh_ok "$ip0"
 [ "$(ssh_node "$ip0" findmnt -n -o FSTYPE /)" = overlay ] || fail "/ on lab0 is not an overlay"
 [ "$(ssh_node "$ip0" hostname)" = lab0 ] || fail "lab0's hostname is not from its overlay"
 ssh_node "$ip0" 'echo written >/root/written-on-node && sync'
-ver="$(node_json lab0 | sed -n 's/.*"image":"lab@\([0-9a-f]*\)".*/\1/p')"
-[ -d "$STORE/lab/$ver/root/root" ] || fail "no image root at $STORE/lab/$ver/root"
-[ ! -e "$STORE/lab/$ver/root/root/written-on-node" ] || fail "a file written on lab0 reached the export"
+ver="$(node_json lab0 | sed -n 's/.*"image":"lab\.baked@\([0-9a-f]*\)".*/\1/p')"
+[ -d "$STORE/lab.baked/$ver/root/root" ] || fail "no image root at $STORE/lab.baked/$ver/root"
+[ ! -e "$STORE/lab.baked/$ver/root/root/written-on-node" ] || fail "a file written on lab0 reached the export"
 say "lab0: / is an overlay, hostname from its overlay, a write stays on the node (host key pinned, SSH with the control key)"
 
 # 1b. An unprivileged user on lab0 (compute) tries to act as the node: nothing it can read holds
@@ -393,7 +393,7 @@ say "noroot0 cannot mount its root: node why quotes it: $(grep -m1 'ERROR mount-
 # 3. node why: an export that cannot be read; a phone-home with a wrong token.
 bad="$STORE/broken/0000000000000001"
 mkdir -p "$bad/root"
-cp "$STORE/lab/$ver/vmlinuz" "$STORE/lab/$ver/initrd.img" "$bad/"
+cp "$STORE/lab.baked/$ver/vmlinuz" "$STORE/lab.baked/$ver/initrd.img" "$bad/"
 echo '{"name":"broken","version":"0000000000000001","created":0}' >"$bad/image.json"
 echo 0000000000000001 >"$STORE/broken/current"
 ctl node add bad0 --mac 52:54:00:97:00:13 --profile broken >/dev/null

@@ -544,13 +544,13 @@ lab_hello_to_ready() {
   local out="$LAB_DIR/events-$2.jsonl"
   lab_exec "$1" events --node "$2" --limit 100000 --json >"$out" || { echo "?"; return 0; }
   python3 - "$out" <<'PY'
-import json, sys
+import json, re, sys
 hello = ready = None
 for line in open(sys.argv[1]):
     e = json.loads(line)
     if e["detail"].startswith("hello: from"):
         hello, ready = e["time"], None
-    elif hello is not None and ready is None and e["kind"] == "state" and e["detail"].endswith("-> ready"):
+    elif hello is not None and ready is None and e["kind"] == "state" and re.search(r"-> ready(:|$)", e["detail"]):
         ready = e["time"]
 print("?" if hello is None or ready is None else "%.1f" % ((ready - hello) / 1000))
 PY
