@@ -232,11 +232,17 @@ echo "== host keys: pinned at first contact, a changed one refused under Ansible
 expect_eq "a1's key was pinned" "$(sqlite3 "$DB" "select host_key from nodes where hostname='a1'" | cut -d' ' -f1-2)" \
   "$(key_of t1)"
 check "pin another target's key on a2" ctl node set a2 --host-key "$(key_of t3)"
-expect_exit 1 "the run on a2 is refused by ssh under ansible-playbook" ctl playbook run "$PB/outside.yml" a2 \
-  -e base="$NODES/refused"
-REFUSED="$(sqlite3 "$DB" "select message from runs where node='a2' order by id desc limit 1")"
+# ssh's own words reach the run unless Ansible's write to the dying ssh
+# wins the race ("Broken pipe", seen on a loaded machine): every try must
+# be refused, and one of three must say why.
+for try in 1 2 3; do
+  expect_exit 1 "the run on a2 is refused by ssh under ansible-playbook (try $try)" \
+    ctl playbook run "$PB/outside.yml" a2 -e base="$NODES/refused"
+  REFUSED="$(sqlite3 "$DB" "select message from runs where node='a2' order by id desc limit 1")"
+  case "$REFUSED" in *"Host key verification failed"*) break ;; esac
+done
 case "$REFUSED" in
-*"Host key verification failed"*) pass "because of its host key" ;;
+*"Host key verification failed"*) pass "because of its host key (try $try)" ;;
 *) fail "the refusal does not name the host key: $REFUSED" ;;
 esac
 check "nothing ran on a2" test ! -e "$NODES/refused"
@@ -280,6 +286,10 @@ echo "== ssh connections are kept per node and pinned key, never shared across n
 # sockets are named <login user>@<host key alias>. Tests run one at a time:
 # only this provisiond's masters have such names.
 masters() { ps -eo args | grep -E '^ssh: /.*/root@pv-[0-9a-f]{16} \[mux\]$' || true; }
+# A master lives 60 s after its last use (ControlPersist): one run on three
+# nodes first, so a slow machine's gaps between the steps above do not count.
+check "one Ansible run on a1, p1 and p2" ctl playbook run "$PB/roles-site.yml" 'a1,p[1-2]' --runner ansible \
+  -e base="$NODES/masters"
 aliases="$(masters | sort -u | wc -l)"
 check "one control master per node and key ($aliases)" test "$aliases" -ge 3
 

@@ -72,16 +72,11 @@ has_event() {
   ctl events --node "$1" --limit 100000 >"$LAB_DIR/events.out"
   grep -q -- "$2" "$LAB_DIR/events.out"
 }
-# Copies the shipped profiles to DEST without their `bake:` lists: for the
-# tests whose `lab` image is a kernel and a marker initrd with no root tree
-# to bake into (lab.netboot, lab.proxy: what they check ends before the root).
+# The shipped profiles copied to DEST without their `bake:` lists
+# (tests/profiles-without-bake.sh).
 profiles_without_bake() {
-  local f
-  cp -r "$REPO/profiles" "$1"
-  for f in "$1"/*/profile.yaml; do
-    awk '/^bake:/ {skip = 1; next} skip && /^[^ -]/ {skip = 0} !skip' "$f" >"$f.new" && mv "$f.new" "$f"
-    ! grep -q "^bake:" "$f" || fail "could not take bake: out of $f"
-  done
+  bash "$(dirname "${BASH_SOURCE[0]}")/../profiles-without-bake.sh" "$REPO/profiles" "$1" ||
+    fail "could not copy the profiles without their bake lists"
 }
 hello_to_ready() { lab_hello_to_ready "$PROVISIONCTL" "$1"; }
 wait_ready() {
