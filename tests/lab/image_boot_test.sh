@@ -89,10 +89,11 @@ grep -q "node-report-ansible" "$LAB_DIR/profiles/lab/profile.yaml" ||
 # hello, the node exporter); lab1 the same profile without `bake:` (the
 # plain lab image: hello from the lab's repository at node stage), side by
 # side: the time from phone-home to ready of each.
+bash "$REPO/tests/profiles-without-bake.sh" "$LAB_DIR/profiles" "$LAB_DIR/unbaked" ||
+  fail "could not copy the profiles without their bake lists"
 mkdir -p "$LAB_DIR/profiles/lab-nobake"
-awk '/^bake:/ {skip = 1; next} skip && /^[^ -]/ {skip = 0} !skip' "$LAB_DIR/profiles/lab/profile.yaml" |
-  sed -e 's/^version: lab$/version: lab-nobake/' -e 's/^  pattern: lab\*$/  pattern: "nobake*"/' \
-    >"$LAB_DIR/profiles/lab-nobake/profile.yaml"
+sed -e 's/^version: lab$/version: lab-nobake/' -e 's/^  pattern: lab\*$/  pattern: "nobake*"/' \
+  "$LAB_DIR/unbaked/lab/profile.yaml" >"$LAB_DIR/profiles/lab-nobake/profile.yaml"
 if grep -q "^bake:" "$LAB_DIR/profiles/lab-nobake/profile.yaml" || ! grep -q "^version: lab-nobake$" "$LAB_DIR/profiles/lab-nobake/profile.yaml"; then
   cat "$LAB_DIR/profiles/lab-nobake/profile.yaml"; fail "could not make the lab-nobake profile"
 fi
