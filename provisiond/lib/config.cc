@@ -205,6 +205,13 @@ const std::vector<Setting>& Table() {
        [](const std::string& v, const std::string&, Config& c) {
          return ParseUint(v, 16, 1000000, c.listen_connections);
        }},
+      {{"listen_api_requests", "integer", "1024",
+        "API requests the plain listener (`listen`) answers at once, each on a thread of its "
+        "own (they may wait: long polls, SSH, builds); one more is answered 503 with "
+        "Retry-After: 1, and the boot routes are never held up by them."},
+       [](const std::string& v, const std::string&, Config& c) {
+         return ParseUint(v, 1, 65536, c.listen_api_requests);
+       }},
       {{"listen_idle_timeout_s", "seconds", "30",
         "A connection to either listener that sends nothing for this long is closed, so "
         "clients that open connections and stall (half a request, then nothing) cannot hold "

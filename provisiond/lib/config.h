@@ -59,6 +59,7 @@ struct Config {
   uint64_t max_body_bytes = 0;
   int64_t listen_threads = -1;  // the boot listener's event loops; -1: one per CPU (at least 2)
   uint64_t listen_connections = 4096;   // connections the plain listener holds at once
+  uint64_t listen_api_requests = 1024;  // API requests it answers at once (then 503)
   uint64_t listen_idle_timeout_s = 30;  // a connection that sends nothing this long is closed
   uint64_t listen_backlog = 4096;       // connections the kernel queues before provisiond accepts
 

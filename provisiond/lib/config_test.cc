@@ -39,6 +39,19 @@ TEST_CASE("config: listen_connections bounds the listener's connections") {
   }
 }
 
+TEST_CASE("config: listen_api_requests bounds the API requests answered at once") {
+  auto c = ParseConfig("", "x.yaml");
+  REQUIRE(c.ok());
+  CHECK(c->listen_api_requests == 1024);
+  c = ParseConfig("listen_api_requests: 8\n", "x.yaml");
+  REQUIRE(c.ok());
+  CHECK(c->listen_api_requests == 8);
+  for (const char* bad : {"0", "-1", "100000", "some"}) {
+    CAPTURE(bad);
+    CHECK(!ParseConfig(std::string("listen_api_requests: ") + bad + "\n", "x.yaml").ok());
+  }
+}
+
 TEST_CASE("config: listen_idle_timeout_s closes stalled connections") {
   auto c = ParseConfig("", "x.yaml");
   REQUIRE(c.ok());

@@ -407,6 +407,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   // A connection takes a descriptor, and a file being sent on it another:
   // the limit keeps half of the descriptors for the rest of provisiond.
   http.connection_limit = static_cast<unsigned>(config.listen_connections);
+  http.max_api_requests = static_cast<unsigned>(config.listen_api_requests);
   if (struct rlimit fds{}; getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur != RLIM_INFINITY &&
                            http.connection_limit > fds.rlim_cur / 2) {
     spdlog::warn("listen_connections {} lowered to {}: half of the descriptor limit ({})",
@@ -485,7 +486,10 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     // (known only by address).
     auto observer = [boot, tftp_configs](const DhcpObservation& o) {
       if (o.kind == DhcpObservation::Kind::kAck) {
-        boot->RecordStage(o.mac, "dhcp", o.ip, o.ip);
+        // A lease the store cannot record is logged; the lease is
+        // dnsmasq's either way.
+        if (auto n = boot->RecordStage(o.mac, "dhcp", o.ip, o.ip); !n.ok())
+          spdlog::warn("DHCP lease of {} ({}) not recorded: {}", o.mac, o.ip, n.status().message());
         std::string hex = o.mac;  // normalized: 12 hex digits and colons
         std::erase(hex, ':');
         tftp_configs->SubmitOnce(static_cast<int64_t>(std::stoull(hex, nullptr, 16)),

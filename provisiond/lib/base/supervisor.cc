@@ -6,6 +6,8 @@
 #include <chrono>
 #include <vector>
 
+#include "base/thread.h"
+
 namespace prov {
 
 Result<std::unique_ptr<SupervisedProcess>> SupervisedProcess::Start(
@@ -29,7 +31,7 @@ Result<std::unique_ptr<SupervisedProcess>> SupervisedProcess::Start(
       if (!s.ok()) return s;
     }
   }
-  p->thread_ = std::thread([raw = p.get()] { raw->Run(); });
+  p->thread_ = std::thread([raw = p.get()] { RunGuarded("supervisor", [raw] { raw->Run(); }); });
   return p;
 }
 

@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "base/strings.h"
+#include "base/thread.h"
 #include "configure/play_runner.h"
 
 namespace prov {
@@ -75,8 +76,16 @@ std::vector<CommandResult> RunCommandOnNodes(Store& store, Sessions& sessions,
   // each worker takes the next node until none is left.
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i; (i = next++) < nodes.size();)
-      results[i] = RunOnNode(store, sessions, nodes[i], command, user, timeout_ms, output_bytes);
+    for (size_t i; (i = next++) < nodes.size();) {
+      RunGuarded("command", [&] {
+        results[i] = RunOnNode(store, sessions, nodes[i], command, user, timeout_ms, output_bytes);
+      });
+      if (results[i].status.empty()) {  // it threw: a failure of this node's alone
+        results[i].node = nodes[i];
+        results[i].status = "failed";
+        results[i].error = "internal error (see provisiond's log)";
+      }
+    }
   };
   std::vector<std::thread> threads;
   const size_t workers = std::min(nodes.size(), kCommandWorkers);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/thread.h"
 #include "store/store.h"
 
 namespace prov {
@@ -81,7 +82,8 @@ Result<std::unique_ptr<ConsoleListener>> ConsoleListener::Start(
   l->port_ = ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
                       : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   l->address_ = settings.address;
-  l->thread_ = std::thread([raw = l.get()] { raw->Run(); });
+  l->thread_ =
+      std::thread([raw = l.get()] { RunGuarded("console listener", [raw] { raw->Run(); }); });
   spdlog::info("network console on UDP {}:{}", settings.address, l->port_);
   return l;
 }

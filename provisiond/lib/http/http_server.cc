@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include <cstring>
 #include <thread>
 #include <tuple>
+
+#include "base/thread.h"
 
 namespace prov {
 namespace {
@@ -71,6 +74,7 @@ MHD_Result Queue(MHD_Connection* c, const HttpResponse& r) {
       return Queue(c, err);
     }
     response = MHD_create_response_from_fd_at_offset64(r.file_length, fd, r.file_offset);
+    if (!response) ::close(fd);  // MHD took it only when it made the response
   } else {
     response = MHD_create_response_from_buffer(r.body.size(), const_cast<char*>(r.body.data()),
                                                MHD_RESPMEM_MUST_COPY);
@@ -133,6 +137,13 @@ MHD_Result HttpServerCallbacks::OnRequest(void* cls, MHD_Connection* c, const ch
                                                  std::to_string(self->max_body_) + " bytes"));
   Router::Match match = self->router_.Find(conn->request.method, conn->request.path);
   if (self->pooled_ && !match.open()) {
+    if (!self->TakeOffloadSlot()) {
+      HttpResponse busy = HttpResponse::Error(503, "provisiond is answering " +
+                                                       std::to_string(self->max_offloaded_) +
+                                                       " API requests already; try again");
+      busy.headers.emplace_back("Retry-After", "1");
+      return Queue(c, busy);
+    }
     conn->offloaded = true;
     MHD_suspend_connection(c);
     self->Offload([self, c, conn, match = std::move(match)]() mutable {
@@ -144,13 +155,17 @@ MHD_Result HttpServerCallbacks::OnRequest(void* cls, MHD_Connection* c, const ch
   return Queue(c, self->router_.Handle(conn->request, std::move(match)));
 }
 
+bool HttpServer::TakeOffloadSlot() {
+  std::lock_guard lock(mu_);
+  if (offloaded_ >= max_offloaded_) return false;
+  ++offloaded_;
+  return true;
+}
+
 void HttpServer::Offload(std::function<void()> work) {
-  {
-    std::lock_guard lock(mu_);
-    ++offloaded_;
-  }
   std::thread([this, work = std::move(work)] {
-    work();
+    // The router answers a handler's exception with a 500 itself.
+    RunGuarded("API request", work);
     std::lock_guard lock(mu_);
     if (--offloaded_ == 0) idle_.notify_all();
   }).detach();
@@ -167,6 +182,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   const bool tls = !options.tls_cert_pem.empty() && !options.tls_key_pem.empty();
   const bool pooled = options.threads > 0;
   std::unique_ptr<HttpServer> server(new HttpServer(router, options.max_body_bytes, tls, pooled));
+  server->max_offloaded_ = std::max(1u, options.max_api_requests);
   sockaddr_storage addr{};
   socklen_t addr_len = 0;
   unsigned flags = pooled ? MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |

@@ -5,7 +5,8 @@
 //     initrd sent from a descriptor, hello, report) run on the loop, which
 //     costs no thread per connection; every other route may wait (long polls,
 //     SSH, builds), so its connection is suspended and the handler runs on a
-//     thread of its own, which resumes the connection with the answer.
+//     thread of its own, which resumes the connection with the answer; at
+//     most max_api_requests at once (the next is answered 503, Retry-After).
 // Bodies are capped at max_body_bytes (413), idle clients dropped after a
 // timeout. The MHD callback is a trampoline into a per-connection object
 // freed when the request completes.
@@ -33,6 +34,9 @@ struct HttpServerOptions {
   unsigned connection_limit = 4096;
   unsigned listen_backlog = 4096;  // listen(2)'s queue; the kernel caps it at net.core.somaxconn
   unsigned threads = 0;            // event-loop threads; 0: a thread per connection
+  // Event loops only: API requests answered at once, each on a thread of its
+  // own; one more is answered 503 with Retry-After.
+  unsigned max_api_requests = 1024;
   // Both set: HTTPS (libmicrohttpd over GnuTLS) with this certificate.
   std::string tls_cert_pem;
   std::string tls_key_pem;
@@ -53,7 +57,11 @@ class HttpServer {
   HttpServer(const Router& router, uint64_t max_body, bool tls, bool pooled)
       : router_(router), max_body_(max_body), tls_(tls), pooled_(pooled) {}
   friend struct HttpServerCallbacks;
-  // Runs `work` on a thread of its own; the destructor waits for them all.
+  // One of the max_offloaded_ places for a handler on a thread of its own,
+  // or false when all are taken.
+  bool TakeOffloadSlot();
+  // Runs `work` (with a slot taken) on a thread of its own and gives the slot
+  // back after it; the destructor waits for them all.
   void Offload(std::function<void()> work);
 
   const Router& router_;
@@ -65,6 +73,7 @@ class HttpServer {
   std::mutex mu_;
   std::condition_variable idle_;
   unsigned offloaded_ = 0;  // handlers running on their own threads: guarded by mu_
+  unsigned max_offloaded_ = 1024;
 };
 
 }  // namespace prov

@@ -142,6 +142,41 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("http server: API requests past max_api_requests are answered 503 with Retry-After") {
+  Gate gate;
+  auto router = MakeRouter(gate);
+  HttpServerOptions options;
+  options.threads = 1;
+  options.max_api_requests = 2;
+  auto server = HttpServer::Start(options, *router);
+  REQUIRE(server.ok());
+  const uint16_t port = (*server)->port();
+  std::vector<std::future<std::string>> waiting;
+  for (int i = 0; i < 2; ++i)
+    waiting.push_back(
+        std::async(std::launch::async, [port] { return Fetch(port, "/api/v1/wait", kToken); }));
+  OpenAtExit open_at_exit{gate};
+  REQUIRE_MESSAGE(gate.WaitForWaiters(2), "the waiting requests did not reach their handler");
+
+  // Both places taken: the third is answered at once, and says when to come back.
+  std::string busy = Fetch(port, "/api/v1/wait", kToken);
+  CHECK(busy.find("503") != std::string::npos);
+  CHECK(busy.find("Retry-After: 1") != std::string::npos);
+  CHECK(busy.find("try again") != std::string::npos);
+  // The boot routes on the loop are not held up.
+  CHECK(Fetch(port, "/boot/a.ipxe").find("script a.ipxe") != std::string::npos);
+
+  gate.Open();
+  for (auto& w : waiting) CHECK(w.get().find("waited") != std::string::npos);
+  // The places are given back: one more request gets its answer (a handler's
+  // thread gives its place back just after its client got the answer, so a
+  // request at that instant may still find none: tried up to 100 times).
+  std::string again;
+  for (int i = 0; i < 100 && again.find("waited") == std::string::npos; ++i)
+    again = Fetch(port, "/api/v1/wait", kToken);
+  CHECK(again.find("waited") != std::string::npos);
+}
+
 TEST_CASE("http server: a thread per connection answers the same") {
   Gate gate;
   gate.Open();
