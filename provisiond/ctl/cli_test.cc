@@ -161,7 +161,7 @@ TEST_CASE("the config file: key: value, errors at file:line, flags and environme
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("provisionctl-cfg-" + std::to_string(getpid()));
   fs::create_directories(dir);
-  WriteFileAtomic((dir / "config").string(), "url: http://127.0.0.1:2\n");
+  REQUIRE(WriteFileAtomic((dir / "config").string(), "url: http://127.0.0.1:2\n").ok());
   setenv("PROVISIONCTL_CONFIG", (dir / "config").c_str(), 1);
   std::vector<const char*> args = {"provisionctl", "status"};
   std::istringstream in;
@@ -171,7 +171,7 @@ TEST_CASE("the config file: key: value, errors at file:line, flags and environme
   CHECK(err.str().find("provisionctl: cannot reach provisiond at http://127.0.0.1:2") == 0);
   Run flag = Cli({"status"});  // --url http://127.0.0.1:1
   CHECK(flag.err.find("provisionctl: cannot reach provisiond at http://127.0.0.1:1") == 0);
-  WriteFileAtomic((dir / "config").string(), "bogus: 1\n");
+  REQUIRE(WriteFileAtomic((dir / "config").string(), "bogus: 1\n").ok());
   Run broken = Cli({"status"});
   CHECK(broken.status == kExitUsage);
   CHECK(broken.err.find((dir / "config").string() + ":1: unknown key 'bogus'") !=

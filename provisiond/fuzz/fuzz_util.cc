@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "base/file_util.h"
@@ -20,8 +21,10 @@ ImageCatalog& Images() {
   static std::unique_ptr<ImageCatalog> images = [] {
     fs::remove_all(dir);
     fs::create_directories(dir);
-    WriteFileAtomic((dir / "kernel").string(), "KERNEL-BYTES-0123456789");
-    WriteFileAtomic((dir / "initrd").string(), "INITRD");
+    // The fixture the targets read; without it no input means anything.
+    if (!WriteFileAtomic((dir / "kernel").string(), "KERNEL-BYTES-0123456789").ok() ||
+        !WriteFileAtomic((dir / "initrd").string(), "INITRD").ok())
+      std::abort();
     auto c = std::make_unique<ImageCatalog>((dir / "store").string());
     auto v = c->Import("lab", (dir / "kernel").string(), (dir / "initrd").string());
     if (!v.ok()) {

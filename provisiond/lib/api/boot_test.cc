@@ -23,8 +23,8 @@ struct BootFixture {
   Router router{nullptr};
 
   BootFixture() {
-    WriteFileAtomic(dir.path() + "/k", "KERNEL-BYTES-0123456789");
-    WriteFileAtomic(dir.path() + "/i", "INITRD");
+    REQUIRE(WriteFileAtomic(dir.path() + "/k", "KERNEL-BYTES-0123456789").ok());
+    REQUIRE(WriteFileAtomic(dir.path() + "/i", "INITRD").ok());
     images = std::make_unique<ImageCatalog>(dir.path() + "/store");
     REQUIRE(images->Import("lab", dir.path() + "/k", dir.path() + "/i").ok());
     // The iPXE binaries, as the ipxe package puts them in /usr/lib/ipxe.
@@ -50,10 +50,12 @@ struct BootFixture {
     n.token = "0123456789abcdef0123456789abcdef";
     n.profile_version = "lab";
     n.image_version = "lab";
-    store->Transact([&](StoreTx& tx) {
-      auto r = tx.InsertNode(n);
-      return r.status();
-    });
+    REQUIRE(store
+                ->Transact([&](StoreTx& tx) {
+                  auto r = tx.InsertNode(n);
+                  return r.status();
+                })
+                .ok());
   }
 
   HttpResponse Get(const std::string& path) {

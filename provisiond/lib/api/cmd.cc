@@ -71,7 +71,7 @@ HttpResponse RunCommand(const ApiContext& ctx, const HttpRequest& r) {
       .append(std::to_string(failed))
       .append(" failed");
   EventRecord e{0, 0, 0, "", "cmd", detail, r.who};
-  ctx.inventory->store().AppendEvent(e);
+  ctx.inventory->store().RecordEvent(e);
   return HttpResponse::Json(200, {{"results", list}, {"failed", failed}});
 }
 
@@ -112,7 +112,7 @@ HttpResponse GatherFiles(const ApiContext& ctx, const HttpRequest& r) {
       .append(std::to_string(failed))
       .append(" failed");
   EventRecord e{0, 0, 0, "", "gather", detail, r.who};
-  ctx.inventory->store().AppendEvent(e);
+  ctx.inventory->store().RecordEvent(e);
   return HttpResponse::Json(200, {{"results", list}, {"failed", failed}});
 }
 

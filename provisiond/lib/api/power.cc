@@ -22,7 +22,7 @@ HttpResponse PowerNode(const ApiContext& ctx, const HttpRequest& r) {
       node->id, node->name(),
       "power",  action + ": " + (result.ok() ? *result : "failed: " + result.status().message()),
       r.who};
-  ctx.inventory->store().AppendEvent(e);
+  ctx.inventory->store().RecordEvent(e);
   if (!result.ok()) return HttpResponse::FromStatus(result.status());
   return HttpResponse::Json(200, {{"node", node->name()}, {"action", action}, {"result", *result}});
 }

@@ -98,7 +98,7 @@ HttpResponse NoStore() {
 
 void SecretEvent(const ApiContext& ctx, const std::string& what, const std::string& who) {
   EventRecord e{0, 0, 0, "", "secret", what, who};
-  ctx.inventory->store().AppendEvent(e);
+  ctx.inventory->store().RecordEvent(e);
 }
 
 }  // namespace

@@ -10,8 +10,8 @@ namespace prov {
 
 TEST_CASE("web routes: index at /, plain files only") {
   TempDir dir("provision-web");
-  WriteFileAtomic(dir.path() + "/index.html", "<html>inventory</html>");
-  WriteFileAtomic(dir.path() + "/app.js", "let x = 1;");
+  REQUIRE(WriteFileAtomic(dir.path() + "/index.html", "<html>inventory</html>").ok());
+  REQUIRE(WriteFileAtomic(dir.path() + "/app.js", "let x = 1;").ok());
   ApiContext context;
   context.config.web_dir = dir.path();
   Router router(nullptr);

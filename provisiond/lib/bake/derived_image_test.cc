@@ -21,15 +21,15 @@ struct DerivedImageFixture {
     fs::remove_all(dir);
     fs::create_directories(dir / "src");
     fs::create_directories(dir / "playbooks");
-    WriteFileAtomic((dir / "src/k").string(), "kernel-1");
-    WriteFileAtomic((dir / "src/i").string(), "initrd-1");
+    REQUIRE(WriteFileAtomic((dir / "src/k").string(), "kernel-1").ok());
+    REQUIRE(WriteFileAtomic((dir / "src/i").string(), "initrd-1").ok());
     Playbook("packages.yml", "- hosts: all\n  tasks:\n    - ansible.builtin.apt: {name: munge}\n");
     Playbook("users.yml", "- hosts: all\n  tasks: []\n");
   }
   ~DerivedImageFixture() { fs::remove_all(dir); }
 
   void Playbook(const std::string& name, const std::string& text) {
-    WriteFileAtomic((dir / "playbooks" / name).string(), text);
+    REQUIRE(WriteFileAtomic((dir / "playbooks" / name).string(), text).ok());
   }
   Profile Load(const std::string& version, const std::string& bake_vars = "{}") {
     auto p = ParseProfile("version: " + version +
@@ -41,7 +41,7 @@ struct DerivedImageFixture {
     return *p;
   }
   std::string ImportBase(const std::string& initrd) {
-    WriteFileAtomic((dir / "src/i").string(), initrd);
+    REQUIRE(WriteFileAtomic((dir / "src/i").string(), initrd).ok());
     return catalog.Import("lab", (dir / "src/k").string(), (dir / "src/i").string())->version;
   }
 };

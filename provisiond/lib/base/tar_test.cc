@@ -24,7 +24,7 @@ TEST_CASE("tar: GNU tar reads what we write, modes and owners included") {
   namespace fs = std::filesystem;
   auto dir = fs::temp_directory_path() / ("provision-tar-" + std::to_string(getpid()));
   fs::create_directories(dir / "out");
-  WriteFileAtomic((dir / "o.tar").string(), *tar);
+  REQUIRE(WriteFileAtomic((dir / "o.tar").string(), *tar).ok());
   ProcessSpec spec;
   spec.argv = {"/usr/bin/tar",    "-C",   (dir / "out").string(),
                "--numeric-owner", "-xpf", (dir / "o.tar").string()};
@@ -63,7 +63,7 @@ TEST_CASE("tar: ReadTar reads what WriteTar and GNU tar write, and refuses damag
   namespace fs = std::filesystem;
   auto dir = fs::temp_directory_path() / ("provision-tar-r-" + std::to_string(getpid()));
   fs::create_directories(dir / "in/a");
-  WriteFileAtomic((dir / "in/a/b").string(), "hello", 0640);
+  REQUIRE(WriteFileAtomic((dir / "in/a/b").string(), "hello", 0640).ok());
   ProcessSpec spec;
   spec.argv = {"/usr/bin/tar", "--format=ustar",         "-C", (dir / "in").string(),
                "-cf",          (dir / "g.tar").string(), "a"};
@@ -105,7 +105,7 @@ TEST_CASE("cpio: GNU cpio reads the initrd part we write, modes included") {
   namespace fs = std::filesystem;
   auto dir = fs::temp_directory_path() / ("provision-cpio-" + std::to_string(getpid()));
   fs::create_directories(dir / "out");
-  WriteFileAtomic((dir / "t.cpio").string(), cpio);
+  REQUIRE(WriteFileAtomic((dir / "t.cpio").string(), cpio).ok());
   ProcessSpec spec;
   spec.argv = {"/bin/sh", "-c",
                "cd '" + (dir / "out").string() + "' && cpio -idm --quiet < '" +

@@ -143,7 +143,13 @@ void BootService::RecordTftpSent(const std::string& ip, const std::string& file)
     if (l && stage.empty()) stage = l->TftpStage(name);
   if (stage.empty()) return;
   if (auto n = store_.FindNodeByIp(ip); n.ok())
-    RecordStage(n->mac, stage, std::string(name.substr(name.rfind('/') + 1)), ip);
+    NoteStage(n->mac, stage, std::string(name.substr(name.rfind('/') + 1)), ip);
+}
+
+void BootService::NoteStage(const std::string& mac, const std::string& stage,
+                            const std::string& detail, const std::string& ip) {
+  if (auto n = RecordStage(mac, stage, detail, ip); !n.ok())
+    spdlog::warn("{}: stage {} not recorded: {}", mac, stage, n.status().message());
 }
 
 const BootLoader& BootService::UefiLoaderFor(const NodeRecord& node) const {
@@ -322,7 +328,7 @@ HttpResponse BootService::TicketImage(const HttpRequest& request, const std::str
                   "boot ticket asked for from " + request.remote + ", not from " +
                       (node->ip.empty() ? "its reserved address (none yet)" : node->ip),
                   "boot"};
-    store_.AppendEvent(e);
+    store_.RecordEvent(e);
     return HttpResponse::Error(
         403, "the boot ticket of " + node->name() + " is served to its reserved address only");
   }
@@ -351,7 +357,7 @@ HttpResponse BootService::TicketText(const HttpRequest& request, const std::stri
   if (!refusal.empty()) {
     EventRecord e{0,     0, node->id, node->name(), "refused", "boot ticket asked for " + refusal,
                   "boot"};
-    store_.AppendEvent(e);
+    store_.RecordEvent(e);
     return HttpResponse::Error(403,
                                "no boot ticket for " + node->name() + ": asked for " + refusal);
   }
@@ -547,7 +553,7 @@ Result<std::string> BootService::RenderNodeScript(const BootLoader& loader,
   if (!image.ok()) {
     EventRecord e{
         0, 0, node.id, node.name(), "boot-error", "script: " + image.status().message(), "boot"};
-    store_.AppendEvent(e);
+    store_.RecordEvent(e);
     return loader.UnavailableScript(context, image.status().message());
   }
   NodeBootConfig boot;
@@ -643,7 +649,7 @@ HttpResponse BootService::NodeFile(const HttpRequest& request, const std::string
   if (!image.ok()) return HttpResponse::FromStatus(image.status());
   const bool kernel = file == "vmlinuz";
   if (StartsDownload(request))
-    RecordStage(*mac, kernel ? "kernel" : "initrd", image->ref(), request.remote);
+    NoteStage(*mac, kernel ? "kernel" : "initrd", image->ref(), request.remote);
   return ServeFile(request, kernel ? image->kernel : image->initrd,
                    kernel ? image->kernel_size : image->initrd_size,
                    "\"" + image->version + "-" + file + "\"", "application/octet-stream");

@@ -99,6 +99,10 @@ class BootService {
   // a client asking twice) is not written again. Thread-safe.
   Result<NodeRecord> RecordStage(const std::string& mac, const std::string& stage,
                                  const std::string& detail, const std::string& ip = "");
+  // RecordStage where the stage is only told (a file already being sent): a
+  // failure to record it is logged.
+  void NoteStage(const std::string& mac, const std::string& stage, const std::string& detail,
+                 const std::string& ip);
 
   HttpResponse StartScript() const;
   HttpResponse NodeScript(const std::string& mac_text, const std::string& remote);

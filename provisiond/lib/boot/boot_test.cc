@@ -23,8 +23,8 @@ struct BootServiceFixture {
   explicit BootServiceFixture(bool tftp = false, const std::string& uefi_loader = "grub") {
     fs::remove_all(dir);
     fs::create_directories(dir);
-    WriteFileAtomic((dir / "k").string(), "KERNEL-BYTES-0123456789");
-    WriteFileAtomic((dir / "i").string(), "INITRD");
+    REQUIRE(WriteFileAtomic((dir / "k").string(), "KERNEL-BYTES-0123456789").ok());
+    REQUIRE(WriteFileAtomic((dir / "i").string(), "INITRD").ok());
     images = std::make_unique<ImageCatalog>((dir / "store").string());
     image = *images->Import("lab", (dir / "k").string(), (dir / "i").string());
     BootSettings s;
@@ -53,20 +53,24 @@ struct BootServiceFixture {
     n.token = "0123456789abcdef0123456789abcdef";
     n.profile_version = image_ref.empty() ? "" : "lab";
     n.image_version = image_ref;
-    store->Transact([&](StoreTx& tx) {
-      auto r = tx.InsertNode(n);
-      n = *r;
-      return r.status();
-    });
+    REQUIRE(store
+                ->Transact([&](StoreTx& tx) {
+                  auto r = tx.InsertNode(n);
+                  n = *r;
+                  return r.status();
+                })
+                .ok());
     return n;
   }
   // Changes a node row as an operator or a profile apply would.
   void Set(const std::string& node, const std::function<void(NodeRecord&)>& change) {
-    store->Transact([&](StoreTx& tx) {
-      auto n = tx.FindNode(node);
-      change(*n);
-      return tx.UpdateNode(*n);
-    });
+    REQUIRE(store
+                ->Transact([&](StoreTx& tx) {
+                  auto n = tx.FindNode(node);
+                  change(*n);
+                  return tx.UpdateNode(*n);
+                })
+                .ok());
   }
   std::vector<std::string> Kinds(const std::string& node) {
     std::vector<std::string> out;
@@ -215,11 +219,11 @@ TEST_CASE("boot: an unknown MAC asking again and again is recorded once a minute
 TEST_CASE("boot: the initrd's DHCP is the network stage of the same boot") {
   BootServiceFixture f;
   f.Enroll("lab0", "52:54:00:00:00:01", "lab");
-  f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100");
+  REQUIRE(f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100").ok());
   f.boot->NodeScript("52:54:00:00:00:01", "10.99.0.100");
   HttpRequest req;
   f.boot->NodeFile(req, "52:54:00:00:00:01", "initrd.img");
-  f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100");
+  REQUIRE(f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100").ok());
   auto n = f.store->FindNode("lab0");
   CHECK(n->stage == "network");
   CHECK(f.Kinds("lab0").back() == "boot network: 10.99.0.100 (the initrd's DHCP)");
@@ -242,7 +246,10 @@ TEST_CASE("boot: unknown MACs are discovered and wait; retired nodes boot locall
   CHECK(f.store->ListNodes().size() == 1);
 
   NodeRecord old = f.Enroll("old", "52:54:00:00:00:02", "lab");
-  f.store->Transact([&](StoreTx& tx) { return tx.Transition(old, NodeState::kRetired, "", "t"); });
+  REQUIRE(
+      f.store
+          ->Transact([&](StoreTx& tx) { return tx.Transition(old, NodeState::kRetired, "", "t"); })
+          .ok());
   r = f.boot->NodeScript("52:54:00:00:00:02", "x");
   CHECK(r.body.find("\nexit\n") != std::string::npos);
   CHECK(f.store->FindNode("old")->state == NodeState::kRetired);
@@ -305,7 +312,7 @@ TEST_CASE("boot: the signed chain's configs are TFTP files; the initrd asks for 
   CHECK(f.boot->uefi_loader().name() == "grub");
 
   NodeRecord n = f.Enroll("lab0", "52:54:00:00:00:01", "lab");
-  f.boot->RecordStage(n.mac, "dhcp", "10.99.0.100", "10.99.0.100");
+  REQUIRE(f.boot->RecordStage(n.mac, "dhcp", "10.99.0.100", "10.99.0.100").ok());
   f.boot->WriteTftpNodeScript(n.mac);
   const std::string dir = "images/lab/" + f.image.version;
   auto config = ReadFile((tftp / "grub/nodes/52:54:00:00:00:01.cfg").string());
@@ -355,16 +362,18 @@ TEST_CASE("boot: the signed chain's configs are TFTP files; the initrd asks for 
         }) == 2);
   // Not outside a boot: a booted node's root user is the node, but nothing
   // running on it can make a new ticket without booting.
-  f.store->Transact([&](StoreTx& tx) {
-    auto cur = tx.FindNode("lab0");
-    cur->ticket = "";
-    Status u = tx.UpdateNode(*cur);
-    return u.ok() ? tx.Transition(*cur, NodeState::kBooted, "", "t") : u;
-  });
+  REQUIRE(f.store
+              ->Transact([&](StoreTx& tx) {
+                auto cur = tx.FindNode("lab0");
+                cur->ticket = "";
+                Status u = tx.UpdateNode(*cur);
+                return u.ok() ? tx.Transition(*cur, NodeState::kBooted, "", "t") : u;
+              })
+              .ok());
   CHECK(f.boot->NodeFile(req, n.mac, "ticket").status == 403);
 
   // An unknown MAC gets a config that waits and restarts, never an install.
-  f.boot->RecordStage("52:54:00:00:00:99", "dhcp", "10.99.0.150", "10.99.0.150");
+  REQUIRE(f.boot->RecordStage("52:54:00:00:00:99", "dhcp", "10.99.0.150", "10.99.0.150").ok());
   f.boot->WriteTftpNodeScript("52:54:00:00:00:99");
   auto waiting = ReadFile((tftp / "grub/nodes/52:54:00:00:00:99.cfg").string());
   REQUIRE(waiting.ok());
@@ -377,7 +386,7 @@ TEST_CASE("boot: with reservations a script request does not give a node its add
   f.Enroll("lab0", "52:54:00:00:00:01", "lab");
   f.boot->NodeScript("52:54:00:00:00:01", "127.0.0.1");
   CHECK(f.store->FindNode("lab0")->ip.empty());
-  f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100");
+  REQUIRE(f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100").ok());
   CHECK(f.store->FindNode("lab0")->ip == "10.99.0.100");
 }
 
@@ -418,7 +427,7 @@ TEST_CASE("boot: a node or its profile chooses the UEFI loader; its TFTP directo
 
   // dnsmasq's "sent" line names the link; the stage is iPXE's. iPXE reads its
   // scripts over HTTP: no grub config is written for it.
-  f.boot->RecordStage("52:54:00:00:00:02", "dhcp", "10.99.0.101", "10.99.0.101");
+  REQUIRE(f.boot->RecordStage("52:54:00:00:00:02", "dhcp", "10.99.0.101", "10.99.0.101").ok());
   f.boot->RecordTftpSent("10.99.0.101", (tftp / "52-54-00-00-00-02/shimx64.efi").string());
   CHECK(f.store->FindNode("lab1")->stage == "ipxe-binary");
   f.boot->WriteTftpNodeScript("52:54:00:00:00:02");
@@ -457,7 +466,7 @@ TEST_CASE("boot: with iPXE the UEFI default, a node given the signed chain reads
   CHECK(fs::read_symlink(dir / "grubx64.efi") == "../grubx64.efi");  // shim's next stage
   CHECK(fs::read_symlink(dir / "grub") == "../grub");                // grub's configs
   CHECK(fs::read_symlink(dir / "images") == "../images");            // the kernel, initrd
-  f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100");
+  REQUIRE(f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100").ok());
   f.boot->RecordTftpSent("10.99.0.100", (dir / "ipxe.efi").string());
   CHECK(f.store->FindNode("lab0")->stage == "shim");
   f.boot->RecordTftpSent("10.99.0.100", (dir / "grub/nodes/52:54:00:00:00:01.cfg").string());

@@ -24,10 +24,12 @@ struct CommandFixture {
     n.host_key = "ssh-ed25519 AAAA" + name;
     if (!ip.empty()) net.Add(ip, n.host_key);
     Result<NodeRecord> added = Status::Internal("not run");
-    store->Transact([&](StoreTx& tx) -> Status {
-      added = tx.InsertNode(n);
-      return added.status();
-    });
+    REQUIRE(store
+                ->Transact([&](StoreTx& tx) -> Status {
+                  added = tx.InsertNode(n);
+                  return added.status();
+                })
+                .ok());
     REQUIRE(added.ok());
     return *added;
   }

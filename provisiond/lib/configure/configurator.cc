@@ -235,7 +235,7 @@ struct Configurator::Impl {
     if (missing.empty()) return true;
     auto note = [&](const std::string& text) {
       EventRecord e{0, 0, node.id, node.name(), "configure", text, "provisiond"};
-      store.AppendEvent(e);
+      store.RecordEvent(e);
     };
     note("waiting up to " + std::to_string(profile.wait_for_peers_s) +
          " s for the profile's other nodes to phone home: " + Join(missing, ", "));

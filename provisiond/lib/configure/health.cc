@@ -45,7 +45,7 @@ HealthOutcome RunHealthChecks(const Profile& profile, const NodeRecord& node, Re
         node.id,     node.name(),
         "health",    check.name + ": " + (r.status == "ok" ? "ok" : r.status + " (" + r.msg + ")"),
         "provisiond"};
-    store.AppendEvent(e);
+    store.RecordEvent(e);
     HealthCheckResult c{check.name, r.status, ""};
     if (r.status != "ok") {
       std::string output = OutputTail(r.stderr_tail.empty() ? r.stdout_tail : r.stderr_tail, 300);
@@ -157,7 +157,7 @@ void RunHealthHook(Store& store, Remote& remote, const Profile& profile, const N
   what.erase(what.find_last_not_of(' ') + 1);
   if (what.rfind("hook failed", 0) == 0) spdlog::warn("{}: health {}", node.name(), what);
   EventRecord e{0, 0, node.id, node.name(), "health", what, "provisiond"};
-  store.AppendEvent(e);
+  store.RecordEvent(e);
 }
 
 Status MoveNodeOn(StoreTx& tx, const RunRecord& run, const std::string& profile_sha,

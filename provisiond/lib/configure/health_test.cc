@@ -198,10 +198,12 @@ TEST_CASE("health: the gate leaves the node alone when the run is not its to jud
   }
   SUBCASE("the node left `configuring` meanwhile (a new hello)") {
     HealthFixture f;
-    f.store->Transact([&](StoreTx& tx) -> Status {
-      auto n = tx.NodeById(f.node.id);
-      return tx.Transition(*n, NodeState::kBooting, "rebooted", "test");
-    });
+    REQUIRE(f.store
+                ->Transact([&](StoreTx& tx) -> Status {
+                  auto n = tx.NodeById(f.node.id);
+                  return tx.Transition(*n, NodeState::kBooting, "rebooted", "test");
+                })
+                .ok());
     CHECK(f.Finish("ok").state == NodeState::kBooting);
   }
   SUBCASE("a playbook run changes no node") {

@@ -90,7 +90,7 @@ Result<std::unique_ptr<NodeSession>> Sessions::Connect(const NodeRecord& node) {
   if (!session.ok()) {
     if (session.status().code() == Code::kForbidden) {
       EventRecord e{0, 0, node.id, node.name(), "ssh", session.status().message(), "provisiond"};
-      store_.AppendEvent(e);
+      store_.RecordEvent(e);
     }
     return session.status();
   }
@@ -100,7 +100,9 @@ Result<std::unique_ptr<NodeSession>> Sessions::Connect(const NodeRecord& node) {
 
 // Stores the key on the node unless one was pinned meanwhile (a hello).
 void Sessions::PinFirstContact(const NodeRecord& node, const std::string& key) {
-  store_.Transact([&](StoreTx& tx) -> Status {
+  // The session goes on with the key it checked either way; a key not stored
+  // is offered again (and pinned) at the next contact.
+  Status s = store_.Transact([&](StoreTx& tx) -> Status {
     auto n = tx.NodeById(node.id);
     if (!n.ok() || !n->host_key.empty()) return Status::Ok();
     n->host_key = key;
@@ -113,6 +115,7 @@ void Sessions::PinFirstContact(const NodeRecord& node, const std::string& key) {
         "provisiond"};
     return tx.AppendEvent(e);
   });
+  if (!s.ok()) spdlog::warn("{}: host key not pinned: {}", node.name(), s.message());
 }
 
 }  // namespace prov

@@ -42,10 +42,11 @@ struct SessionsFixture {
     n.ip = ip;
     n.host_key = host_key;
     Result<NodeRecord> added = Status::Internal("not run");
-    store->Transact([&](StoreTx& tx) -> Status {
+    Status s = store->Transact([&](StoreTx& tx) -> Status {
       added = tx.InsertNode(n);
       return added.status();
     });
+    REQUIRE_MESSAGE(s.ok(), s.message());
     REQUIRE(added.ok());
     return *added;
   }
@@ -114,11 +115,12 @@ TEST_CASE("sessions: a key pinned meanwhile (a hello) is not replaced at first c
   SessionsFixture f;
   f.net.Add("10.0.0.1", kKeyA);
   NodeRecord stale = f.Add("n1", "10.0.0.1", "");
-  f.store->Transact([&](StoreTx& tx) -> Status {
+  Status pinned = f.store->Transact([&](StoreTx& tx) -> Status {
     auto n = tx.NodeById(stale.id);
     n->host_key = kKeyB;
     return tx.UpdateNode(*n);
   });
+  REQUIRE(pinned.ok());
   auto lease = f.sessions.Acquire(stale.id);
   REQUIRE(lease.Get(stale).ok());  // the record it was given had no key
   CHECK(f.Reload(stale).host_key == kKeyB);

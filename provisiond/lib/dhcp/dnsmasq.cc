@@ -253,7 +253,10 @@ Result<std::unique_ptr<DnsmasqService>> DnsmasqService::Start(const DnsmasqSetti
   if (!process.ok()) return process.status();
   svc->process_ = std::move(*process);
   // An adopted dnsmasq read the hosts file before SyncReservations rewrote it.
-  if (leftover > 0 && svc->process_->pid() == leftover) svc->process_->Signal(SIGHUP);
+  if (leftover > 0 && svc->process_->pid() == leftover) {
+    if (Status hup = svc->process_->Signal(SIGHUP); !hup.ok())
+      spdlog::warn("the adopted dnsmasq ({}) did not get SIGHUP: {}", leftover, hup.message());
+  }
   return svc;
 }
 
@@ -301,14 +304,16 @@ Status DnsmasqService::SyncReservations() {
   s = WriteFileAtomic(hosts_path_, hosts, 0644);
   if (!s.ok()) return s;
   hosts_content_ = hosts;
-  if (process_) process_->Signal(SIGHUP);  // dnsmasq re-reads dhcp-hostsfile
+  // dnsmasq re-reads dhcp-hostsfile; one that did not get the signal is
+  // about to be restarted by its supervisor, and reads it at its start.
+  if (process_) return process_->Signal(SIGHUP);
   return Status::Ok();
 }
 
 void DnsmasqService::Tick() {
   ReadLog();
   Status s = SyncReservations();
-  if (!s.ok()) spdlog::warn("reservations not written: {}", s.message());
+  if (!s.ok()) spdlog::warn("reservations not synced: {}", s.message());
   if (settings_.sync_tftp) settings_.sync_tftp();
 }
 

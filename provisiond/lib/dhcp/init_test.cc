@@ -85,13 +85,13 @@ TEST_CASE("init: an operator's config is kept unless --force; the package defaul
   Dir d;
   auto o = Options(d.path, {});
   fs::create_directories(d.path / "etc");
-  WriteFileAtomic(o.default_config, "listen: 127.0.0.1:8080\n");
-  WriteFileAtomic(o.config_path, "listen: 127.0.0.1:8080\n");
+  REQUIRE(WriteFileAtomic(o.default_config, "listen: 127.0.0.1:8080\n").ok());
+  REQUIRE(WriteFileAtomic(o.config_path, "listen: 127.0.0.1:8080\n").ok());
   auto r = InitControlNode(o);  // the untouched default
   REQUIRE_MESSAGE(r.ok(), r.status().message());
   CHECK(*ReadFile(r->backup_of_old) == "listen: 127.0.0.1:8080\n");
 
-  WriteFileAtomic(o.config_path, "listen: 127.0.0.1:9999\n");  // the operator's own
+  REQUIRE(WriteFileAtomic(o.config_path, "listen: 127.0.0.1:9999\n").ok());  // the operator's own
   auto refused = InitControlNode(o);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().message().find("--force") != std::string::npos);

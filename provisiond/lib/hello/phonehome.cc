@@ -34,7 +34,7 @@ Status PhoneHome::Refuse(const NodeRecord& node, const std::string& what, const 
                          const NodeCaller& caller) {
   EventRecord e{
       0, 0, node.id, node.name(), "refused", what + " from " + caller.remote + ": " + why, "boot"};
-  inventory_.store().AppendEvent(e);
+  inventory_.store().RecordEvent(e);
   return Status::Error(Code::kForbidden, what + " for " + node.name() + " refused: " + why);
 }
 
@@ -108,7 +108,8 @@ Result<std::string> PhoneHome::Overlay(const std::string& mac, const NodeCaller&
                 node->id, node->name(),
                 "boot",   "overlay: " + std::to_string(files.size()) + " files",
                 "boot"};
-  inventory_.store().Transact([&](StoreTx& tx) {
+  // The overlay is what the node asked for; its stage is only told.
+  Status recorded = inventory_.store().Transact([&](StoreTx& tx) {
     auto n = tx.NodeById(node->id);
     if (!n.ok()) return n.status();
     n->stage = "overlay";
@@ -116,6 +117,8 @@ Result<std::string> PhoneHome::Overlay(const std::string& mac, const NodeCaller&
     Status s = tx.UpdateNode(*n);
     return s.ok() ? tx.AppendEvent(e) : s;
   });
+  if (!recorded.ok())
+    spdlog::warn("{}: overlay stage not recorded: {}", node->name(), recorded.message());
   return tar;
 }
 

@@ -88,7 +88,7 @@ TEST_CASE("phone-home: the overlay carries the node's identity, for this boot's 
   namespace fs = std::filesystem;
   auto dir = fs::temp_directory_path() / ("provision-overlay-" + std::to_string(getpid()));
   fs::create_directories(dir / "root");
-  WriteFileAtomic((dir / "o.tar").string(), *tar);
+  REQUIRE(WriteFileAtomic((dir / "o.tar").string(), *tar).ok());
   ProcessSpec x;
   x.argv = {"/usr/bin/tar", "-C", (dir / "root").string(), "-xpf", (dir / "o.tar").string()};
   REQUIRE(RunProcess(x, 10000)->exit_code == 0);

@@ -137,36 +137,44 @@ Status AddProvisionFiles(const std::string& root, const ImageManifest& m,
                  "/etc/systemd/system/provision-console.service", 0644);
   if (!s.ok()) return s;
   std::error_code ec;
-  fs::create_directories(root + "/etc/systemd/system/multi-user.target.wants", ec);
-  for (const char* unit : {"provision-hello.service", "provision-console.service"})
-    fs::create_symlink(std::string("/etc/systemd/system/") + unit,
-                       root + "/etc/systemd/system/multi-user.target.wants/" + unit, ec);
+  const std::string wants = root + "/etc/systemd/system/multi-user.target.wants/";
+  fs::create_directories(wants, ec);
+  for (const char* unit : {"provision-hello.service", "provision-console.service"}) {
+    // Already there in a tree finished before (a derived image's copy).
+    if (fs::is_symlink(wants + unit, ec)) continue;
+    fs::create_symlink(std::string("/etc/systemd/system/") + unit, wants + unit, ec);
+    if (ec) return Status::Internal("cannot enable " + std::string(unit) + ": " + ec.message());
+  }
   // The node's identity comes from its overlay at every boot, never from the
   // image (mmdebstrap copies the build host's hostname and resolv.conf in).
-  fs::remove(root + "/etc/machine-id", ec);
-  WriteInto(root, "/etc/machine-id", "", 0444);
-  fs::remove(root + "/etc/hostname", ec);
-  fs::remove(root + "/etc/resolv.conf", ec);
-  WriteInto(root, "/etc/resolv.conf", "", 0644);
+  for (const char* file : {"/etc/machine-id", "/etc/hostname", "/etc/resolv.conf"}) {
+    fs::remove(root + file, ec);
+    if (ec) return Status::Internal("cannot remove " + std::string(file) + ": " + ec.message());
+  }
+  s = WriteInto(root, "/etc/machine-id", "", 0444);
+  if (s.ok()) s = WriteInto(root, "/etc/resolv.conf", "", 0644);
+  if (!s.ok()) return s;
   for (const char* key : {"ssh_host_ed25519_key", "ssh_host_ed25519_key.pub", "ssh_host_rsa_key",
-                          "ssh_host_rsa_key.pub", "ssh_host_ecdsa_key", "ssh_host_ecdsa_key.pub"})
+                          "ssh_host_rsa_key.pub", "ssh_host_ecdsa_key", "ssh_host_ecdsa_key.pub"}) {
     fs::remove(root + "/etc/ssh/" + key, ec);
+    if (ec) return Status::Internal("cannot remove the build's /etc/ssh/" + std::string(key));
+  }
   // sshd makes its host key at boot when it is missing (in the RAM overlay):
   // the Ed25519 key only, the one the hello reports and provisiond pins. An
   // RSA key (`ssh-keygen -A`) took 0.4-1.3 s of CPU here at every boot, many
   // times that on a slow node. (Debian's unit checks the config with
   // `sshd -t` first, which fails without a key: make it, then check.)
-  WriteInto(root, "/etc/systemd/system/ssh.service.d/provision-hostkeys.conf",
-            "[Service]\nExecStartPre=\n"
-            "ExecStartPre=/bin/sh -c 'test -s /etc/ssh/ssh_host_ed25519_key || exec "
-            "/usr/bin/ssh-keygen -q -t ed25519 -N \"\" -f /etc/ssh/ssh_host_ed25519_key'\n"
-            "ExecStartPre=/usr/sbin/sshd -t\n",
-            0644);
-  WriteInto(root, "/etc/ssh/sshd_config.d/provision-hostkey.conf",
-            "# provisiond: nodes make and offer the Ed25519 host key only.\n"
-            "HostKey /etc/ssh/ssh_host_ed25519_key\n",
-            0644);
-  return Status::Ok();
+  s = WriteInto(root, "/etc/systemd/system/ssh.service.d/provision-hostkeys.conf",
+                "[Service]\nExecStartPre=\n"
+                "ExecStartPre=/bin/sh -c 'test -s /etc/ssh/ssh_host_ed25519_key || exec "
+                "/usr/bin/ssh-keygen -q -t ed25519 -N \"\" -f /etc/ssh/ssh_host_ed25519_key'\n"
+                "ExecStartPre=/usr/sbin/sshd -t\n",
+                0644);
+  if (!s.ok()) return s;
+  return WriteInto(root, "/etc/ssh/sshd_config.d/provision-hostkey.conf",
+                   "# provisiond: nodes make and offer the Ed25519 host key only.\n"
+                   "HostKey /etc/ssh/ssh_host_ed25519_key\n",
+                   0644);
 }
 
 Result<std::string> ExtractKernel(const std::string& root, const std::string& kernel_out,

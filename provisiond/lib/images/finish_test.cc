@@ -241,9 +241,9 @@ TEST_CASE("image finishing: the tree's hash is stable and sees modes, contents a
   CHECK(mode != *ha);
   chmod((b + "/etc/hostname").c_str(), 0644);
   CHECK(*HashTree(b) == *ha);
-  WriteFileAtomic(b + "/etc/hostname", "buildhosT\n");
+  REQUIRE(WriteFileAtomic(b + "/etc/hostname", "buildhosT\n").ok());
   CHECK(*HashTree(b) != *ha);
-  WriteFileAtomic(b + "/etc/hostname", "buildhost\n");
+  REQUIRE(WriteFileAtomic(b + "/etc/hostname", "buildhost\n").ok());
   fs::remove(b + "/boot/vmlinuz");
   fs::create_symlink("vmlinuz-6.1.0-1-amd64", b + "/boot/vmlinuz");
   CHECK(*HashTree(b) != *ha);

@@ -14,8 +14,8 @@ TEST_CASE("image catalog: import, resolve, immutable versions") {
   auto dir = fs::temp_directory_path() / ("provision-images-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "src");
-  WriteFileAtomic((dir / "src/k").string(), "kernel-1");
-  WriteFileAtomic((dir / "src/i").string(), "initrd-1");
+  REQUIRE(WriteFileAtomic((dir / "src/k").string(), "kernel-1").ok());
+  REQUIRE(WriteFileAtomic((dir / "src/i").string(), "initrd-1").ok());
   ImageCatalog catalog((dir / "store").string());
 
   CHECK(catalog.Resolve("lab").status().code() == Code::kNotFound);
@@ -27,7 +27,7 @@ TEST_CASE("image catalog: import, resolve, immutable versions") {
   REQUIRE(again.ok());
   CHECK(again->version == v1->version);
 
-  WriteFileAtomic((dir / "src/i").string(), "initrd-2");
+  REQUIRE(WriteFileAtomic((dir / "src/i").string(), "initrd-2").ok());
   auto v2 = catalog.Import("lab", (dir / "src/k").string(), (dir / "src/i").string());
   REQUIRE(v2.ok());
   CHECK(v2->version != v1->version);

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "base/json_fields.h"
+#include "base/thread.h"
 
 namespace prov {
 
@@ -53,8 +54,19 @@ Status ImageService::StartJob(const std::string& name, const std::string& starte
   for (auto& t : finished_)
     if (t.joinable()) t.join();
   finished_.clear();
-  builds_[name] = std::thread(
-      [this, name, started, job = std::move(job), who] { Run(name, started, job, who); });
+  builds_[name] = std::thread([this, name, started, job = std::move(job), who] {
+    bool ended = false;
+    RunGuarded("image build", [&] {
+      Run(name, started, job, who);
+      ended = true;
+    });
+    if (!ended) {  // a filesystem call threw: the build failed, and says so
+      EventRecord e{
+          0, 0, 0, "", "image-build-failed", name + ": internal error (see provisiond's log)", who};
+      inventory_.store().RecordEvent(e);
+    }
+    Retire(name);
+  });
   return Status::Ok();
 }
 
@@ -62,7 +74,7 @@ void ImageService::Run(const std::string& name, const std::string& started, cons
                        const std::string& who) {
   auto event = [&](const std::string& kind, const std::string& detail) {
     EventRecord e{0, 0, 0, "", kind, name + ": " + detail, who};
-    inventory_.store().AppendEvent(e);
+    inventory_.store().RecordEvent(e);
   };
   event("image-build", started);
   // mmdebstrap and apt print hundreds of lines: keep its "I:"/"W:"/"E:"
@@ -86,6 +98,9 @@ void ImageService::Run(const std::string& name, const std::string& started, cons
     event("image-build-failed", result.status().message());
     spdlog::warn("image {} not built: {}", name, result.status().message());
   }
+}
+
+void ImageService::Retire(const std::string& name) {
   std::lock_guard lock(mu_);
   auto it = builds_.find(name);
   if (it != builds_.end()) {
@@ -150,7 +165,7 @@ Result<std::vector<std::string>> ImageService::PruneDerived(const std::string& w
       Status s = catalog_.Remove(v);
       if (!s.ok()) return s;
       EventRecord e{0, 0, 0, "", "image", "removed " + v.ref() + " (unused derived image)", who};
-      inventory_.store().AppendEvent(e);
+      inventory_.store().RecordEvent(e);
       removed.push_back(v.ref());
     }
   }

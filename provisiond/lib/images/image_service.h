@@ -57,6 +57,8 @@ class ImageService {
   std::map<std::string, std::string> InUse();
   void Run(const std::string& name, const std::string& started, const BuildJob& job,
            const std::string& who);
+  // The build of `name` ended: its thread is joined later.
+  void Retire(const std::string& name);
 
   Inventory& inventory_;
   ImageCatalog& catalog_;

@@ -129,7 +129,7 @@ Status NfsService::Verify(const ImageVersion& image, bool force) {
                                      " reads " + detail
                                : text.status().message()),
                 "nfs"};
-  store_.AppendEvent(e);
+  store_.RecordEvent(e);
   std::lock_guard lock(mu_);
   verified_[image.ref()] = text.ok();
   return text.ok() ? Status::Ok() : text.status();

@@ -23,10 +23,13 @@ struct PlaybookDir {
     dir = fs::temp_directory_path() / ("provision-playbook-test-" + std::to_string(getpid()));
     fs::create_directories(dir / "templates");
     fs::create_directories(dir / "files");
-    WriteFileAtomic((dir / "templates" / "good.j2").string(), "Port={{ port | default(22) }}\n");
-    WriteFileAtomic((dir / "templates" / "bad.j2").string(), "line\nExec={{ a | bogus }}\n");
-    WriteFileAtomic((dir / "beside.j2").string(), "{% if x %}x{% endif %}\n");
-    WriteFileAtomic((dir / "files" / "motd").string(), "hello\n");
+    REQUIRE(
+        WriteFileAtomic((dir / "templates" / "good.j2").string(), "Port={{ port | default(22) }}\n")
+            .ok());
+    REQUIRE(WriteFileAtomic((dir / "templates" / "bad.j2").string(), "line\nExec={{ a | bogus }}\n")
+                .ok());
+    REQUIRE(WriteFileAtomic((dir / "beside.j2").string(), "{% if x %}x{% endif %}\n").ok());
+    REQUIRE(WriteFileAtomic((dir / "files" / "motd").string(), "hello\n").ok());
   }
   ~PlaybookDir() {
     std::error_code ec;
@@ -380,9 +383,9 @@ TEST_CASE("playbook: template and copy sources are found and checked at load") {
 TEST_CASE("playbook: vars_files over the play's vars, the first existing of a list") {
   const std::string file = Dir().file();
   const std::string dir = Dir().dir.string();
-  WriteFileAtomic(dir + "/common.yml", "port: 22\nname: common\n");
-  WriteFileAtomic(dir + "/debian.yml", "name: debian\n");
-  WriteFileAtomic(dir + "/broken.yml", "name: [unclosed\n");
+  REQUIRE(WriteFileAtomic(dir + "/common.yml", "port: 22\nname: common\n").ok());
+  REQUIRE(WriteFileAtomic(dir + "/debian.yml", "name: debian\n").ok());
+  REQUIRE(WriteFileAtomic(dir + "/broken.yml", "name: [unclosed\n").ok());
   auto pb = ParsePlaybook(
       "- hosts: all\n  vars: {name: play, keep: 1}\n  vars_files:\n    - common.yml\n"
       "    - [missing.yml, debian.yml]\n  tasks: []\n",

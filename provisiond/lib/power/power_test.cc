@@ -48,7 +48,9 @@ TEST_CASE("power: drivers refuse what they cannot do, and the command driver run
   auto dir = fs::temp_directory_path() / ("provision-power-" + std::to_string(getpid()));
   fs::create_directories(dir);
   std::string script = (dir / "power.sh").string();
-  WriteFileAtomic(script, "#!/bin/sh\necho \"$1 $2 $3\" >> \"$0.log\"\necho done $1\n", 0755);
+  REQUIRE(
+      WriteFileAtomic(script, "#!/bin/sh\necho \"$1 $2 $3\" >> \"$0.log\"\necho done $1\n", 0755)
+          .ok());
   s.command = script;
   auto r = PowerAction(s, {{"driver", "command"}}, "cycle", "n0", "52:54:00:00:00:01");
   REQUIRE_MESSAGE(r.ok(), r.status().message());
@@ -57,7 +59,7 @@ TEST_CASE("power: drivers refuse what they cannot do, and the command driver run
 
   // IPMI credentials readable by others are refused before anything runs.
   s.ipmi_credentials_file = (dir / "ipmi").string();
-  WriteFileAtomic(s.ipmi_credentials_file, "10.0.0.5 admin secret\n", 0644);
+  REQUIRE(WriteFileAtomic(s.ipmi_credentials_file, "10.0.0.5 admin secret\n", 0644).ok());
   auto ipmi = PowerAction(s, {{"driver", "ipmi"}, {"address", "10.0.0.5"}}, "on", "n0", "x");
   CHECK(ipmi.status().code() == Code::kForbidden);
   CHECK(ipmi.status().message().find("secret") == std::string::npos);
@@ -142,19 +144,22 @@ TEST_CASE("power drivers: ipmitool gets the password in its environment, never i
   fs::create_directories(dir);
   PowerSettings s;
   s.ipmi_credentials_file = (dir / "ipmi").string();
-  WriteFileAtomic(s.ipmi_credentials_file, "# BMCs\n10.0.0.5 admin s3cret-pw\n", 0600);
+  REQUIRE(
+      WriteFileAtomic(s.ipmi_credentials_file, "# BMCs\n10.0.0.5 admin s3cret-pw\n", 0600).ok());
   // A fake ipmitool: logs its argv and whether the password came in the
   // environment, answers like the real one; exits 1 for the BMC ".9".
   s.ipmitool = (dir / "ipmitool").string();
-  WriteFileAtomic(s.ipmitool,
-                  "#!/bin/sh\n"
-                  "echo \"argv: $*\" >> \"$0.log\"\n"
-                  "[ \"$IPMI_PASSWORD\" = s3cret-pw ] && echo \"env: ok\" >> \"$0.log\"\n"
-                  "case \"$4\" in *.9) echo 'Error: Unable to establish IPMI v2 session'; exit 1;; "
-                  "esac\n"
-                  "[ \"${10}\" = status ] && echo 'Chassis Power is on' || echo 'Chassis Power "
-                  "Control: Up/On'\n",
-                  0755);
+  REQUIRE(WriteFileAtomic(
+              s.ipmitool,
+              "#!/bin/sh\n"
+              "echo \"argv: $*\" >> \"$0.log\"\n"
+              "[ \"$IPMI_PASSWORD\" = s3cret-pw ] && echo \"env: ok\" >> \"$0.log\"\n"
+              "case \"$4\" in *.9) echo 'Error: Unable to establish IPMI v2 session'; exit 1;; "
+              "esac\n"
+              "[ \"${10}\" = status ] && echo 'Chassis Power is on' || echo 'Chassis Power "
+              "Control: Up/On'\n",
+              0755)
+              .ok());
   const nlohmann::json bmc = {{"driver", "ipmi"}, {"address", "10.0.0.5"}};
   auto on = PowerAction(s, bmc, "on", "n0", "52:54:00:00:00:01");
   REQUIRE_MESSAGE(on.ok(), on.status().message());
@@ -169,7 +174,7 @@ TEST_CASE("power drivers: ipmitool gets the password in its environment, never i
   CHECK(log.find("s3cret-pw") == std::string::npos);
 
   // A failing ipmitool: the error shows the command line, not the password.
-  WriteFileAtomic(s.ipmi_credentials_file, "10.0.0.9 admin s3cret-pw\n", 0600);
+  REQUIRE(WriteFileAtomic(s.ipmi_credentials_file, "10.0.0.9 admin s3cret-pw\n", 0600).ok());
   auto failed = PowerAction(s, {{"driver", "ipmi"}, {"address", "10.0.0.9"}}, "cycle", "n1", "x");
   CHECK(failed.status().code() == Code::kUnavailable);
   CHECK(failed.status().message().find("-H 10.0.0.9 -U admin -E chassis power cycle failed "

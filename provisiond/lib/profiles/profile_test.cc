@@ -17,10 +17,11 @@ std::string PlaybooksDir() {
     auto d = std::filesystem::temp_directory_path() /
              ("provision-profile-test-" + std::to_string(getpid()));
     std::filesystem::create_directories(d);
-    WriteFileAtomic((d / "a.yml").string(), "- hosts: all\n  tasks: []\n");
-    WriteFileAtomic(
-        (d / "bad.yml").string(),
-        "- hosts: all\n  tasks:\n    - name: x\n      ansible.builtin.frobnicate: {}\n");
+    REQUIRE(WriteFileAtomic((d / "a.yml").string(), "- hosts: all\n  tasks: []\n").ok());
+    REQUIRE(WriteFileAtomic(
+                (d / "bad.yml").string(),
+                "- hosts: all\n  tasks:\n    - name: x\n      ansible.builtin.frobnicate: {}\n")
+                .ok());
     return d.string();
   }();
   return dir;
@@ -219,10 +220,11 @@ TEST_CASE("profile: a playbook that does not load makes the profile fail, at the
 }
 
 TEST_CASE("profile: bake lists image-stage playbooks, each with the files it reaches") {
-  WriteFileAtomic(PlaybooksDir() + "/tpl.yml",
-                  "- hosts: all\n  tasks:\n    - ansible.builtin.template:\n"
-                  "        src: t.j2\n        dest: /etc/t\n");
-  WriteFileAtomic(PlaybooksDir() + "/t.j2", "hello\n");
+  REQUIRE(WriteFileAtomic(PlaybooksDir() + "/tpl.yml",
+                          "- hosts: all\n  tasks:\n    - ansible.builtin.template:\n"
+                          "        src: t.j2\n        dest: /etc/t\n")
+              .ok());
+  REQUIRE(WriteFileAtomic(PlaybooksDir() + "/t.j2", "hello\n").ok());
   auto p = ParseProfile(
       "version: v9\nimage: {name: lab}\nnodes: {hostlist: n1}\n"
       "bake:\n  - playbook: tpl.yml\n    vars: {pkg: slurmd}\n"

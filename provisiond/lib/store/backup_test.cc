@@ -50,11 +50,11 @@ TEST_CASE("backup: taken while nodes are added, restored whole; images and run f
   fs::create_directories(data + "/secrets");
   fs::create_directories(data + "/images/lab/v1");
   fs::create_directories(data + "/netboot");
-  WriteFileAtomic(data + "/tokens", "abc admin\n", 0600);
-  WriteFileAtomic(data + "/ssh/id_ed25519", "PRIVATE KEY\n", 0600);
-  WriteFileAtomic(data + "/secrets/munge.key", std::string("\0\1\2", 3), 0600);
-  WriteFileAtomic(data + "/images/lab/v1/vmlinuz", "kernel");
-  WriteFileAtomic(data + "/netboot/dnsmasq.conf", "port=0\n");
+  REQUIRE(WriteFileAtomic(data + "/tokens", "abc admin\n", 0600).ok());
+  REQUIRE(WriteFileAtomic(data + "/ssh/id_ed25519", "PRIVATE KEY\n", 0600).ok());
+  REQUIRE(WriteFileAtomic(data + "/secrets/munge.key", std::string("\0\1\2", 3), 0600).ok());
+  REQUIRE(WriteFileAtomic(data + "/images/lab/v1/vmlinuz", "kernel").ok());
+  REQUIRE(WriteFileAtomic(data + "/netboot/dnsmasq.conf", "port=0\n").ok());
   auto store = Store::Open(db);
   REQUIRE(store.ok());
   REQUIRE(AddNodes(**store, 0, 200).ok());
@@ -121,7 +121,7 @@ TEST_CASE("backup: a damaged archive or a newer schema is refused before anythin
     REQUIRE(store.ok());
     REQUIRE(AddNodes(**store, 0, 5).ok());
   }
-  WriteFileAtomic(data + "/tokens", "abc admin\n", 0600);
+  REQUIRE(WriteFileAtomic(data + "/tokens", "abc admin\n", 0600).ok());
   const std::string tar = (d.path / "b.tar").string();
   REQUIRE(WriteBackup(data, db, tar, "1").ok());
   std::string bytes = *ReadFile(tar);
@@ -129,7 +129,7 @@ TEST_CASE("backup: a damaged archive or a newer schema is refused before anythin
   size_t at = bytes.rfind("abc admin");
   REQUIRE(at != std::string::npos);
   bytes[at] = 'x';
-  WriteFileAtomic(tar + ".bad", bytes);
+  REQUIRE(WriteFileAtomic(tar + ".bad", bytes).ok());
   auto bad = VerifyBackup(tar + ".bad");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("tokens does not match its SHA-256") != std::string::npos);

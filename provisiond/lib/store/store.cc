@@ -10,6 +10,7 @@
 #include <exception>
 
 #include "base/file_util.h"
+#include "base/thread.h"
 #include "base/unique_fd.h"
 #include "store/migrations.h"
 
@@ -257,7 +258,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     sqlite3_busy_timeout(store->checkpoint_db_, 5000);
     sqlite3_wal_autocheckpoint(db, 0);
     sqlite3_wal_hook(db, &Store::OnWalCommit, store.get());
-    store->checkpointer_ = std::thread([s = store.get()] { s->CheckpointLoop(); });
+    store->checkpointer_ = std::thread(
+        [s = store.get()] { RunGuarded("WAL checkpoint", [s] { s->CheckpointLoop(); }); });
   } else if (store->checkpoint_db_) {
     // Without the second connection, commits checkpoint as SQLite does by default.
     spdlog::warn("{}: no connection for checkpoints ({}): commits checkpoint", path,
@@ -324,6 +326,13 @@ Status Store::Exec(const char* sql) {
     return Status::Internal(msg);
   }
   return Status::Ok();
+}
+
+void Store::ExecAfterError(const char* sql) {
+  // The writers already have their error; a rollback that fails too leaves
+  // nothing more to tell them, only the log (SQLite rolls back by itself on
+  // the errors that make ROLLBACK fail).
+  if (Status s = Exec(sql); !s.ok()) spdlog::error("store: {}", s.message());
 }
 
 sqlite3_stmt* Store::Prepared(const char* sql) {
@@ -460,27 +469,29 @@ void Store::CommitBatch(const std::vector<Writer*>& batch) {
       b->error = std::current_exception();
       b->status = Status::Internal("the transaction threw");
     }
+    if (b->status.ok() && !alone) {
+      if (Status r = Exec("RELEASE tx"); !r.ok()) b->status = r;
+    }
     if (b->status.ok()) {
       any_ok = true;
-      if (!alone) Exec("RELEASE tx");
       continue;
     }
     any_failed = true;
     if (alone) break;
-    Exec("ROLLBACK TO tx");
-    Exec("RELEASE tx");
+    ExecAfterError("ROLLBACK TO tx");
+    ExecAfterError("RELEASE tx");
     pending_metrics_.resize(metrics_mark);
     pending_nodes_.resize(nodes_mark);
   }
   if (!any_ok) {
-    Exec("ROLLBACK");
+    ExecAfterError("ROLLBACK");
     pending_metrics_.clear();
     pending_nodes_.clear();
     reread_cursor();
     return;
   }
   if (Status c = Exec("COMMIT"); !c.ok()) {
-    Exec("ROLLBACK");
+    ExecAfterError("ROLLBACK");
     fail_all(c);
     reread_cursor();
     return;
@@ -740,6 +751,11 @@ std::map<NodeState, int64_t> Store::CountByState() {
 
 Status Store::AppendEvent(EventRecord& event) {
   return Transact([&](StoreTx& tx) { return tx.AppendEvent(event); });
+}
+
+void Store::RecordEvent(EventRecord event) {
+  if (Status s = AppendEvent(event); !s.ok())
+    spdlog::warn("{} event not recorded ({}): {}", event.kind, event.detail, s.message());
 }
 
 std::function<void(const std::string&)> EventRecorder(Store& store, std::string kind) {

@@ -214,6 +214,10 @@ class Store {
   int64_t NodesVersion() const { return nodes_.version(); }
   std::map<NodeState, int64_t> CountByState();
   Status AppendEvent(EventRecord& event);
+  // AppendEvent for what is done already and can only be told (a refusal, a
+  // removal, a check's outcome): a failure to record it is logged, the
+  // caller goes on.
+  void RecordEvent(EventRecord event);
   // Events with id > `after`, oldest first; node_id 0 means all nodes.
   std::vector<EventRecord> ListEvents(int64_t after, int64_t node_id, int64_t limit);
   // The newest `count` events (of one node when node_id != 0), oldest first.
@@ -296,6 +300,7 @@ class Store {
   void CommitBatch(const std::vector<Writer*>& batch);
   Status LoadNodes();  // fills nodes_ from the table; mu_ held
   Status Exec(const char* sql);
+  void ExecAfterError(const char* sql);     // a rollback: a failure is logged
   sqlite3_stmt* Prepared(const char* sql);  // cached per SQL text
   Status Migrate();
 
