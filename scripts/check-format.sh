@@ -8,10 +8,18 @@ if [ "${1:-}" = "--fix" ]; then
   clang-format -i "${files[@]}"
   exit 0
 fi
-bad=()
-for f in "${files[@]}"; do
-  clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
-done
+# One clang-format per CPU over a share of the files (one process per file
+# took a minute here); each names the files it would change.
+report="$(mktemp)"
+trap 'rm -f "$report"' EXIT
+printf '%s\0' "${files[@]}" |
+  xargs -0 -P "$(nproc)" -n $(((${#files[@]} + $(nproc) - 1) / $(nproc))) \
+    clang-format --dry-run --Werror 2>"$report" >/dev/null || true
+mapfile -t bad < <(sed -n 's/^\([^:]*\):[0-9]*:[0-9]*: error: code should be clang-formatted.*/\1/p' "$report" | sort -u)
+if [ ${#bad[@]} -eq 0 ] && grep -q . "$report"; then
+  cat "$report" >&2
+  exit 1
+fi
 if [ ${#bad[@]} -gt 0 ]; then
   echo "check-format: not formatted (scripts/check-format.sh --fix):" >&2
   printf '  %s\n' "${bad[@]}" >&2

@@ -73,12 +73,18 @@ stamp() {
   done
 }
 rc=0
+# Which programs used the CPU meanwhile (scripts/cpu-by-program.py).
+python3 scripts/cpu-by-program.py "$dir/cpu-by-program.txt" &
+sampler=$!
+trap 'kill "$sampler" 2>/dev/null || true' EXIT
 read -r busy0 idle0 < <(cpu_ticks)
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir "$dir" --output-on-failure --timeout 900 -j2 2>&1 | stamp | tee "$dir/ctest.log" || rc=$?
 read -r busy1 idle1 < <(cpu_ticks)
+kill "$sampler" && wait "$sampler" || true
 times
-echo "== the CPUs were busy $(((busy1 - busy0) * 100 / (busy1 - busy0 + idle1 - idle0 + 1)))% of the tests' time ($(nproc) CPUs)"
+echo "== the CPUs were busy $(((busy1 - busy0) * 100 / (busy1 - busy0 + idle1 - idle0 + 1)))% of the tests' time ($(nproc) CPUs); by program:"
+cat "$dir/cpu-by-program.txt" 2>/dev/null || true
 [ "$rc" -eq 0 ] || exit "$rc"
 phase "tests ($what)"
 echo "== all tests passed in $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s"
