@@ -72,9 +72,10 @@ for _ in $(seq 1 300); do [ -s "$work/data/provisiond.url" ] && break; sleep 0.1
 export PROVISIOND_URL PROVISIOND_TOKEN
 PROVISIOND_URL="$(cat "$work/data/provisiond.url")"
 PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$work/data/tokens")"
-timed() {  # timed NAME COMMAND...: seconds, to stdout
-  local t0=${EPOCHREALTIME//[!0-9]/}
-  "$@" >"$work/$1.out" 2>&1 || { tail -20 "$work/$1.out" >&2; die "$* failed"; }
+timed() {  # timed NAME COMMAND...: milliseconds, to stdout
+  local name="$1" t0=${EPOCHREALTIME//[!0-9]/}
+  shift
+  "$@" >"$work/$name.out" 2>&1 || { tail -20 "$work/$name.out" >&2; die "$name: $* failed"; }
   echo $(((${EPOCHREALTIME//[!0-9]/} - t0) / 1000))
 }
 base_ms=$(timed base "$bin/provisionctl" image build lab)
