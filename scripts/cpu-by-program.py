@@ -6,8 +6,8 @@ Usage: cpu-by-program.py OUT_FILE     (stops on SIGTERM or SIGINT)
 Every 2 seconds it reads each process's user and system time from
 /proc/PID/stat and adds what it used since the last reading to its program's
 name (kernel worker threads as "kworker"). At the end it writes OUT_FILE: the
-CPU seconds of each program, largest first, and the share of the CPU time the
-machine had. A process that starts and ends between two readings is not seen:
+share of the time the machine's CPUs were busy, and the CPU seconds of each
+program, largest first. A process that starts and ends between two readings is not seen:
 the short-lived ones (a compiler's passes, `sh -c`) are counted short, and
 the total below the machine's own is what they used.
 """
@@ -77,8 +77,8 @@ def main():
     total = sum(used.values()) / HZ
     cpus = os.cpu_count() or 1
     with open(sys.argv[1], "w") as out:
-        out.write(f"{wall:.0f} s on {cpus} CPUs: {busy:.0f} CPU s used by the machine, "
-                  f"{total:.0f} s of it seen by program\n")
+        out.write(f"{wall:.0f} s on {cpus} CPUs, busy {100 * busy / max(wall * cpus, 1):.0f}% of "
+                  f"the time: {busy:.0f} CPU s, {total:.0f} s of it seen by program\n")
         for name, ticks in sorted(used.items(), key=lambda kv: -kv[1])[:25]:
             out.write(f"  {name:<24} {ticks / HZ:8.0f} s  {100 * ticks / HZ / max(busy, 1):5.1f}%\n")
 

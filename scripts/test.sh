@@ -61,9 +61,6 @@ times() {
   sed -n 's/^\(\[[^]]*\]\)\? *[0-9]*\/[0-9]* Test *#[0-9]*: \([^ ]*\) .* \([0-9.]*\) sec$/\3 \2/p' "$dir/ctest.log" |
     sort -rn | awk '{printf "   %-34s %7.1f s\n", $2, $1}'
 }
-# The CPU time the machine spent (all processes, from /proc/stat) against the
-# time it had: how much of its two CPUs the tests kept busy.
-cpu_ticks() { awk '/^cpu / {idle = $5 + $6; busy = 0; for (i = 2; i <= 9; i++) busy += $i; print busy - idle, idle}' /proc/stat; }
 # ctest's start and end lines with the seconds since the tests began: which
 # tests ran beside which (the lanes).
 stamp() {
@@ -73,17 +70,16 @@ stamp() {
   done
 }
 rc=0
-# Which programs used the CPU meanwhile (scripts/cpu-by-program.py).
+# How busy the CPUs were meanwhile, and which programs used them
+# (scripts/cpu-by-program.py).
 python3 scripts/cpu-by-program.py "$dir/cpu-by-program.txt" &
 sampler=$!
 trap 'kill "$sampler" 2>/dev/null || true' EXIT
-read -r busy0 idle0 < <(cpu_ticks)
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir "$dir" --output-on-failure --timeout 900 -j2 2>&1 | stamp | tee "$dir/ctest.log" || rc=$?
-read -r busy1 idle1 < <(cpu_ticks)
 kill "$sampler" && wait "$sampler" || true
 times
-echo "== the CPUs were busy $(((busy1 - busy0) * 100 / (busy1 - busy0 + idle1 - idle0 + 1)))% of the tests' time ($(nproc) CPUs); by program:"
+echo "== the CPUs during the tests, by program:"
 cat "$dir/cpu-by-program.txt" 2>/dev/null || true
 [ "$rc" -eq 0 ] || exit "$rc"
 phase "tests ($what)"

@@ -486,11 +486,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     // (known only by address).
     auto observer = [boot, tftp_configs](const DhcpObservation& o) {
       if (o.kind == DhcpObservation::Kind::kAck) {
-        // A lease the store cannot record is logged; the lease is
-        // dnsmasq's either way.
-        if (auto n = boot->RecordStage(o.mac, "dhcp", o.ip, o.ip); !n.ok())
-          spdlog::warn("DHCP lease of {} ({}) not recorded: {}", o.mac, o.ip, n.status().message());
-        std::string hex = o.mac;  // normalized: 12 hex digits and colons
+        boot->NoteStage(o.mac, "dhcp", o.ip, o.ip);  // the lease is dnsmasq's either way
+        std::string hex = o.mac;                     // normalized: 12 hex digits and colons
         std::erase(hex, ':');
         tftp_configs->SubmitOnce(static_cast<int64_t>(std::stoull(hex, nullptr, 16)),
                                  [boot, mac = o.mac] { boot->WriteTftpNodeScript(mac); });

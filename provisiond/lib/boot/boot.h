@@ -99,8 +99,8 @@ class BootService {
   // a client asking twice) is not written again. Thread-safe.
   Result<NodeRecord> RecordStage(const std::string& mac, const std::string& stage,
                                  const std::string& detail, const std::string& ip = "");
-  // RecordStage where the stage is only told (a file already being sent): a
-  // failure to record it is logged.
+  // RecordStage where the stage is only told (a DHCP lease given, a file
+  // being sent): a failure to record it is logged.
   void NoteStage(const std::string& mac, const std::string& stage, const std::string& detail,
                  const std::string& ip);
 
