@@ -144,10 +144,7 @@ wait_ready 'lab[0-1]'
 say "lab0 and lab1 booted at the same time: ready $(lab_vm_elapsed lab0)s and $(lab_vm_elapsed lab1)s after power-on; from phone-home to ready: lab0 (baked image) $(hello_to_ready lab0) s, lab1 (hello installed at node stage) $(hello_to_ready lab1) s"
 # Where each node's configure run spent its time (the node stage's cost per
 # task under TCG), for the log.
-for n in lab0 lab1; do
-  echo "$n's configure run, by task (seconds): $(sqlite3 "$DATA/provisiond.db" "select group_concat(printf('%s %.1f', t.task, t.duration_ms / 1000.0), '; ') from (select task, duration_ms from run_tasks where run_id = (select max(id) from runs where node = '$n' and kind = 'configure') order by duration_ms desc limit 12) t")" >&2
-  echo "$n's configure run: $(sqlite3 "$DATA/provisiond.db" "select count(*) || ' tasks, ' || printf('%.1f', sum(duration_ms) / 1000.0) || ' s in tasks' from run_tasks where run_id = (select max(id) from runs where node = '$n' and kind = 'configure')")" >&2
-done
+configure_cost lab0 lab1
 ctl node show lab0 >"$LAB_DIR/show-lab0.out"
 grep -q "lab.baked@" "$LAB_DIR/show-lab0.out" || { cat "$LAB_DIR/show-lab0.out"; fail "lab0 does not boot the lab profile's derived image"; }
 

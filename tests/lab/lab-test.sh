@@ -9,6 +9,8 @@
 #   wait_ready HOSTLIST [TIMEOUT_S] `provisionctl wait --state ready`, or fail with node why
 #   profiles_without_bake DEST  the shipped profiles, their bake: lists left out
 #   hello_to_ready NODE         seconds from NODE's last phone-home to ready (its events)
+#   configure_cost NODE...       for the log: each NODE's latest configure run, its slowest
+#                                tasks and its task count (from the inventory in $DATA)
 #   lab_config PROFILES STORE    prints a provisiond config for the lab (full DHCP on the bridge,
 #                                the repository's playbooks, pxe and images, the lab's power
 #                                driver, data in $DATA); a test appends its own keys
@@ -79,6 +81,14 @@ profiles_without_bake() {
     fail "could not copy the profiles without their bake lists"
 }
 hello_to_ready() { lab_hello_to_ready "$PROVISIONCTL" "$1"; }
+configure_cost() {
+  local n run
+  for n in "$@"; do
+    run="(select max(id) from runs where node = '$n' and kind = 'configure')"
+    echo "$n's configure run, by task (seconds): $(sqlite3 "$DATA/provisiond.db" "select group_concat(printf('%s %.1f', t.task, t.duration_ms / 1000.0), '; ') from (select task, duration_ms from run_tasks where run_id = $run order by duration_ms desc limit 12) t")" >&2
+    echo "$n's configure run: $(sqlite3 "$DATA/provisiond.db" "select count(*) || ' tasks, ' || printf('%.1f', sum(duration_ms) / 1000.0) || ' s in tasks' from run_tasks where run_id = $run")" >&2
+  done
+}
 wait_ready() {
   local out="$LAB_DIR/wait-$1.out" limit="${2:-$TIMEOUT}"
   ctl wait "$1" --state ready --timeout "$limit" >"$out" 2>&1 || {

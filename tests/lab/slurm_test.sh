@@ -70,6 +70,7 @@ done
 ctl node power on 'slurm[0-2]' >/dev/null
 wait_ready 'slurm[0-2]'
 say "slurm0-2 ready: $(lab_vm_elapsed slurm0)s, $(lab_vm_elapsed slurm1)s, $(lab_vm_elapsed slurm2)s after power-on; $(hello_to_ready slurm0) s, $(hello_to_ready slurm1) s, $(hello_to_ready slurm2) s after their phone-home (when the last of them had phoned home: wait_for_peers)"
+configure_cost slurm0 slurm1 slurm2
 # 0. They boot the derived image; its DKMS module, built for the image's kernel, is loaded.
 for i in 0 1 2; do
   ctl node show "slurm$i" >"$LAB_DIR/show-slurm$i.out"
