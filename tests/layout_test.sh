@@ -3,7 +3,8 @@
 # folder may include only from the folders this table allows, so the node's
 # path stays readable and no cycle creeps in. Also: no folder holds more than a
 # dozen units and no unit is over 1,500 lines (tests aside); provisionctl
-# includes nothing of the daemon but base/.
+# includes nothing of the daemon but base/; boot stages are spelled in one
+# unit only.
 # Usage: layout_test.sh REPO
 set -uo pipefail
 repo="${1:?usage: layout_test.sh REPO}"
@@ -52,6 +53,15 @@ while IFS=: read -r file _ inc; do
   fail "${file#"$repo"/} (provisionctl) includes the daemon's $inc"
 done < <(grep -rn -E '^#include "[a-z_]+/' "$repo/provisiond/ctl" |
   grep -v -E '#include "(base|output|testing|verbs)/')  # base/ and its own folders
+
+# Boot stages have one registry, store/boot_stage.cc (names, order, chains):
+# no other unit spells a stage's name, compares a stage as text or reads one
+# back from an event's text.
+while IFS= read -r hit; do
+  fail "${hit#"$repo"/}: a boot stage as text (store/boot_stage.h has them as BootStage)"
+done < <(grep -rn --include='*.cc' --include='*.h' -E \
+  '"(ipxe-binary|grub-config)"|stage (==|!=|=) "|detail\.find\(.:.\)' "$lib" "$repo/provisiond/ctl" |
+  grep -v -E '_test\.cc:|/store/boot_stage\.cc:')
 
 if [ "$fails" -gt 0 ]; then
   echo "$fails layout problem(s)"

@@ -319,9 +319,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   boot.render_overlay = [raw](const std::string& mac, const HttpRequest& request) {
     return raw->phonehome->Overlay(mac, NodeCaller::From(request));
   };
-  boot.on_stage = [raw](const NodeRecord& node, const std::string& text) {
+  boot.on_stage = [raw](const NodeRecord& node, BootStage stage, const std::string& text) {
     if (ConsoleListener* console = raw->console_ready.load())
-      console->AddLine(node.id, "provisiond", text);
+      console->AddLine(node.id, "provisiond", text, stage);
   };
   auto boot_service = BootService::Create(boot, *impl->store, *impl->images);
   if (!boot_service.ok()) return boot_service.status();
@@ -486,8 +486,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     // (known only by address).
     auto observer = [boot, tftp_configs](const DhcpObservation& o) {
       if (o.kind == DhcpObservation::Kind::kAck) {
-        boot->NoteStage(o.mac, "dhcp", o.ip, o.ip);  // the lease is dnsmasq's either way
-        std::string hex = o.mac;                     // normalized: 12 hex digits and colons
+        boot->NoteStage(o.mac, BootStage::kDhcp, o.ip, o.ip);  // the lease is dnsmasq's either way
+        std::string hex = o.mac;  // normalized: 12 hex digits and colons
         std::erase(hex, ':');
         tftp_configs->SubmitOnce(static_cast<int64_t>(std::stoull(hex, nullptr, 16)),
                                  [boot, mac = o.mac] { boot->WriteTftpNodeScript(mac); });

@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
       node.reason = seed.reason;
       node.profile_version = seed.profile;
       node.image_version = seed.image;
-      node.stage = seed.stage;
+      node.stage = prov::ParseBootStage(seed.stage);
       node.facts = seed.facts;
       // Enrolled nodes can be power cycled through the config's power.command
       // (web_test.sh points it at a script that logs its arguments).
@@ -231,6 +231,9 @@ int main(int argc, char** argv) {
       if (!inserted.ok()) return inserted.status();
       auto event = [&](int64_t t, const std::string& kind, const std::string& detail) {
         events.push_back({0, t, inserted->id, inserted->name(), kind, detail, "seed"});
+        // A boot event's stage, as the boot path writes it beside the text.
+        if (kind == "boot")
+          events.back().stage = prov::ParseBootStage(detail.substr(0, detail.find(':')));
       };
       // Enrolled (or discovered) five hours ago, four minutes apart.
       event(now - 300 * kMinute + static_cast<int64_t>(i) * 4 * kMinute,

@@ -124,11 +124,13 @@ std::string RenderWhy(const json& why) {
                     Dash(Str(why, "state")) +
                     (image.empty() ? ", no image assigned" : ", image " + image) + "\n";
 
-  // Times right-aligned, stages padded to the longest stage name
-  // ("ipxe-binary"), so attempts line up from one node to the next.
+  // Times right-aligned, stages padded to the longest stage name (the
+  // daemon's list), so attempts line up from one node to the next.
   const json& steps = Array(why, "steps");
   std::vector<std::string> offsets;
-  size_t offset_width = 0, stage_width = std::string("ipxe-binary").size();
+  size_t offset_width = 0, stage_width = 0;
+  for (const auto& stage : Array(why, "stages"))
+    if (stage.is_string()) stage_width = std::max(stage_width, stage.get<std::string>().size());
   for (const auto& step : steps) {
     offsets.push_back(FormatOffset(Int(step, "after_ms")));
     offset_width = std::max(offset_width, offsets.back().size());

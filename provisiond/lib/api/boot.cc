@@ -17,6 +17,16 @@ using json = nlohmann::json;
 // and health checks between them; a node with more shows the boots within.
 constexpr int64_t kBootEventsRead = 20000;
 
+std::string StageName(const std::optional<BootStage>& stage) {
+  return stage ? std::string(ToString(*stage)) : std::string();
+}
+
+json StageNames() {
+  json names = json::array();
+  for (BootStage s : AllBootStages()) names.push_back(ToString(s));
+  return names;
+}
+
 }  // namespace
 
 HttpResponse ServeBootScript(const ApiContext& ctx, const HttpRequest& r) {
@@ -67,17 +77,18 @@ HttpResponse NodeWhy(const ApiContext& ctx, const HttpRequest& r) {
   json steps = json::array();
   int64_t start = t.steps.empty() ? 0 : t.steps.front().time_ms;
   for (const auto& s : t.steps)
-    steps.push_back({{"stage", s.stage},
+    steps.push_back({{"stage", ToString(s.stage)},
                      {"time", s.time_ms},
                      {"after_ms", s.time_ms - start},
                      {"detail", s.detail}});
   json out = {{"node", node->name()},
               {"mac", node->mac},
               {"state", std::string(ToString(node->state))},
+              {"stages", StageNames()},
               {"steps", steps},
               {"errors", t.errors},
-              {"last_stage", t.last_stage},
-              {"next_stage", t.next_stage},
+              {"last_stage", StageName(t.last_stage)},
+              {"next_stage", StageName(t.next_stage)},
               {"summary", t.summary}};
   // What the node printed last (the network console): where it stopped, in
   // its own words, and the failing line when it is further up.
@@ -96,8 +107,7 @@ HttpResponse NodeWhy(const ApiContext& ctx, const HttpRequest& r) {
       // As the loader of this boot writes it: the signed chain's when the
       // node went through shim and grub, iPXE's otherwise.
       bool signed_chain = false;
-      for (const auto& s : t.steps)
-        signed_chain |= s.stage == "shim" || s.stage == "grub" || s.stage == "grub-config";
+      for (const auto& s : t.steps) signed_chain |= ChainOf(s.stage) == BootChain::kSigned;
       out["kernel_cmdline"] = ctx.boot->KernelCommandLine(
           *node, *image, signed_chain ? ctx.boot->uefi_loader() : ctx.boot->loader());
     }
@@ -119,7 +129,7 @@ HttpResponse NodeBoots(const ApiContext& ctx, const HttpRequest& r) {
     const int64_t start = t.steps.front().time_ms;
     int64_t previous = start;
     for (const auto& s : t.steps) {
-      steps.push_back({{"stage", s.stage},
+      steps.push_back({{"stage", ToString(s.stage)},
                        {"time", s.time_ms},
                        {"after_ms", s.time_ms - start},
                        {"took_ms", s.time_ms - previous},
@@ -129,13 +139,13 @@ HttpResponse NodeBoots(const ApiContext& ctx, const HttpRequest& r) {
     boots.push_back({{"start", start},
                      {"steps", steps},
                      {"errors", t.errors},
-                     {"last_stage", t.last_stage},
-                     {"next_stage", t.next_stage},
-                     {"complete", t.last_stage == "hello"}});
+                     {"last_stage", StageName(t.last_stage)},
+                     {"next_stage", StageName(t.next_stage)},
+                     {"complete", t.last_stage == BootStage::kHello}});
   }
   return HttpResponse::Json(200, {{"node", node->name()},
                                   {"state", std::string(ToString(node->state))},
-                                  {"stages", BootStageOrder()},
+                                  {"stages", StageNames()},
                                   {"boots", boots},
                                   {"events_read_all", !more}});
 }

@@ -101,7 +101,7 @@ TEST_CASE("boot routes: UEFI HTTP boot loads iPXE's binary by HTTP, recorded as 
   CHECK(efi.status == 200);
   CHECK(efi.content_type == "application/efi");
   CHECK(efi.file_length == std::string("MZ binary of ipxe.efi").size());
-  CHECK(f.store->FindNode("lab0")->stage == "ipxe-binary");
+  CHECK(f.store->FindNode("lab0")->stage == BootStage::kIpxeBinary);
   CHECK(f.Get("/boot/undionly.kpxe").status == 200);
   CHECK(f.Get("/boot/shimx64.efi").status == 404);
   CHECK(f.Get("/boot/..%2Fetc%2Fshadow").status == 404);

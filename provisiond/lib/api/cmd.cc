@@ -70,7 +70,7 @@ HttpResponse RunCommand(const ApiContext& ctx, const HttpRequest& r) {
       .append(" ok, ")
       .append(std::to_string(failed))
       .append(" failed");
-  EventRecord e{0, 0, 0, "", "cmd", detail, r.who};
+  EventRecord e{.kind = "cmd", .detail = detail, .who = r.who};
   ctx.inventory->store().RecordEvent(e);
   return HttpResponse::Json(200, {{"results", list}, {"failed", failed}});
 }
@@ -111,7 +111,7 @@ HttpResponse GatherFiles(const ApiContext& ctx, const HttpRequest& r) {
       .append(" bytes), ")
       .append(std::to_string(failed))
       .append(" failed");
-  EventRecord e{0, 0, 0, "", "gather", detail, r.who};
+  EventRecord e{.kind = "gather", .detail = detail, .who = r.who};
   ctx.inventory->store().RecordEvent(e);
   return HttpResponse::Json(200, {{"results", list}, {"failed", failed}});
 }

@@ -146,7 +146,7 @@ HttpResponse ImportImage(const ApiContext& ctx, const HttpRequest& r) {
   }
   auto v = ctx.images->Import(r.Param("name"), paths[0], paths[1]);
   if (!v.ok()) return HttpResponse::FromStatus(v.status());
-  EventRecord e{0, 0, 0, "", "image", "imported " + v->ref(), r.who};
+  EventRecord e{.kind = "image", .detail = "imported " + v->ref(), .who = r.who};
   ctx.inventory->store().RecordEvent(e);
   return HttpResponse::Json(201, ImageJson(*v));
 }

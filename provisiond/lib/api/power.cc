@@ -18,10 +18,11 @@ HttpResponse PowerNode(const ApiContext& ctx, const HttpRequest& r) {
   auto power = json::parse(node->power, nullptr, false);
   auto result = PowerAction(ctx.power, power, action, node->hostname, node->mac);
   EventRecord e{
-      0,        0,
-      node->id, node->name(),
-      "power",  action + ": " + (result.ok() ? *result : "failed: " + result.status().message()),
-      r.who};
+      .node_id = node->id,
+      .node = node->name(),
+      .kind = "power",
+      .detail = action + ": " + (result.ok() ? *result : "failed: " + result.status().message()),
+      .who = r.who};
   ctx.inventory->store().RecordEvent(e);
   if (!result.ok()) return HttpResponse::FromStatus(result.status());
   return HttpResponse::Json(200, {{"node", node->name()}, {"action", action}, {"result", *result}});

@@ -97,7 +97,7 @@ HttpResponse NoStore() {
 }
 
 void SecretEvent(const ApiContext& ctx, const std::string& what, const std::string& who) {
-  EventRecord e{0, 0, 0, "", "secret", what, who};
+  EventRecord e{.kind = "secret", .detail = what, .who = who};
   ctx.inventory->store().RecordEvent(e);
 }
 

@@ -138,18 +138,18 @@ void BootService::RecordTftpSent(const std::string& ip, const std::string& file)
     resolved = ec ? std::string(name.substr(slash + 1)) : target.filename().string();
     name = resolved;
   }
-  std::string stage;
+  std::optional<BootStage> stage;
   for (const BootLoader* l : {loader_.get(), uefi_loader_.get(), uefi_other_.get()})
-    if (l && stage.empty()) stage = l->TftpStage(name);
-  if (stage.empty()) return;
+    if (l && !stage) stage = l->TftpStage(name);
+  if (!stage) return;
   if (auto n = store_.FindNodeByIp(ip); n.ok())
-    NoteStage(n->mac, stage, std::string(name.substr(name.rfind('/') + 1)), ip);
+    NoteStage(n->mac, *stage, std::string(name.substr(name.rfind('/') + 1)), ip);
 }
 
-void BootService::NoteStage(const std::string& mac, const std::string& stage,
-                            const std::string& detail, const std::string& ip) {
+void BootService::NoteStage(const std::string& mac, BootStage stage, const std::string& detail,
+                            const std::string& ip) {
   if (auto n = RecordStage(mac, stage, detail, ip); !n.ok())
-    spdlog::warn("{}: stage {} not recorded: {}", mac, stage, n.status().message());
+    spdlog::warn("{}: stage {} not recorded: {}", mac, ToString(stage), n.status().message());
 }
 
 const BootLoader& BootService::UefiLoaderFor(const NodeRecord& node) const {
@@ -320,14 +320,12 @@ HttpResponse BootService::TicketImage(const HttpRequest& request, const std::str
     return HttpResponse::Error(
         404, "no boot of " + node->name() + " waits for a ticket (its boot script issues one)");
   if (settings_.reserved_addresses && request.remote != node->ip) {
-    EventRecord e{0,
-                  0,
-                  node->id,
-                  node->name(),
-                  "refused",
-                  "boot ticket asked for from " + request.remote + ", not from " +
-                      (node->ip.empty() ? "its reserved address (none yet)" : node->ip),
-                  "boot"};
+    EventRecord e{.node_id = node->id,
+                  .node = node->name(),
+                  .kind = "refused",
+                  .detail = "boot ticket asked for from " + request.remote + ", not from " +
+                            (node->ip.empty() ? "its reserved address (none yet)" : node->ip),
+                  .who = "boot"};
     store_.RecordEvent(e);
     return HttpResponse::Error(
         403, "the boot ticket of " + node->name() + " is served to its reserved address only");
@@ -355,8 +353,11 @@ HttpResponse BootService::TicketText(const HttpRequest& request, const std::stri
     refusal = "while it is " + std::string(ToString(node->state)) +
               " (a ticket is for a boot through the boot path)";
   if (!refusal.empty()) {
-    EventRecord e{0,     0, node->id, node->name(), "refused", "boot ticket asked for " + refusal,
-                  "boot"};
+    EventRecord e{.node_id = node->id,
+                  .node = node->name(),
+                  .kind = "refused",
+                  .detail = "boot ticket asked for " + refusal,
+                  .who = "boot"};
     store_.RecordEvent(e);
     return HttpResponse::Error(403,
                                "no boot ticket for " + node->name() + ": asked for " + refusal);
@@ -368,13 +369,13 @@ HttpResponse BootService::TicketText(const HttpRequest& request, const std::stri
   return r;
 }
 
-Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::string& stage,
+Result<NodeRecord> BootService::RecordStage(const std::string& mac, BootStage stage,
                                             const std::string& detail, const std::string& ip) {
   constexpr int64_t kRepeatWindowMs = 3000;
   // An unknown machine that keeps asking (or someone making up requests in
   // its name) is recorded once a minute, not once a request.
   constexpr int64_t kDiscoveredWindowMs = 60000;
-  const std::string key = mac + '\0' + stage;
+  const std::string key = mac + '\0' + std::string(ToString(stage));
   const int64_t now = NowMs();
   // The hot path (a storm of requests): a node already booting that asks for
   // the same stage again needs no write.
@@ -387,10 +388,11 @@ Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::s
     auto it = recent_.find(key);
     if (it != recent_.end() && now - it->second < window) return found;
   }
-  const std::string text = stage + (detail.empty() ? "" : ": " + detail);
+  const std::string text = std::string(ToString(stage)) + (detail.empty() ? "" : ": " + detail);
   NodeRecord result;
   bool capped = false;
   std::string staged;  // the event's text, when one was written
+  BootStage staged_stage = stage;
   Status s = store_.Transact([&](StoreTx& tx) -> Status {
     auto current = tx.FindNode(mac);
     if (!current.ok()) {
@@ -407,28 +409,37 @@ Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::s
       auto inserted = tx.InsertNode(n);
       if (!inserted.ok()) return inserted.status();
       result = *inserted;
-      EventRecord e{0, 0, inserted->id, mac, "discovered", "unknown MAC seen at " + text, "boot"};
+      EventRecord e{.node_id = inserted->id,
+                    .node = mac,
+                    .kind = "discovered",
+                    .detail = "unknown MAC seen at " + text,
+                    .who = "boot"};
       return tx.AppendEvent(e);
     }
     NodeRecord node = *current;
     // After the initrd is downloaded, a DHCP request is the initrd bringing
     // up the network: a stage of its own, not a new boot.
-    if (stage == "dhcp" && node.state == NodeState::kBooting &&
-        (node.stage == "initrd" || node.stage == "kernel")) {
-      node.stage = "network";
+    if (stage == BootStage::kDhcp && node.state == NodeState::kBooting &&
+        (node.stage == BootStage::kInitrd || node.stage == BootStage::kKernel)) {
+      node.stage = BootStage::kNetwork;
       node.last_seen_ms = now;
       Status u = tx.UpdateNode(node);
       if (!u.ok()) return u;
       result = node;
-      EventRecord e{0,           0,      node.id,
-                    node.name(), "boot", "network: " + detail + " (the initrd's DHCP)",
-                    "boot"};
+      EventRecord e{.node_id = node.id,
+                    .node = node.name(),
+                    .kind = "boot",
+                    .detail = std::string(ToString(BootStage::kNetwork)) + ": " + detail +
+                              " (the initrd's DHCP)",
+                    .who = "boot",
+                    .stage = BootStage::kNetwork};
       staged = e.detail;
+      staged_stage = BootStage::kNetwork;
       return tx.AppendEvent(e);
     }
     // A DHCP renewal from a running node is not a boot.
-    if (stage == "dhcp" && !BootMovesToBooting(node.state) && node.state != NodeState::kBooting &&
-        node.state != NodeState::kDiscovered) {
+    if (stage == BootStage::kDhcp && !BootMovesToBooting(node.state) &&
+        node.state != NodeState::kBooting && node.state != NodeState::kDiscovered) {
       node.last_seen_ms = now;
       result = node;
       return tx.UpdateNode(node);
@@ -438,10 +449,11 @@ Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::s
     // An address learnt from a request is only the peer's: with reservations
     // (full DHCP) only dnsmasq's lease counts, or a request from anywhere
     // could claim the address a node's ticket is then served to.
-    if (node.ip.empty() && !ip.empty() && (!settings_.reserved_addresses || stage == "dhcp"))
+    if (node.ip.empty() && !ip.empty() &&
+        (!settings_.reserved_addresses || stage == BootStage::kDhcp))
       node.ip = ip;
     if (BootMovesToBooting(node.state) && node.state != NodeState::kBooting &&
-        !(stage == "dhcp" && node.state != NodeState::kEnrolled &&
+        !(stage == BootStage::kDhcp && node.state != NodeState::kEnrolled &&
           node.state != NodeState::kFailed)) {
       Status t = tx.Transition(node, NodeState::kBooting, text, "boot");
       if (!t.ok()) return t;
@@ -450,12 +462,17 @@ Result<NodeRecord> BootService::RecordStage(const std::string& mac, const std::s
       if (!u.ok()) return u;
     }
     result = node;
-    EventRecord e{0, 0, node.id, node.name(), "boot", text, "boot"};
+    EventRecord e{.node_id = node.id,
+                  .node = node.name(),
+                  .kind = "boot",
+                  .detail = text,
+                  .who = "boot",
+                  .stage = stage};
     staged = text;
     return tx.AppendEvent(e);
   });
   if (!s.ok()) return s;
-  if (!staged.empty() && settings_.on_stage) settings_.on_stage(result, staged);
+  if (!staged.empty() && settings_.on_stage) settings_.on_stage(result, staged_stage, staged);
   if (capped) {
     // Said once a minute at most: the flood is what is being bounded.
     static std::atomic<int64_t> last_said{0};
@@ -517,7 +534,7 @@ std::string BootService::KernelCommandLine(const NodeRecord& node, const ImageVe
 HttpResponse BootService::NodeScript(const std::string& mac_text, const std::string& remote) {
   auto mac = NormalizeMac(mac_text);
   if (!mac.ok()) return HttpResponse::FromStatus(mac.status());
-  auto node = RecordStage(*mac, "script", "from " + remote, remote);
+  auto node = RecordStage(*mac, BootStage::kScript, "from " + remote, remote);
   if (!node.ok()) return HttpResponse::FromStatus(node.status());
   auto text = RenderNodeScript(*loader_, *node);
   if (!text.ok()) return HttpResponse::FromStatus(text.status());
@@ -551,8 +568,11 @@ Result<std::string> BootService::RenderNodeScript(const BootLoader& loader,
     if (Status linked = LinkTftpImage(loader, *image); !linked.ok()) image = linked;
   }
   if (!image.ok()) {
-    EventRecord e{
-        0, 0, node.id, node.name(), "boot-error", "script: " + image.status().message(), "boot"};
+    EventRecord e{.node_id = node.id,
+                  .node = node.name(),
+                  .kind = "boot-error",
+                  .detail = "script: " + image.status().message(),
+                  .who = "boot"};
     store_.RecordEvent(e);
     return loader.UnavailableScript(context, image.status().message());
   }
@@ -649,7 +669,7 @@ HttpResponse BootService::NodeFile(const HttpRequest& request, const std::string
   if (!image.ok()) return HttpResponse::FromStatus(image.status());
   const bool kernel = file == "vmlinuz";
   if (StartsDownload(request))
-    NoteStage(*mac, kernel ? "kernel" : "initrd", image->ref(), request.remote);
+    NoteStage(*mac, kernel ? BootStage::kKernel : BootStage::kInitrd, image->ref(), request.remote);
   return ServeFile(request, kernel ? image->kernel : image->initrd,
                    kernel ? image->kernel_size : image->initrd_size,
                    "\"" + image->version + "-" + file + "\"", "application/octet-stream");

@@ -61,7 +61,7 @@ struct BootSettings {
   // Told each boot stage recorded for a node (its event's text, e.g.
   // "kernel: lab@1a2b"), after it was written: the network console's
   // loader lines.
-  std::function<void(const NodeRecord& node, const std::string& text)> on_stage;
+  std::function<void(const NodeRecord& node, BootStage stage, const std::string& text)> on_stage;
   // Where the node's kernel sends its console ("ADDR:PORT", the network
   // console; "" : nowhere): provision.console= on the command line.
   std::string console_target;
@@ -80,12 +80,6 @@ struct BootSettings {
 // port while the node is booting (the same address rule), and the ticket is
 // issued then.
 
-// Boot stages in the order a node passes them.
-// iPXE: dhcp, ipxe-binary, script (HTTP), kernel, initrd (HTTP). The signed
-// chain: dhcp, shim, grub, grub-config, kernel, initrd (all TFTP).
-inline constexpr const char* kBootStages[] = {"dhcp",        "ipxe-binary", "shim",   "grub",
-                                              "grub-config", "script",      "kernel", "initrd"};
-
 class BootService {
  public:
   // Creates the boot loader, which loads its templates; a missing or bad one
@@ -97,11 +91,11 @@ class BootService {
   // and returns the node as it is now. Unknown MACs become discovered nodes.
   // The same stage of the same node again within a few seconds (iPXE retries,
   // a client asking twice) is not written again. Thread-safe.
-  Result<NodeRecord> RecordStage(const std::string& mac, const std::string& stage,
-                                 const std::string& detail, const std::string& ip = "");
+  Result<NodeRecord> RecordStage(const std::string& mac, BootStage stage, const std::string& detail,
+                                 const std::string& ip = "");
   // RecordStage where the stage is only told (a DHCP lease given, a file
   // being sent): a failure to record it is logged.
-  void NoteStage(const std::string& mac, const std::string& stage, const std::string& detail,
+  void NoteStage(const std::string& mac, BootStage stage, const std::string& detail,
                  const std::string& ip);
 
   HttpResponse StartScript() const;

@@ -219,13 +219,15 @@ TEST_CASE("boot: an unknown MAC asking again and again is recorded once a minute
 TEST_CASE("boot: the initrd's DHCP is the network stage of the same boot") {
   BootServiceFixture f;
   f.Enroll("lab0", "52:54:00:00:00:01", "lab");
-  REQUIRE(f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100").ok());
+  REQUIRE(f.boot->RecordStage("52:54:00:00:00:01", BootStage::kDhcp, "10.99.0.100", "10.99.0.100")
+              .ok());
   f.boot->NodeScript("52:54:00:00:00:01", "10.99.0.100");
   HttpRequest req;
   f.boot->NodeFile(req, "52:54:00:00:00:01", "initrd.img");
-  REQUIRE(f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100").ok());
+  REQUIRE(f.boot->RecordStage("52:54:00:00:00:01", BootStage::kDhcp, "10.99.0.100", "10.99.0.100")
+              .ok());
   auto n = f.store->FindNode("lab0");
-  CHECK(n->stage == "network");
+  CHECK(n->stage == BootStage::kNetwork);
   CHECK(f.Kinds("lab0").back() == "boot network: 10.99.0.100 (the initrd's DHCP)");
 }
 
@@ -312,7 +314,7 @@ TEST_CASE("boot: the signed chain's configs are TFTP files; the initrd asks for 
   CHECK(f.boot->uefi_loader().name() == "grub");
 
   NodeRecord n = f.Enroll("lab0", "52:54:00:00:00:01", "lab");
-  REQUIRE(f.boot->RecordStage(n.mac, "dhcp", "10.99.0.100", "10.99.0.100").ok());
+  REQUIRE(f.boot->RecordStage(n.mac, BootStage::kDhcp, "10.99.0.100", "10.99.0.100").ok());
   f.boot->WriteTftpNodeScript(n.mac);
   const std::string dir = "images/lab/" + f.image.version;
   auto config = ReadFile((tftp / "grub/nodes/52:54:00:00:00:01.cfg").string());
@@ -329,15 +331,15 @@ TEST_CASE("boot: the signed chain's configs are TFTP files; the initrd asks for 
 
   // What dnsmasq sent becomes the stages of the signed chain.
   f.boot->RecordTftpSent("10.99.0.100", (tftp / "shimx64.efi").string());
-  CHECK(f.store->FindNode("lab0")->stage == "shim");
+  CHECK(f.store->FindNode("lab0")->stage == BootStage::kShim);
   f.boot->RecordTftpSent("10.99.0.100", (tftp / "grub/nodes/52:54:00:00:00:01.cfg").string());
-  CHECK(f.store->FindNode("lab0")->stage == "grub-config");
+  CHECK(f.store->FindNode("lab0")->stage == BootStage::kGrubConfig);
   CHECK(f.store->FindNode("lab0")->state == NodeState::kBooting);
   f.boot->RecordTftpSent("10.99.0.100", (tftp / dir / "initrd.img").string());
-  CHECK(f.store->FindNode("lab0")->stage == "initrd");
+  CHECK(f.store->FindNode("lab0")->stage == BootStage::kInitrd);
   f.boot->RecordTftpSent("10.99.0.100", (tftp / "grub/grub.cfg").string());  // not a stage
   f.boot->RecordTftpSent("10.99.0.222", (tftp / "shimx64.efi").string());    // nobody's
-  CHECK(f.store->FindNode("lab0")->stage == "initrd");
+  CHECK(f.store->FindNode("lab0")->stage == BootStage::kInitrd);
 
   // The ticket: to root (a privileged port) at the reserved address only.
   HttpRequest req;
@@ -373,7 +375,8 @@ TEST_CASE("boot: the signed chain's configs are TFTP files; the initrd asks for 
   CHECK(f.boot->NodeFile(req, n.mac, "ticket").status == 403);
 
   // An unknown MAC gets a config that waits and restarts, never an install.
-  REQUIRE(f.boot->RecordStage("52:54:00:00:00:99", "dhcp", "10.99.0.150", "10.99.0.150").ok());
+  REQUIRE(f.boot->RecordStage("52:54:00:00:00:99", BootStage::kDhcp, "10.99.0.150", "10.99.0.150")
+              .ok());
   f.boot->WriteTftpNodeScript("52:54:00:00:00:99");
   auto waiting = ReadFile((tftp / "grub/nodes/52:54:00:00:00:99.cfg").string());
   REQUIRE(waiting.ok());
@@ -386,7 +389,8 @@ TEST_CASE("boot: with reservations a script request does not give a node its add
   f.Enroll("lab0", "52:54:00:00:00:01", "lab");
   f.boot->NodeScript("52:54:00:00:00:01", "127.0.0.1");
   CHECK(f.store->FindNode("lab0")->ip.empty());
-  REQUIRE(f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100").ok());
+  REQUIRE(f.boot->RecordStage("52:54:00:00:00:01", BootStage::kDhcp, "10.99.0.100", "10.99.0.100")
+              .ok());
   CHECK(f.store->FindNode("lab0")->ip == "10.99.0.100");
 }
 
@@ -427,9 +431,10 @@ TEST_CASE("boot: a node or its profile chooses the UEFI loader; its TFTP directo
 
   // dnsmasq's "sent" line names the link; the stage is iPXE's. iPXE reads its
   // scripts over HTTP: no grub config is written for it.
-  REQUIRE(f.boot->RecordStage("52:54:00:00:00:02", "dhcp", "10.99.0.101", "10.99.0.101").ok());
+  REQUIRE(f.boot->RecordStage("52:54:00:00:00:02", BootStage::kDhcp, "10.99.0.101", "10.99.0.101")
+              .ok());
   f.boot->RecordTftpSent("10.99.0.101", (tftp / "52-54-00-00-00-02/shimx64.efi").string());
-  CHECK(f.store->FindNode("lab1")->stage == "ipxe-binary");
+  CHECK(f.store->FindNode("lab1")->stage == BootStage::kIpxeBinary);
   f.boot->WriteTftpNodeScript("52:54:00:00:00:02");
   CHECK_FALSE(fs::exists(tftp / "grub/nodes/52:54:00:00:00:02.cfg"));
   f.boot->WriteTftpNodeScript("52:54:00:00:00:01");
@@ -466,11 +471,12 @@ TEST_CASE("boot: with iPXE the UEFI default, a node given the signed chain reads
   CHECK(fs::read_symlink(dir / "grubx64.efi") == "../grubx64.efi");  // shim's next stage
   CHECK(fs::read_symlink(dir / "grub") == "../grub");                // grub's configs
   CHECK(fs::read_symlink(dir / "images") == "../images");            // the kernel, initrd
-  REQUIRE(f.boot->RecordStage("52:54:00:00:00:01", "dhcp", "10.99.0.100", "10.99.0.100").ok());
+  REQUIRE(f.boot->RecordStage("52:54:00:00:00:01", BootStage::kDhcp, "10.99.0.100", "10.99.0.100")
+              .ok());
   f.boot->RecordTftpSent("10.99.0.100", (dir / "ipxe.efi").string());
-  CHECK(f.store->FindNode("lab0")->stage == "shim");
+  CHECK(f.store->FindNode("lab0")->stage == BootStage::kShim);
   f.boot->RecordTftpSent("10.99.0.100", (dir / "grub/nodes/52:54:00:00:00:01.cfg").string());
-  CHECK(f.store->FindNode("lab0")->stage == "grub-config");
+  CHECK(f.store->FindNode("lab0")->stage == BootStage::kGrubConfig);
   // Its grub config is written as for any node of the signed chain.
   f.boot->WriteTftpNodeScript("52:54:00:00:00:01");
   CHECK(fs::exists(tftp / "grub/nodes/52:54:00:00:00:01.cfg"));

@@ -43,18 +43,18 @@ class Grub final : public BootLoader {
     return {{settings_.files_dir + "/shim/shimx64.efi.signed", "shimx64.efi"},
             {settings_.files_dir + "/grub/x86_64-efi-signed/grubnetx64.efi.signed", "grubx64.efi"}};
   }
-  std::string TftpStage(std::string_view file) const override {
+  std::optional<BootStage> TftpStage(std::string_view file) const override {
     const size_t slash = file.rfind('/');
     const std::string_view base = file.substr(slash == std::string_view::npos ? 0 : slash + 1);
-    if (base == "shimx64.efi" || base == "shimx64.0") return "shim";
-    if (base == "grubx64.efi") return "grub";
+    if (base == "shimx64.efi" || base == "shimx64.0") return BootStage::kShim;
+    if (base == "grubx64.efi") return BootStage::kGrub;
     if (file.find("/grub/nodes/") != std::string_view::npos || file.starts_with("grub/nodes/"))
-      return "grub-config";
+      return BootStage::kGrubConfig;
     if (file.find("/images/") != std::string_view::npos || file.starts_with("images/")) {
-      if (base == "vmlinuz") return "kernel";
-      if (base == "initrd.img") return "initrd";
+      if (base == "vmlinuz") return BootStage::kKernel;
+      if (base == "initrd.img") return BootStage::kInitrd;
     }
-    return "";
+    return std::nullopt;
   }
   std::string_view package() const override {
     return "Debian packages shim-signed and grub-efi-amd64-signed";

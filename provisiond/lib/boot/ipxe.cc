@@ -47,15 +47,15 @@ class Ipxe final : public BootLoader {
       out.push_back({settings_.files_dir + "/" + std::string(f), std::string(f)});
     return out;
   }
-  std::string TftpStage(std::string_view file) const override {
+  std::optional<BootStage> TftpStage(std::string_view file) const override {
     // Also under the ".0" names proxy-DHCP's PXE menu gives.
     const std::string_view base = file.substr(file.rfind('/') + 1);
     for (std::string_view f : kBinaries) {
       const std::string_view stem = f.substr(0, f.find('.'));
       if (base == f || (base.starts_with(stem) && base.substr(stem.size()) == ".0"))
-        return "ipxe-binary";
+        return BootStage::kIpxeBinary;
     }
-    return "";
+    return std::nullopt;
   }
   std::string TftpScriptPath(const ScriptName&) const override { return ""; }
   std::string TftpImageDir(const std::string&) const override { return ""; }

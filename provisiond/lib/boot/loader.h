@@ -20,6 +20,7 @@
 
 #include "base/result.h"
 #include "base/template.h"
+#include "store/boot_stage.h"
 
 namespace prov {
 
@@ -97,8 +98,8 @@ class BootLoader {
   // Every binary TFTP serves for it.
   virtual std::vector<TftpFile> TftpFiles() const = 0;
   // The boot stage a node passed when TFTP sent it `file` (a path in the
-  // TFTP root, as dnsmasq logs it); empty for files not the loader's.
-  virtual std::string TftpStage(std::string_view file) const = 0;
+  // TFTP root, as dnsmasq logs it); none for files not the loader's.
+  virtual std::optional<BootStage> TftpStage(std::string_view file) const = 0;
   // Where those files come from, for the error when one is missing
   // ("Debian package ipxe").
   virtual std::string_view package() const = 0;

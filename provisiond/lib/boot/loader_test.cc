@@ -51,9 +51,9 @@ TEST_CASE("boot loaders: iPXE's first stage per architecture, and its requests")
                                                    {"/usr/lib/ipxe/ipxe.efi", "ipxe.efi"},
                                                    {"/usr/lib/ipxe/snponly.efi", "snponly.efi"}});
   // dnsmasq logs the path it sent; proxy-DHCP's menu names add ".0".
-  CHECK(ipxe->TftpStage("/var/lib/provisiond/netboot/tftp/ipxe.efi") == "ipxe-binary");
-  CHECK(ipxe->TftpStage("undionly.0") == "ipxe-binary");
-  CHECK(ipxe->TftpStage("grubx64.efi") == "");
+  CHECK(ipxe->TftpStage("/var/lib/provisiond/netboot/tftp/ipxe.efi") == BootStage::kIpxeBinary);
+  CHECK(ipxe->TftpStage("undionly.0") == BootStage::kIpxeBinary);
+  CHECK(!ipxe->TftpStage("grubx64.efi"));
   CHECK(ipxe->TftpScriptPath({.start = true, .node = ""}) == "");
   CHECK(ipxe->TftpImageDir("lab@0123") == "");
   CHECK(ipxe->dhcp_user_class() == "iPXE");
@@ -194,13 +194,13 @@ TEST_CASE("boot loaders: the signed chain is served by TFTP, binaries, configs a
         "grub/nodes/52:54:00:00:00:01.cfg");
   CHECK(grub->TftpImageDir("lab@0123") == "images/lab/0123");
   const std::string root = "/var/lib/provisiond/netboot/tftp/";
-  CHECK(grub->TftpStage(root + "shimx64.efi") == "shim");
-  CHECK(grub->TftpStage(root + "grubx64.efi") == "grub");
-  CHECK(grub->TftpStage(root + "grub/nodes/52:54:00:00:00:01.cfg") == "grub-config");
-  CHECK(grub->TftpStage("images/lab/0123/vmlinuz") == "kernel");
-  CHECK(grub->TftpStage(root + "images/lab/0123/initrd.img") == "initrd");
-  CHECK(grub->TftpStage(root + "grub/grub.cfg") == "");
-  CHECK(grub->TftpStage(root + "ipxe.efi") == "");
+  CHECK(grub->TftpStage(root + "shimx64.efi") == BootStage::kShim);
+  CHECK(grub->TftpStage(root + "grubx64.efi") == BootStage::kGrub);
+  CHECK(grub->TftpStage(root + "grub/nodes/52:54:00:00:00:01.cfg") == BootStage::kGrubConfig);
+  CHECK(grub->TftpStage("images/lab/0123/vmlinuz") == BootStage::kKernel);
+  CHECK(grub->TftpStage(root + "images/lab/0123/initrd.img") == BootStage::kInitrd);
+  CHECK(!grub->TftpStage(root + "grub/grub.cfg"));
+  CHECK(!grub->TftpStage(root + "ipxe.efi"));
   CHECK(grub->InitrdArguments({{"initrd.img", "u"}}) == "");
 }
 

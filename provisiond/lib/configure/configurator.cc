@@ -234,7 +234,11 @@ struct Configurator::Impl {
     auto missing = PeersNotHome(node, profile);
     if (missing.empty()) return true;
     auto note = [&](const std::string& text) {
-      EventRecord e{0, 0, node.id, node.name(), "configure", text, "provisiond"};
+      EventRecord e{.node_id = node.id,
+                    .node = node.name(),
+                    .kind = "configure",
+                    .detail = text,
+                    .who = "provisiond"};
       store.RecordEvent(e);
     };
     note("waiting up to " + std::to_string(profile.wait_for_peers_s) +

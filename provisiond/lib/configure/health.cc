@@ -41,10 +41,11 @@ HealthOutcome RunHealthChecks(const Profile& profile, const NodeRecord& node, Re
     }
     sink.OnTask(node.name(), r);
     EventRecord e{
-        0,           0,
-        node.id,     node.name(),
-        "health",    check.name + ": " + (r.status == "ok" ? "ok" : r.status + " (" + r.msg + ")"),
-        "provisiond"};
+        .node_id = node.id,
+        .node = node.name(),
+        .kind = "health",
+        .detail = check.name + ": " + (r.status == "ok" ? "ok" : r.status + " (" + r.msg + ")"),
+        .who = "provisiond"};
     store.RecordEvent(e);
     HealthCheckResult c{check.name, r.status, ""};
     if (r.status != "ok") {
@@ -156,7 +157,11 @@ void RunHealthHook(Store& store, Remote& remote, const Profile& profile, const N
     if (ch == '\n' || ch == '\r') ch = ' ';
   what.erase(what.find_last_not_of(' ') + 1);
   if (what.rfind("hook failed", 0) == 0) spdlog::warn("{}: health {}", node.name(), what);
-  EventRecord e{0, 0, node.id, node.name(), "health", what, "provisiond"};
+  EventRecord e{.node_id = node.id,
+                .node = node.name(),
+                .kind = "health",
+                .detail = what,
+                .who = "provisiond"};
   store.RecordEvent(e);
 }
 

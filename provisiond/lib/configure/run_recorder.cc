@@ -87,14 +87,12 @@ void FinishRun(Store& store, RunRecord& run, int64_t elapsed_ms,
   Status s = store.Transact([&](StoreTx& tx) -> Status {
     Status u = tx.UpdateRun(run);
     if (!u.ok()) return u;
-    EventRecord e{
-        0,
-        0,
-        run.node_id,
-        run.node,
-        "run",
-        "run " + std::to_string(run.id) + " (" + run.kind + " " + run.what + ") " + summary,
-        run.who};
+    EventRecord e{.node_id = run.node_id,
+                  .node = run.node,
+                  .kind = "run",
+                  .detail = "run " + std::to_string(run.id) + " (" + run.kind + " " + run.what +
+                            ") " + summary,
+                  .who = run.who};
     u = tx.AppendEvent(e);
     if (!u.ok() || !also) return u;
     return also(tx, summary);

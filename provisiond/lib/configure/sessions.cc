@@ -89,7 +89,11 @@ Result<std::unique_ptr<NodeSession>> Sessions::Connect(const NodeRecord& node) {
   auto session = connect_(ep);
   if (!session.ok()) {
     if (session.status().code() == Code::kForbidden) {
-      EventRecord e{0, 0, node.id, node.name(), "ssh", session.status().message(), "provisiond"};
+      EventRecord e{.node_id = node.id,
+                    .node = node.name(),
+                    .kind = "ssh",
+                    .detail = session.status().message(),
+                    .who = "provisiond"};
       store_.RecordEvent(e);
     }
     return session.status();
@@ -109,10 +113,11 @@ void Sessions::PinFirstContact(const NodeRecord& node, const std::string& key) {
     Status s = tx.UpdateNode(*n);
     if (!s.ok()) return s;
     EventRecord e{
-        0,           0,
-        n->id,       n->name(),
-        "ssh",       "host key pinned at first contact over SSH: " + key.substr(0, 60) + "...",
-        "provisiond"};
+        .node_id = n->id,
+        .node = n->name(),
+        .kind = "ssh",
+        .detail = "host key pinned at first contact over SSH: " + key.substr(0, 60) + "...",
+        .who = "provisiond"};
     return tx.AppendEvent(e);
   });
   if (!s.ok()) spdlog::warn("{}: host key not pinned: {}", node.name(), s.message());

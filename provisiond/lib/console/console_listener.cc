@@ -99,14 +99,15 @@ std::string ConsoleListener::target() const {
          std::to_string(port_);
 }
 
-void ConsoleListener::AddLine(int64_t node_id, const std::string& source, const std::string& text) {
+void ConsoleListener::AddLine(int64_t node_id, const std::string& source, const std::string& text,
+                              std::optional<BootStage> stage) {
   if (node_id == 0) return;
   std::lock_guard lock(mu_);
   if (pending_.size() >= kMaxPending) {
     ++dropped_full_;
     return;
   }
-  pending_.push_back(ConsoleLine{0, node_id, 0, NowMs(), source, text});
+  pending_.push_back(ConsoleLine{0, node_id, 0, NowMs(), source, text, stage});
   ++lines_provisiond_;
 }
 

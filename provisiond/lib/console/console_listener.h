@@ -55,7 +55,8 @@ class ConsoleListener {
 
   // A line provisiond adds for a node (a boot stage it served or saw);
   // written with the next batch.
-  void AddLine(int64_t node_id, const std::string& source, const std::string& text);
+  void AddLine(int64_t node_id, const std::string& source, const std::string& text,
+               std::optional<BootStage> stage = std::nullopt);
   // "ADDR:PORT" as a kernel command line names it.
   std::string target() const;
   uint16_t port() const { return port_; }

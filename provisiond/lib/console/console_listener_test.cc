@@ -37,7 +37,7 @@ TEST_CASE("console listener: lines from a node's address are kept, others droppe
   const uint16_t port = (*listener)->port();
   CHECK(port != 0);
   CHECK((*listener)->target() == "127.0.0.1:" + std::to_string(port));
-  (*listener)->AddLine(42, "provisiond", "script: from 127.0.0.1");
+  (*listener)->AddLine(42, "provisiond", "script: from 127.0.0.1", BootStage::kScript);
   SendUdp(port, "[    0.000000] Linux version 6.1.0\n");
   SendUdp(port, "<5>provision: network eth0 10.0.0.5/24\nsystemd[1]: Started ssh.service\n");
   // Bounded wait for the batch (written every 200 ms).

@@ -122,11 +122,7 @@ std::string ConsoleSource(std::string_view text) {
 namespace {
 
 bool StartsBoot(const ConsoleLine& line) {
-  std::string_view stage(line.text);
-  stage = stage.substr(0, stage.find(':'));
-  for (const char* first : {"dhcp", "ipxe-binary", "shim", "grub", "grub-config", "script"})
-    if (stage == first) return true;
-  return false;
+  return line.stage && IsLoaderStage(*line.stage);
 }
 
 }  // namespace

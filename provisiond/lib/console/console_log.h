@@ -14,11 +14,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/result.h"
+#include "store/boot_stage.h"
 
 struct sqlite3;
 
@@ -33,6 +35,9 @@ struct ConsoleLine {
   // kernel | initrd | system
   std::string source;
   std::string text;
+  // provisiond's lines: the stage served (not stored; it starts a new boot
+  // when it is a loader's stage seen after the kernel).
+  std::optional<BootStage> stage = std::nullopt;
 };
 
 struct ConsoleRetention {

@@ -11,7 +11,8 @@ ConsoleLine NodeLine(int64_t node, const std::string& text) {
   return ConsoleLine{0, node, 0, 1000, ConsoleSource(text), text};
 }
 ConsoleLine ServedLine(int64_t node, const std::string& text) {
-  return ConsoleLine{0, node, 0, 1000, "provisiond", text};
+  return ConsoleLine{
+      0, node, 0, 1000, "provisiond", text, ParseBootStage(text.substr(0, text.find(':')))};
 }
 
 }  // namespace

@@ -282,7 +282,11 @@ Status DnsmasqService::AssignAddresses() {
       used.insert(next);
       Status s = tx.UpdateNode(n);
       if (!s.ok()) return s;
-      EventRecord e{0, 0, n.id, n.name(), "changed", "reserved address " + n.ip, "dnsmasq"};
+      EventRecord e{.node_id = n.id,
+                    .node = n.name(),
+                    .kind = "changed",
+                    .detail = "reserved address " + n.ip,
+                    .who = "dnsmasq"};
       s = tx.AppendEvent(e);
       if (!s.ok()) return s;
     }

@@ -32,8 +32,11 @@ NodeCaller NodeCaller::From(const HttpRequest& request) {
 
 Status PhoneHome::Refuse(const NodeRecord& node, const std::string& what, const std::string& why,
                          const NodeCaller& caller) {
-  EventRecord e{
-      0, 0, node.id, node.name(), "refused", what + " from " + caller.remote + ": " + why, "boot"};
+  EventRecord e{.node_id = node.id,
+                .node = node.name(),
+                .kind = "refused",
+                .detail = what + " from " + caller.remote + ": " + why,
+                .who = "boot"};
   inventory_.store().RecordEvent(e);
   return Status::Error(Code::kForbidden, what + " for " + node.name() + " refused: " + why);
 }
@@ -104,15 +107,18 @@ Result<std::string> PhoneHome::Overlay(const std::string& mac, const NodeCaller&
   }
   auto tar = WriteTar(files, NowMs() / 1000);
   if (!tar.ok()) return tar.status();
-  EventRecord e{0,        0,
-                node->id, node->name(),
-                "boot",   "overlay: " + std::to_string(files.size()) + " files",
-                "boot"};
+  EventRecord e{.node_id = node->id,
+                .node = node->name(),
+                .kind = "boot",
+                .detail = std::string(ToString(BootStage::kOverlay)) + ": " +
+                          std::to_string(files.size()) + " files",
+                .who = "boot",
+                .stage = BootStage::kOverlay};
   // The overlay is what the node asked for; its stage is only told.
   Status recorded = inventory_.store().Transact([&](StoreTx& tx) {
     auto n = tx.NodeById(node->id);
     if (!n.ok()) return n.status();
-    n->stage = "overlay";
+    n->stage = BootStage::kOverlay;
     n->last_seen_ms = NowMs();
     Status s = tx.UpdateNode(*n);
     return s.ok() ? tx.AppendEvent(e) : s;
@@ -126,7 +132,11 @@ Status PhoneHome::Report(const std::string& mac, const NodeCaller& caller, const
                          const std::string& error) {
   auto node = Authenticate(mac, caller, kTicket | kToken, "failure report");
   if (!node.ok()) return node.status();
-  EventRecord e{0, 0, node->id, node->name(), "boot-error", stage + ": " + error, "node"};
+  EventRecord e{.node_id = node->id,
+                .node = node->name(),
+                .kind = "boot-error",
+                .detail = stage + ": " + error,
+                .who = "node"};
   return inventory_.store().AppendEvent(e);
 }
 
@@ -165,8 +175,11 @@ Result<NodeRecord> PhoneHome::Hello(const std::string& mac, const NodeCaller& ca
       Status u = tx.UpdateNode(*n);
       if (!u.ok()) return u;
       result = *n;
-      EventRecord e{0,     0, n->id, n->name(), "facts", "facts refreshed from " + caller.remote,
-                    "node"};
+      EventRecord e{.node_id = n->id,
+                    .node = n->name(),
+                    .kind = "facts",
+                    .detail = "facts refreshed from " + caller.remote,
+                    .who = "node"};
       return tx.AppendEvent(e);
     });
     if (!s.ok()) return s;
@@ -184,7 +197,7 @@ Result<NodeRecord> PhoneHome::Hello(const std::string& mac, const NodeCaller& ca
     if (!n.ok()) return n.status();
     NodeRecord updated = *n;
     updated.facts = facts.dump();
-    updated.stage = "hello";
+    updated.stage = BootStage::kHello;
     updated.configured.clear();  // a new boot: its RAM overlay is fresh
     updated.last_seen_ms = NowMs();
     updated.ticket.clear();  // spent
@@ -197,14 +210,14 @@ Result<NodeRecord> PhoneHome::Hello(const std::string& mac, const NodeCaller& ca
       updated.host_key = key;
     }
     const std::string image = JsonString(facts, "image");
-    EventRecord e{0,
-                  0,
-                  updated.id,
-                  updated.name(),
-                  "boot",
-                  "hello: from " + caller.remote + (image.empty() ? "" : ", image " + image) +
-                      (key_note.empty() ? "" : "; " + key_note),
-                  "node"};
+    EventRecord e{.node_id = updated.id,
+                  .node = updated.name(),
+                  .kind = "boot",
+                  .detail = std::string(ToString(BootStage::kHello)) + ": from " + caller.remote +
+                            (image.empty() ? "" : ", image " + image) +
+                            (key_note.empty() ? "" : "; " + key_note),
+                  .who = "node",
+                  .stage = BootStage::kHello};
     if (updated.state != NodeState::kBooting) {
       Status t =
           tx.Transition(updated, NodeState::kBooting, "phoned home without a boot seen", "node");

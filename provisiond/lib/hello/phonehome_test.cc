@@ -132,7 +132,7 @@ TEST_CASE("phone-home: the boot's hello pins the host key and spends the ticket"
   auto node = f.store->FindNode("node0");
   CHECK(node->state == NodeState::kBooted);
   CHECK(node->host_key == "ssh-ed25519 AAAAhost root@node0");
-  CHECK(node->stage == "hello");
+  CHECK(node->stage == BootStage::kHello);
   CHECK(node->ticket.empty());  // spent
   CHECK(f.Events("node0").back() ==
         "boot hello: from 10.99.0.10, image ubuntu-arc@0123; host key pinned");

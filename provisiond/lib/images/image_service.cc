@@ -61,8 +61,9 @@ Status ImageService::StartJob(const std::string& name, const std::string& starte
       ended = true;
     });
     if (!ended) {  // a filesystem call threw: the build failed, and says so
-      EventRecord e{
-          0, 0, 0, "", "image-build-failed", name + ": internal error (see provisiond's log)", who};
+      EventRecord e{.kind = "image-build-failed",
+                    .detail = name + ": internal error (see provisiond's log)",
+                    .who = who};
       inventory_.store().RecordEvent(e);
     }
     Retire(name);
@@ -73,7 +74,7 @@ Status ImageService::StartJob(const std::string& name, const std::string& starte
 void ImageService::Run(const std::string& name, const std::string& started, const BuildJob& job,
                        const std::string& who) {
   auto event = [&](const std::string& kind, const std::string& detail) {
-    EventRecord e{0, 0, 0, "", kind, name + ": " + detail, who};
+    EventRecord e{.kind = kind, .detail = name + ": " + detail, .who = who};
     inventory_.store().RecordEvent(e);
   };
   event("image-build", started);
@@ -140,7 +141,7 @@ Status ImageService::Remove(const std::string& ref, const std::string& who) {
     return Status::Conflict("image " + version->ref() + " " + it->second);
   Status s = catalog_.Remove(*version);
   if (!s.ok()) return s;
-  EventRecord e{0, 0, 0, "", "image", "removed " + version->ref(), who};
+  EventRecord e{.kind = "image", .detail = "removed " + version->ref(), .who = who};
   return inventory_.store().AppendEvent(e);
 }
 
@@ -164,7 +165,8 @@ Result<std::vector<std::string>> ImageService::PruneDerived(const std::string& w
       }
       Status s = catalog_.Remove(v);
       if (!s.ok()) return s;
-      EventRecord e{0, 0, 0, "", "image", "removed " + v.ref() + " (unused derived image)", who};
+      EventRecord e{
+          .kind = "image", .detail = "removed " + v.ref() + " (unused derived image)", .who = who};
       inventory_.store().RecordEvent(e);
       removed.push_back(v.ref());
     }

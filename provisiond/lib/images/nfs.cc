@@ -119,16 +119,12 @@ Status NfsService::Verify(const ImageVersion& image, bool force) {
     detail = at == std::string::npos ? "read os-release"
                                      : text->substr(at + 12, text->find('\n', at) - at - 12);
   }
-  EventRecord e{0,
-                0,
-                0,
-                "",
-                text.ok() ? "image-verified" : "image-verify-failed",
-                image.ref() + ": " +
-                    (text.ok() ? "nfs://" + settings_.listen_address + settings_.pseudo_path + rel +
-                                     " reads " + detail
-                               : text.status().message()),
-                "nfs"};
+  EventRecord e{.kind = text.ok() ? "image-verified" : "image-verify-failed",
+                .detail = image.ref() + ": " +
+                          (text.ok() ? "nfs://" + settings_.listen_address + settings_.pseudo_path +
+                                           rel + " reads " + detail
+                                     : text.status().message()),
+                .who = "nfs"};
   store_.RecordEvent(e);
   std::lock_guard lock(mu_);
   verified_[image.ref()] = text.ok();

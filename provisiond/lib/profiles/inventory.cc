@@ -43,7 +43,7 @@ nlohmann::json ToJson(const NodeRecord& n) {
           {"reason", n.reason},
           {"profile", n.profile_version},
           {"image", n.image_version},
-          {"stage", n.stage},
+          {"stage", n.stage ? std::string(ToString(*n.stage)) : std::string()},
           {"uefi_loader", n.uefi_loader},
           {"power",
            [&] {
@@ -267,19 +267,21 @@ Result<NodeRecord> Inventory::Enroll(const EnrollRequest& request, const std::st
       auto inserted = tx.InsertNode(node);
       if (!inserted.ok()) return inserted.status();
       node = *inserted;
-      EventRecord e{0,          0,
-                    node.id,    node.name(),
-                    "enrolled", "mac " + node.mac + (node.ip.empty() ? "" : ", ip " + node.ip),
-                    who};
+      EventRecord e{.node_id = node.id,
+                    .node = node.name(),
+                    .kind = "enrolled",
+                    .detail = "mac " + node.mac + (node.ip.empty() ? "" : ", ip " + node.ip),
+                    .who = who};
       Status a = tx.AppendEvent(e);
       if (!a.ok()) return a;
     }
     if (profile) {
       EventRecord e{
-          0,         0,
-          node.id,   node.name(),
-          "profile", "assigned profile " + profile->version + " (image " + node.image_version + ")",
-          who};
+          .node_id = node.id,
+          .node = node.name(),
+          .kind = "profile",
+          .detail = "assigned profile " + profile->version + " (image " + node.image_version + ")",
+          .who = who};
       Status a = tx.AppendEvent(e);
       if (!a.ok()) return a;
     }
@@ -369,7 +371,8 @@ Result<NodeRecord> Inventory::Change(const std::string& name, const NodeChange& 
       if (!u.ok()) return u;
       std::string detail;
       for (const auto& w : what) detail += (detail.empty() ? "" : ", ") + w;
-      EventRecord e{0, 0, node.id, node.name(), "changed", detail, who};
+      EventRecord e{
+          .node_id = node.id, .node = node.name(), .kind = "changed", .detail = detail, .who = who};
       Status a = tx.AppendEvent(e);
       if (!a.ok()) return a;
     }
@@ -390,8 +393,10 @@ Status Inventory::Retire(const std::string& name, bool purge, const std::string&
     if (!found.ok()) return found.status();
     NodeRecord node = *found;
     if (purge) {
-      EventRecord e{
-          0, 0, 0, node.name(), "purged", "removed from the inventory (mac " + node.mac + ")", who};
+      EventRecord e{.node = node.name(),
+                    .kind = "purged",
+                    .detail = "removed from the inventory (mac " + node.mac + ")",
+                    .who = who};
       Status d = tx.DeleteNode(node.id);
       if (!d.ok()) return d;
       return tx.AppendEvent(e);
@@ -516,15 +521,12 @@ Result<Plan> Inventory::ApplyProfile(const std::string& spec, const std::string&
       AppliedProfile applied{0, profile->version, profile->sha256, 0, who};
       Status a = tx.InsertAppliedProfile(applied);
       if (!a.ok()) return a;
-      EventRecord e{0,
-                    0,
-                    0,
-                    "",
-                    "profile-applied",
-                    "profile " + profile->version + " (sha256 " + profile->sha256.substr(0, 12) +
-                        ")" +
-                        (plan.current_version.empty() ? "" : ", replacing " + plan.current_version),
-                    who};
+      EventRecord e{
+          .kind = "profile-applied",
+          .detail = "profile " + profile->version + " (sha256 " + profile->sha256.substr(0, 12) +
+                    ")" +
+                    (plan.current_version.empty() ? "" : ", replacing " + plan.current_version),
+          .who = who};
       a = tx.AppendEvent(e);
       if (!a.ok()) return a;
     }
@@ -539,8 +541,11 @@ Result<Plan> Inventory::ApplyProfile(const std::string& spec, const std::string&
       if (!u.ok()) return u;
       std::string detail;
       for (const auto& r : np.reasons) detail += (detail.empty() ? "" : "; ") + r;
-      EventRecord e{
-          0, 0, node.id, node.name(), np.action == "assign" ? "profile" : "released", detail, who};
+      EventRecord e{.node_id = node.id,
+                    .node = node.name(),
+                    .kind = np.action == "assign" ? "profile" : "released",
+                    .detail = detail,
+                    .who = who};
       u = tx.AppendEvent(e);
       if (!u.ok()) return u;
     }

@@ -16,9 +16,7 @@ std::vector<BootTimeline> RecentBoots(const NodeRecord& node, std::vector<EventR
     size_t start = events.size();
     for (size_t i = events.size(); i-- > 0;) {
       const EventRecord& e = events[i];
-      if (e.kind == "boot" && e.time_ms == first.time_ms &&
-          e.detail.compare(0, e.detail.find(':'), first.stage) == 0)
-        start = i;
+      if (e.kind == "boot" && e.time_ms == first.time_ms && e.stage == first.stage) start = i;
     }
     boots.push_back(std::move(t));
     if (start == events.size()) break;  // not found: cannot happen, but never loop

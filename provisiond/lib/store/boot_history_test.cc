@@ -12,13 +12,16 @@ namespace {
 std::vector<EventRecord> BootEvents(std::vector<std::tuple<int64_t, std::string, std::string>> in) {
   std::vector<EventRecord> out;
   int64_t id = 0;
-  for (auto& [t, kind, detail] : in) out.push_back({++id, t * 1000, 1, "n0", kind, detail, "boot"});
+  for (auto& [t, kind, detail] : in) {
+    out.push_back({++id, t * 1000, 1, "n0", kind, detail, "boot"});
+    if (kind == "boot") out.back().stage = ParseBootStage(detail.substr(0, detail.find(':')));
+  }
   return out;
 }
 
 std::string Stages(const BootTimeline& t) {
   std::string s;
-  for (const auto& step : t.steps) s += (s.empty() ? "" : " ") + step.stage;
+  for (const auto& step : t.steps) s += (s.empty() ? "" : " ") + std::string(ToString(step.stage));
   return s;
 }
 
@@ -61,8 +64,8 @@ TEST_CASE("history: boots: the latest attempts, newest first") {
   CHECK(boots[0].steps.front().time_ms == 900000);
   CHECK(boots[0].errors.empty());
   CHECK(Stages(boots[1]) == "dhcp ipxe-binary script kernel");
-  CHECK(boots[1].last_stage == "kernel");
-  CHECK(boots[1].next_stage == "initrd");
+  CHECK(boots[1].last_stage == BootStage::kKernel);
+  CHECK(boots[1].next_stage == BootStage::kInitrd);
   CHECK(boots[1].errors == std::vector<std::string>{"initrd: connection reset by peer"});
   // iPXE's own DHCP is a step of its attempt, as `node why` lists it.
   CHECK(Stages(boots[2]) == "dhcp ipxe-binary dhcp script kernel initrd network overlay hello");

@@ -53,6 +53,7 @@ void CheckCacheMatchesSql(Store& store) {
     CHECK(sql[i].ip == cached[i].ip);
     CHECK(sql[i].state == cached[i].state);
     CHECK(sql[i].stage == cached[i].stage);
+    CHECK(sql[i].reason == cached[i].reason);
     CHECK(sql[i].power == cached[i].power);
     CHECK(sql[i].updated_ms == cached[i].updated_ms);
   }
@@ -240,7 +241,7 @@ TEST_CASE("store: queued transactions commit together; one's failure rolls back 
       Status s = tx.AppendEvent(e);
       if (!s.ok()) return s;
       NodeRecord n = *tx.NodeById(node.id);
-      n.stage = what;
+      n.reason = what;
       s = tx.UpdateNode(n);
       if (!s.ok()) return s;
       if (raise) throw std::runtime_error("thrown by " + what);
@@ -283,7 +284,7 @@ TEST_CASE("store: queued transactions commit together; one's failure rolls back 
   auto events = store.ListEvents(0, 0, 1000000);
   CHECK(CountEvents(store) == events_before + 2);
   CHECK(events.back().detail == "ok");
-  CHECK(store.FindNode("g0")->stage == "ok");
+  CHECK(store.FindNode("g0")->reason == "ok");
   CHECK(store.LastEventId() == events.back().id);
   CheckCacheMatchesSql(store);
 }
@@ -304,9 +305,9 @@ TEST_CASE("store: many threads writing at once lose nothing, and the cache agree
       for (int i = 0; i < kEach; ++i) {
         s = store.Transact([&](StoreTx& tx) -> Status {
           NodeRecord n = *tx.NodeById(mine.id);
-          n.stage = "step" + std::to_string(i);
+          n.reason = "step" + std::to_string(i);
           if (Status u = tx.UpdateNode(n); !u.ok()) return u;
-          EventRecord e{0, 0, n.id, n.name(), "boot", n.stage, "test"};
+          EventRecord e{0, 0, n.id, n.name(), "boot", n.reason, "test"};
           if (Status a = tx.AppendEvent(e); !a.ok()) return a;
           // Every tenth fails after writing: its writes must vanish.
           return i % 10 == 9 ? Status::Invalid("no") : Status::Ok();
@@ -319,7 +320,7 @@ TEST_CASE("store: many threads writing at once lose nothing, and the cache agree
   CHECK(failures == 0);
   CHECK(CountEvents(store) == kThreads * (kEach - kEach / 10));
   for (int t = 0; t < kThreads; ++t)
-    CHECK(store.FindNode("m" + std::to_string(t))->stage == "step98");
+    CHECK(store.FindNode("m" + std::to_string(t))->reason == "step98");
   CheckCacheMatchesSql(store);
 }
 

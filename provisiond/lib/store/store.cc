@@ -60,20 +60,21 @@ constexpr const char* kUpdateNode =
     "uefi_loader = ?19, health = ?20 WHERE id = ?15";
 constexpr const char* kDeleteNode = "DELETE FROM nodes WHERE id = ?1";
 constexpr const char* kInsertEvent =
-    "INSERT INTO events (time, node_id, node, kind, detail, who) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+    "INSERT INTO events (time, node_id, node, kind, detail, who, stage) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 // All nodes' events, and one node's by the events_node index (node_id, id):
 // one statement with "?2 = 0 OR node_id = ?2" would scan the whole table.
 constexpr const char* kSelectEvents =
-    "SELECT id, time, node_id, node, kind, detail, who FROM events "
+    "SELECT id, time, node_id, node, kind, detail, who, stage FROM events "
     "WHERE id > ?1 ORDER BY id LIMIT ?3";
 constexpr const char* kSelectNodeEvents =
-    "SELECT id, time, node_id, node, kind, detail, who FROM events "
+    "SELECT id, time, node_id, node, kind, detail, who, stage FROM events "
     "WHERE node_id = ?2 AND id > ?1 ORDER BY id LIMIT ?3";
 constexpr const char* kSelectLastEvents =
-    "SELECT * FROM (SELECT id, time, node_id, node, kind, detail, who FROM events "
+    "SELECT * FROM (SELECT id, time, node_id, node, kind, detail, who, stage FROM events "
     "ORDER BY id DESC LIMIT ?2) ORDER BY id";
 constexpr const char* kSelectLastNodeEvents =
-    "SELECT * FROM (SELECT id, time, node_id, node, kind, detail, who FROM events "
+    "SELECT * FROM (SELECT id, time, node_id, node, kind, detail, who, stage FROM events "
     "WHERE node_id = ?1 ORDER BY id DESC LIMIT ?2) ORDER BY id";
 constexpr const char* kCountByState = "SELECT state, count(*) FROM nodes GROUP BY state";
 constexpr const char* kCountInState = "SELECT count(*) FROM nodes WHERE state = ?1";
@@ -125,7 +126,7 @@ NodeRecord ReadNode(sqlite3_stmt* s) {
   n.facts = ColumnText(s, 8);
   n.host_key = ColumnText(s, 9);
   n.token = ColumnText(s, 10);
-  n.stage = ColumnText(s, 11);
+  n.stage = ParseBootStage(ColumnText(s, 11));
   n.last_seen_ms = sqlite3_column_int64(s, 12);
   n.created_ms = sqlite3_column_int64(s, 13);
   n.updated_ms = sqlite3_column_int64(s, 14);
@@ -148,7 +149,7 @@ void BindNode(sqlite3_stmt* s, const NodeRecord& n) {
   BindText(s, 8, n.facts);
   BindText(s, 9, n.host_key, true);
   BindText(s, 10, n.token);
-  BindText(s, 11, n.stage);
+  BindText(s, 11, n.stage ? std::string(ToString(*n.stage)) : std::string());
   if (n.last_seen_ms)
     sqlite3_bind_int64(s, 12, n.last_seen_ms);
   else
@@ -584,10 +585,11 @@ Status StoreTx::AppendEvent(EventRecord& e) {
   BindText(s.get(), 4, e.kind);
   BindText(s.get(), 5, e.detail);
   BindText(s.get(), 6, e.who);
+  BindText(s.get(), 7, e.stage ? std::string(ToString(*e.stage)) : std::string());
   if (sqlite3_step(s.get()) != SQLITE_DONE) return SqlError(store_.db_, "cannot append event");
-  if (e.kind == "boot" && e.node_id)
+  if (e.stage && e.node_id)
     store_.pending_metrics_.push_back({MetricObservation::Kind::kBootStage, e.node_id,
-                                       e.detail.substr(0, e.detail.find(':')), "", e.time_ms, 0});
+                                       std::string(ToString(*e.stage)), "", e.time_ms, 0});
   e.id = sqlite3_last_insert_rowid(store_.db_);
   store_.last_event_id_ = e.id;
   if (store_.keep_events_ > 0 && e.id % 256 == 0 && e.id > store_.keep_events_) {
@@ -760,7 +762,7 @@ void Store::RecordEvent(EventRecord event) {
 
 std::function<void(const std::string&)> EventRecorder(Store& store, std::string kind) {
   return [&store, kind = std::move(kind)](const std::string& detail) {
-    EventRecord e{0, 0, 0, "", kind, detail, kind};
+    EventRecord e{.kind = kind, .detail = detail, .who = kind};
     Status s = store.AppendEvent(e);
     if (!s.ok()) spdlog::warn("{} event not recorded: {}", kind, s.message());
   };
@@ -778,6 +780,7 @@ std::vector<EventRecord> ReadEvents(sqlite3_stmt* s) {
     e.kind = ColumnText(s, 4);
     e.detail = ColumnText(s, 5);
     e.who = ColumnText(s, 6);
+    e.stage = ParseBootStage(ColumnText(s, 7));
     out.push_back(std::move(e));
   }
   return out;
@@ -1095,14 +1098,12 @@ int64_t Store::InterruptRunningRuns() {
       r.message = "provisiond stopped while it ran";
       Status u = tx.UpdateRun(r);
       if (!u.ok()) return u;
-      EventRecord e{0,
-                    0,
-                    r.node_id,
-                    r.node,
-                    "run",
-                    "run " + std::to_string(r.id) + " (" + r.kind + " " + r.what +
-                        ") interrupted: provisiond stopped while it ran",
-                    "provisiond"};
+      EventRecord e{.node_id = r.node_id,
+                    .node = r.node,
+                    .kind = "run",
+                    .detail = "run " + std::to_string(r.id) + " (" + r.kind + " " + r.what +
+                              ") interrupted: provisiond stopped while it ran",
+                    .who = "provisiond"};
       u = tx.AppendEvent(e);
       if (!u.ok()) return u;
       ++count;

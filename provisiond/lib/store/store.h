@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "store/boot_stage.h"
 #include "store/node_cache.h"
 #include "store/node_state.h"
 #include "store/store_metrics.h"
@@ -47,8 +48,8 @@ struct NodeRecord {
   std::string facts = "{}";  // JSON text
   std::string host_key;
   std::string token;
-  std::string stage;
-  std::string power = "{}";  // JSON: {"driver": ...}
+  std::optional<BootStage> stage;  // the last boot stage it passed
+  std::string power = "{}";        // JSON: {"driver": ...}
   // The profile hash this boot of the node was configured with ("" since
   // its last hello, or never).
   std::string configured;
@@ -69,14 +70,19 @@ struct NodeRecord {
   const std::string& name() const { return hostname.empty() ? mac : hostname; }
 };
 
+// Built by named fields (EventRecord{.node_id = n.id, .kind = "power", ...});
+// every member has a default, so what a kind of event has not stays empty.
 struct EventRecord {
   int64_t id = 0;
   int64_t time_ms = 0;
   int64_t node_id = 0;  // 0: not about one node
-  std::string node;
-  std::string kind;
-  std::string detail;
-  std::string who;
+  std::string node{};
+  std::string kind{};
+  std::string detail{};
+  std::string who{};
+  // Boot events ("boot"): the stage the node passed, in a column of its own
+  // (the detail starts with its name, for people).
+  std::optional<BootStage> stage = std::nullopt;
 };
 
 struct AppliedProfile {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "store/timeline.h"
+#include "store/boot_stage.h"
 
 namespace prov {
 namespace {
@@ -15,9 +15,8 @@ std::string Number(double v) {
 }
 
 int StagePosition(const std::string& stage) {
-  const auto& order = BootStageOrder();
-  auto it = std::find(order.begin(), order.end(), stage);
-  return it == order.end() ? -1 : static_cast<int>(it - order.begin());
+  const std::optional<BootStage> s = ParseBootStage(stage);
+  return s ? static_cast<int>(*s) : -1;
 }
 
 // A boot under TCG takes minutes, a stage on real hardware milliseconds to

@@ -16,7 +16,8 @@ std::string Line(const std::string& text, const std::string& prefix) {
 
 Status Stage(Store& store, int64_t node_id, const std::string& detail, int64_t time_ms) {
   return store.Transact([&](StoreTx& tx) {
-    EventRecord e{0, time_ms, node_id, "n0", "boot", detail, "boot"};
+    EventRecord e{0,      time_ms, node_id, "n0",
+                  "boot", detail,  "boot",  ParseBootStage(detail.substr(0, detail.find(':')))};
     return tx.AppendEvent(e);
   });
 }
@@ -46,7 +47,8 @@ TEST_CASE("metrics: boot stages timed from the previous stage of the same boot")
   // A rolled-back write is not counted.
   CHECK_FALSE(store
                   .Transact([&](StoreTx& tx) {
-                    EventRecord e{0, t0 + 2400, node.id, "n0", "boot", "initrd: lab@1", "boot"};
+                    EventRecord e{0,      t0 + 2400,       node.id, "n0",
+                                  "boot", "initrd: lab@1", "boot",  BootStage::kInitrd};
                     Status s = tx.AppendEvent(e);
                     return s.ok() ? Status::Invalid("no") : s;
                   })

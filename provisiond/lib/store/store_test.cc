@@ -180,6 +180,8 @@ TEST_CASE("store: migrations from an empty database and from every earlier versi
                              "VALUES ('52:54:00:00:00:01', 'old0', 'ready', 1, 1);"
                              "INSERT INTO events (time, node_id, node, kind) "
                              "VALUES (1, 1, 'old0', 'state');"
+                             "INSERT INTO events (time, node_id, node, kind, detail) "
+                             "VALUES (2, 1, 'old0', 'boot', 'kernel: lab@1');"
                              "INSERT INTO applied_profiles (version, sha256, time) "
                              "VALUES ('v0.1', 'abc', 1);",
                              nullptr, nullptr, nullptr) == SQLITE_OK);
@@ -194,7 +196,11 @@ TEST_CASE("store: migrations from an empty database and from every earlier versi
       REQUIRE(n.ok());
       CHECK(n->state == NodeState::kReady);
       if (from == 1) CHECK(n->token.size() == 32);  // 002 gives old nodes a token
-      CHECK((*store)->ListEvents(0, 0, 10).size() == 1);
+      auto events = (*store)->ListEvents(0, 0, 10);
+      REQUIRE(events.size() == 2);
+      CHECK_FALSE(events[0].stage);
+      // 010 gives older boot events their stage, from the front of their text.
+      if (from < 10) CHECK(events[1].stage == BootStage::kKernel);
       REQUIRE((*store)->CurrentProfile().has_value());
       CHECK((*store)->CurrentProfile()->version == "v0.1");
     }
@@ -257,7 +263,7 @@ TEST_CASE("store: the address book moves only when an address entry changes") {
   // What boot stages and phone-homes write does not move it...
   const int64_t before = store.AddressesVersion();
   update("n0", [](NodeRecord& n) {
-    n.facts = R"({"cpu":{"count":4}})", n.stage = "kernel", n.last_seen_ms = 5;
+    n.facts = R"({"cpu":{"count":4}})", n.stage = BootStage::kKernel, n.last_seen_ms = 5;
     n.state = NodeState::kBooting;
   });
   CHECK(store.AddressesVersion() == before);
@@ -271,7 +277,7 @@ TEST_CASE("store: the address book moves only when an address entry changes") {
   // counter: it moves with the node's choice, its profile, or a profile
   // applied, not with what boots write.
   int64_t loaders = store.BootLoadersVersion();
-  update("n0", [](NodeRecord& n) { n.stage = "initrd", n.last_seen_ms = 6; });
+  update("n0", [](NodeRecord& n) { n.stage = BootStage::kInitrd, n.last_seen_ms = 6; });
   CHECK(store.BootLoadersVersion() == loaders);
   update("n0", [](NodeRecord& n) { n.uefi_loader = "ipxe"; });
   CHECK(store.FindNode("n0")->uefi_loader == "ipxe");

@@ -3,28 +3,27 @@
 // with tables).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "store/boot_stage.h"
 #include "store/store.h"
 
 namespace prov {
 
-// The stages of the node's path, in order.
-const std::vector<std::string>& BootStageOrder();
-
 struct TimelineStep {
-  std::string stage;
+  BootStage stage = BootStage::kDhcp;
   int64_t time_ms = 0;
   std::string detail;
 };
 
 struct BootTimeline {
-  std::vector<TimelineStep> steps;  // the latest attempt, in order
-  std::vector<std::string> errors;  // boot-error events during it
-  std::string last_stage;           // "" when it never started
-  std::string next_stage;           // what provisiond expects next ("" when done)
-  std::string summary;              // one sentence for people
+  std::vector<TimelineStep> steps;      // the latest attempt, in order
+  std::vector<std::string> errors;      // boot-error events during it
+  std::optional<BootStage> last_stage;  // none when it never started
+  std::optional<BootStage> next_stage;  // what provisiond expects next (none when done)
+  std::string summary;                  // one sentence for people
 };
 
 // `events` are the node's events, oldest first.

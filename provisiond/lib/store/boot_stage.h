@@ -1,0 +1,47 @@
+// The stages of a node's boot, in the order a node passes them: the one list
+// of their names, their order and the boot loader chain each belongs to. The
+// boot path records them, the timeline orders them, the console log starts a
+// new boot on them and the API shows them; none of those spells a stage.
+//
+//   iPXE:         dhcp, ipxe-binary, script (HTTP), kernel, initrd (HTTP)
+//   signed chain: dhcp, shim, grub, grub-config, kernel, initrd (TFTP)
+//   then, both:   network (the initrd's DHCP), overlay, hello
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace prov {
+
+enum class BootStage {
+  kDhcp,
+  kIpxeBinary,
+  kShim,
+  kGrub,
+  kGrubConfig,
+  kScript,
+  kKernel,
+  kInitrd,
+  kNetwork,
+  kOverlay,
+  kHello,
+};
+
+// Which loader's chain passes a stage.
+enum class BootChain {
+  kAny,     // every boot: DHCP, the kernel and what follows
+  kIpxe,    // iPXE's binary and its script over HTTP
+  kSigned,  // shim, grub and grub's config over TFTP (Secure Boot)
+};
+
+// Every stage, in boot order.
+std::span<const BootStage> AllBootStages();
+std::string_view ToString(BootStage stage);
+std::optional<BootStage> ParseBootStage(std::string_view name);
+BootChain ChainOf(BootStage stage);
+// A stage served before the kernel: seen again after the kernel, it begins a
+// new boot.
+bool IsLoaderStage(BootStage stage);
+
+}  // namespace prov

@@ -1,0 +1,44 @@
+#include "store/boot_stage.h"
+
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+
+namespace prov {
+
+TEST_CASE("boot stages: one list, in boot order, each name parsed back") {
+  std::set<std::string> names;
+  int previous = -1;
+  for (BootStage s : AllBootStages()) {
+    CHECK(static_cast<int>(s) == previous + 1);  // the list is the enum's order
+    previous = static_cast<int>(s);
+    const std::string name(ToString(s));
+    CHECK_FALSE(name.empty());
+    CHECK(names.insert(name).second);
+    CHECK(ParseBootStage(name) == s);
+  }
+  CHECK(AllBootStages().front() == BootStage::kDhcp);
+  CHECK(AllBootStages().back() == BootStage::kHello);
+  CHECK_FALSE(ParseBootStage(""));
+  CHECK_FALSE(ParseBootStage("Kernel"));
+  CHECK_FALSE(ParseBootStage("kernel: lab@1"));
+}
+
+TEST_CASE("boot stages: each loader's chain, and where a new boot begins") {
+  CHECK(ChainOf(BootStage::kIpxeBinary) == BootChain::kIpxe);
+  CHECK(ChainOf(BootStage::kScript) == BootChain::kIpxe);
+  CHECK(ChainOf(BootStage::kShim) == BootChain::kSigned);
+  CHECK(ChainOf(BootStage::kGrub) == BootChain::kSigned);
+  CHECK(ChainOf(BootStage::kGrubConfig) == BootChain::kSigned);
+  for (BootStage s : {BootStage::kDhcp, BootStage::kKernel, BootStage::kInitrd, BootStage::kNetwork,
+                      BootStage::kOverlay, BootStage::kHello})
+    CHECK(ChainOf(s) == BootChain::kAny);
+  CHECK(IsLoaderStage(BootStage::kDhcp));
+  CHECK(IsLoaderStage(BootStage::kScript));
+  CHECK(IsLoaderStage(BootStage::kGrubConfig));
+  CHECK_FALSE(IsLoaderStage(BootStage::kKernel));
+  CHECK_FALSE(IsLoaderStage(BootStage::kHello));
+}
+
+}  // namespace prov
