@@ -388,7 +388,7 @@ Result<NodeRecord> BootService::RecordStage(const std::string& mac, BootStage st
     auto it = recent_.find(key);
     if (it != recent_.end() && now - it->second < window) return found;
   }
-  const std::string text = std::string(ToString(stage)) + (detail.empty() ? "" : ": " + detail);
+  const std::string text = StageText(stage, detail);
   NodeRecord result;
   bool capped = false;
   std::string staged;  // the event's text, when one was written
@@ -429,8 +429,7 @@ Result<NodeRecord> BootService::RecordStage(const std::string& mac, BootStage st
       EventRecord e{.node_id = node.id,
                     .node = node.name(),
                     .kind = "boot",
-                    .detail = std::string(ToString(BootStage::kNetwork)) + ": " + detail +
-                              " (the initrd's DHCP)",
+                    .detail = StageText(BootStage::kNetwork, detail + " (the initrd's DHCP)"),
                     .who = "boot",
                     .stage = BootStage::kNetwork};
       staged = e.detail;

@@ -110,8 +110,7 @@ Result<std::string> PhoneHome::Overlay(const std::string& mac, const NodeCaller&
   EventRecord e{.node_id = node->id,
                 .node = node->name(),
                 .kind = "boot",
-                .detail = std::string(ToString(BootStage::kOverlay)) + ": " +
-                          std::to_string(files.size()) + " files",
+                .detail = StageText(BootStage::kOverlay, std::to_string(files.size()) + " files"),
                 .who = "boot",
                 .stage = BootStage::kOverlay};
   // The overlay is what the node asked for; its stage is only told.
@@ -210,14 +209,15 @@ Result<NodeRecord> PhoneHome::Hello(const std::string& mac, const NodeCaller& ca
       updated.host_key = key;
     }
     const std::string image = JsonString(facts, "image");
-    EventRecord e{.node_id = updated.id,
-                  .node = updated.name(),
-                  .kind = "boot",
-                  .detail = std::string(ToString(BootStage::kHello)) + ": from " + caller.remote +
-                            (image.empty() ? "" : ", image " + image) +
-                            (key_note.empty() ? "" : "; " + key_note),
-                  .who = "node",
-                  .stage = BootStage::kHello};
+    EventRecord e{
+        .node_id = updated.id,
+        .node = updated.name(),
+        .kind = "boot",
+        .detail = StageText(BootStage::kHello, "from " + caller.remote +
+                                                   (image.empty() ? "" : ", image " + image) +
+                                                   (key_note.empty() ? "" : "; " + key_note)),
+        .who = "node",
+        .stage = BootStage::kHello};
     if (updated.state != NodeState::kBooting) {
       Status t =
           tx.Transition(updated, NodeState::kBooting, "phoned home without a boot seen", "node");

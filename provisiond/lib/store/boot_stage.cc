@@ -1,5 +1,7 @@
 #include "store/boot_stage.h"
 
+#include <array>
+
 namespace prov {
 namespace {
 
@@ -9,7 +11,7 @@ struct StageInfo {
   BootChain chain;
 };
 
-// In boot order (AllBootStages and the enum follow it).
+// In boot order, the enum's.
 constexpr StageInfo kStages[] = {
     {BootStage::kDhcp, "dhcp", BootChain::kAny},
     {BootStage::kIpxeBinary, "ipxe-binary", BootChain::kIpxe},
@@ -24,19 +26,20 @@ constexpr StageInfo kStages[] = {
     {BootStage::kHello, "hello", BootChain::kAny},
 };
 
-constexpr BootStage kOrder[] = {
-    BootStage::kDhcp,       BootStage::kIpxeBinary, BootStage::kShim,   BootStage::kGrub,
-    BootStage::kGrubConfig, BootStage::kScript,     BootStage::kKernel, BootStage::kInitrd,
-    BootStage::kNetwork,    BootStage::kOverlay,    BootStage::kHello,
-};
+// The stages alone, in the same order (AllBootStages' span).
+constexpr auto kOrder = [] {
+  std::array<BootStage, std::size(kStages)> order{};
+  for (size_t i = 0; i < order.size(); ++i) order[i] = kStages[i].stage;
+  return order;
+}();
 
-constexpr bool TablesAgree() {
-  if (std::size(kStages) != std::size(kOrder)) return false;
-  for (size_t i = 0; i < std::size(kStages); ++i)
-    if (kStages[i].stage != kOrder[i] || static_cast<size_t>(kOrder[i]) != i) return false;
-  return true;
+// ToString and ChainOf index kStages by the enum's value.
+constexpr bool InEnumOrder() {
+  for (size_t i = 0; i < kOrder.size(); ++i)
+    if (static_cast<size_t>(kOrder[i]) != i) return false;
+  return kOrder.back() == BootStage::kHello;  // the enum's last
 }
-static_assert(TablesAgree(), "kStages, kOrder and BootStage list the stages in one order");
+static_assert(InEnumOrder(), "kStages lists every BootStage, in the enum's order");
 
 }  // namespace
 
@@ -60,6 +63,12 @@ BootChain ChainOf(BootStage stage) {
 
 bool IsLoaderStage(BootStage stage) {
   return stage < BootStage::kKernel;
+}
+
+std::string StageText(BootStage stage, std::string_view detail) {
+  std::string text(ToString(stage));
+  if (!detail.empty()) text.append(": ").append(detail);
+  return text;
 }
 
 }  // namespace prov

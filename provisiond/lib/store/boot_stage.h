@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace prov {
@@ -43,5 +44,8 @@ BootChain ChainOf(BootStage stage);
 // A stage served before the kernel: seen again after the kernel, it begins a
 // new boot.
 bool IsLoaderStage(BootStage stage);
+// A boot event's text, for people: "kernel: lab@1", or the name alone when
+// there is no detail. (The stage itself is the event's own field.)
+std::string StageText(BootStage stage, std::string_view detail);
 
 }  // namespace prov

@@ -23,6 +23,8 @@ TEST_CASE("boot stages: one list, in boot order, each name parsed back") {
   CHECK_FALSE(ParseBootStage(""));
   CHECK_FALSE(ParseBootStage("Kernel"));
   CHECK_FALSE(ParseBootStage("kernel: lab@1"));
+  CHECK(StageText(BootStage::kKernel, "lab@1") == "kernel: lab@1");
+  CHECK(StageText(BootStage::kHello, "") == "hello");
 }
 
 TEST_CASE("boot stages: each loader's chain, and where a new boot begins") {
