@@ -4,7 +4,7 @@
 # path stays readable and no cycle creeps in. Also: no folder holds more than a
 # dozen units and no unit is over 1,500 lines (tests aside); provisionctl
 # includes nothing of the daemon but base/; boot stages are spelled in one
-# unit only.
+# unit only, power drivers only under power/.
 # Usage: layout_test.sh REPO
 set -uo pipefail
 repo="${1:?usage: layout_test.sh REPO}"
@@ -62,6 +62,14 @@ while IFS= read -r hit; do
 done < <(grep -rn --include='*.cc' --include='*.h' -E \
   '"(ipxe-binary|grub-config)"|stage (==|!=|=) "|detail\.find\(.:.\)' "$lib" "$repo/provisiond/ctl" |
   grep -v -E '_test\.cc:|/store/boot_stage\.cc:')
+
+# Power drivers have one registry, power/registry.cc (each driver its own
+# file under power/): no unit outside power/ spells a driver's name (the CLI
+# sends the spec and prints provisiond's answer).
+while IFS= read -r hit; do
+  fail "${hit#"$repo"/}: a power driver's name outside power/ (power/registry.h has them)"
+done < <(grep -rn --include='*.cc' --include='*.h' -E '"(wol|ipmi)"' "$lib" "$repo/provisiond/ctl" |
+  grep -v -E '_test\.cc:|/lib/power/')
 
 if [ "$fails" -gt 0 ]; then
   echo "$fails layout problem(s)"

@@ -10,7 +10,7 @@
 namespace prov::ctl {
 
 // A node's "power" object in the syntax `node set --power` takes:
-// {"driver": "ipmi", "address": "10.0.0.5"} -> "ipmi,address=10.0.0.5";
+// {"driver": D, "address": A} -> "D,address=A";
 // "" when there is no driver.
 std::string FormatPowerSpec(const nlohmann::json& power);
 

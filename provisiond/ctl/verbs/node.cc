@@ -36,33 +36,10 @@ int64_t NowMs() {
       .count();
 }
 
-// The power drivers provisiond has (power/registry.cc) with the settings each
-// takes and needs, in the order messages list them. --power is checked
-// against them so a typo is a usage error before anything is sent;
-// provisiond checks the config again. A new driver needs its line here too.
-struct PowerDriverSpec {
-  const char* name;
-  std::vector<std::string> settings;  // besides "driver"
-  const char* required;               // a setting it cannot do without, or null
-  const char* required_is;            // what that setting is, for the message
-};
-const PowerDriverSpec kPowerDrivers[] = {
-    {"wol", {}, nullptr, nullptr},
-    {"ipmi", {"address"}, "address", "the BMC's address"},
-    {"command", {}, nullptr, nullptr},
-};
-
-// "wol, ipmi or command".
-std::string PowerDriverList() {
-  std::string out;
-  const size_t n = std::size(kPowerDrivers);
-  for (size_t i = 0; i < n; ++i)
-    out += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") + kPowerDrivers[i].name;
-  return out;
-}
-
-// --power SPEC ("wol", "driver=ipmi,address=10.0.0.5", "none") as the JSON
-// object the API takes, {} for none.
+// --power SPEC ("driver=NAME,KEY=VALUE", a driver alone, "none") as the JSON
+// object the API takes, {} for none. Only its syntax is checked here: which
+// drivers exist and what each needs is provisiond's to say (power/registry.h),
+// and its error is printed as it comes.
 Result<json> ParsePowerSpec(const std::string& spec) {
   json out = json::object();
   if (spec.empty() || spec == "none") return out;
@@ -72,29 +49,14 @@ Result<json> ParsePowerSpec(const std::string& spec) {
     size_t eq = part.find('=');
     if (eq == std::string::npos) {
       if (out.empty()) {
-        out["driver"] = part;  // "wol" alone
+        out["driver"] = part;  // a driver alone
         continue;
       }
       return Status::Invalid("power setting '" + part + "' is not key=value");
     }
+    if (eq == 0) return Status::Invalid("power setting '" + part + "' has no key");
     out[part.substr(0, eq)] = part.substr(eq + 1);
   }
-  if (!out.contains("driver"))
-    return Status::Invalid("power needs a 'driver': " + PowerDriverList());
-  const std::string name = out["driver"];
-  const PowerDriverSpec* driver = nullptr;
-  for (const auto& d : kPowerDrivers)
-    if (name == d.name) driver = &d;
-  // A misspelt setting is named before an unknown driver, as provisiond does.
-  for (const auto& [key, value] : out.items())
-    if (key != "driver" && (!driver || std::find(driver->settings.begin(), driver->settings.end(),
-                                                 key) == driver->settings.end()))
-      return Status::Invalid("power driver '" + name + "' has no setting '" + key + "'");
-  if (!driver)
-    return Status::Invalid("unknown power driver '" + name + "' (" + PowerDriverList() + ")");
-  if (driver->required && !out.contains(driver->required))
-    return Status::Invalid("the " + name + " power driver needs '" + driver->required + "' (" +
-                           driver->required_is + ")");
   return out;
 }
 
@@ -268,12 +230,13 @@ int RunNodeAdd(Context& ctx, const Args& a) {
   if (a.ip) body["ip"] = *a.ip;
   if (a.profile) body["profile"] = *a.profile;
   if (a.uefi_loader && *a.uefi_loader != "default") body["uefi_loader"] = *a.uefi_loader;
-  std::optional<json> power;
   if (a.power) {
+    // Enrolled with its power driver or not at all: provisiond checks the
+    // spec before it adds the node.
     auto parsed = ParsePowerSpec(*a.power);
     if (!parsed.ok())
       return UsageError(ctx, "--power '" + *a.power + "': " + parsed.status().message());
-    if (!parsed->empty()) power = *parsed;
+    if (!parsed->empty()) body["power"] = *parsed;
   }
   auto r = ctx.client.Post(kApi + "/nodes", &body);
   if (!r.ok()) return Fail(ctx, r.status());
@@ -282,18 +245,8 @@ int RunNodeAdd(Context& ctx, const Args& a) {
   if (std::string profile = r->value("profile", ""); !profile.empty())
     ctx.out << ", profile " << profile;
   if (std::string l = r->value("uefi_loader", ""); !l.empty()) ctx.out << ", UEFI loader " << l;
-  if (power) {
-    // POST /nodes takes no power driver: set it as node set would. The spec
-    // was checked above, so this fails only when provisiond does.
-    auto changed = ctx.client.Patch(NodePath(hostname), json{{"power", *power}});
-    if (!changed.ok()) {
-      ctx.out << "\n";
-      return Fail(ctx, changed.status(),
-                  "enrolled, but the power driver is not set (provisionctl node set " + hostname +
-                      " --power " + *a.power + "): ");
-    }
-    ctx.out << ", power " << FormatPowerSpec(changed->value("power", json::object()));
-  }
+  if (std::string power = FormatPowerSpec(r->value("power", json::object())); !power.empty())
+    ctx.out << ", power " << power;
   ctx.out << "\n";
   return kExitOk;
 }
@@ -527,7 +480,7 @@ may be written aa:bb:cc:dd:ee:ff, AA-BB-..., aabb.ccdd.eeff or bare hex. Without
 --profile the node gets the applied profile when that profile covers it. A node
 provisiond has only discovered on the network (or a retired one) is enrolled in
 place, keeping its history. --power sets its power driver, as node set --power
-does (wol, command, driver=ipmi,address=BMC). --uefi-loader chooses the loader
+does; provisiond refuses the node when the spec is wrong. --uefi-loader chooses the loader
 its UEFI firmware gets, as node set --uefi-loader does.
 
 Examples:
@@ -545,12 +498,11 @@ Examples:
          c.add_option("--ip", a.ip, "Its address, if it has a fixed one")->type_name("ADDRESS");
          c.add_option("--profile", a.profile, "Assign this profile version")->type_name("VERSION");
          c.add_option("--power", a.power,
-                      "Power driver: wol, command, driver=ipmi,address=BMC, or none")
+                      "Power driver and its settings (driver=NAME,KEY=VALUE...), or none")
              ->type_name("SPEC");
          c.add_option("--uefi-loader", a.uefi_loader,
                       "What its UEFI firmware loads: grub (signed), ipxe, or default")
-             ->type_name("LOADER")
-             ->check(CLI::IsMember({"grub", "ipxe", "default"}));
+             ->type_name("LOADER");
        },
        RunNodeAdd},
 
@@ -565,10 +517,12 @@ profile. --state sets one of the states an operator may set (enrolled,
 maintenance, retired; the others follow from what provisiond observes), with
 --reason saying why. --host-key replaces the SSH host key provisiond pins for the
 node (after a reinstall). --power sets how provisiond powers the node (node
-power): "wol" (Wake-on-LAN on the cluster interface; power on only),
-"driver=ipmi,address=BMC" (ipmitool against the node's BMC, one node at a time,
-credentials from provisiond's ipmi_credentials_file), "command" (provisiond's
-power.command program), or "none" to remove it; a bare word is the driver.
+power): driver=NAME and the driver's settings as key=value, a bare word for a
+driver without settings, or "none" to remove it. provisiond has the drivers
+(README.md lists them): Wake-on-LAN (power on only), IPMI against the node's
+BMC (one node at a time; credentials from provisiond's ipmi_credentials_file)
+and provisiond's power.command program. provisiond checks
+the spec, and its error is printed as it comes.
 --uefi-loader chooses what the node's UEFI firmware loads by PXE: grub (shim
 and grub, signed: boots with Secure Boot on or off) or ipxe (Secure Boot off);
 default goes back to its profile's uefi_loader, else provisiond's
@@ -604,12 +558,11 @@ Examples:
          c.add_option("--host-key", a.host_key, "The node's SSH host key, as in known_hosts")
              ->type_name("KEY");
          c.add_option("--power", a.power,
-                      "Power driver: wol, command, driver=ipmi,address=BMC, or none")
+                      "Power driver and its settings (driver=NAME,KEY=VALUE...), or none")
              ->type_name("SPEC");
          c.add_option("--uefi-loader", a.uefi_loader,
                       "What its UEFI firmware loads: grub (signed), ipxe, or default")
-             ->type_name("LOADER")
-             ->check(CLI::IsMember({"grub", "ipxe", "default"}));
+             ->type_name("LOADER");
        },
        RunNodeSet},
 

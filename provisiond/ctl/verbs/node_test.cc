@@ -74,21 +74,47 @@ TEST_CASE("node set --power sends the driver as a JSON object") {
   CHECK(requests[3] == R"(PATCH /api/v1/nodes/node0 {"power":{}})");
 }
 
-TEST_CASE("node add --power enrolls, then sets the driver") {
+TEST_CASE("node add --power enrolls the node with its driver in one request") {
   CurlGlobal curl;
   FakeDaemon d;
   d.Add("POST", "/api/v1/nodes", [](const HttpRequest& r) {
     json body = json::parse(r.body);
-    return HttpResponse::Json(201, {{"hostname", body["hostname"]}, {"mac", body["mac"]}});
-  });
-  d.Add("PATCH", "/api/v1/nodes/{node}", [](const HttpRequest& r) {
-    return HttpResponse::Json(200, {{"power", json::parse(r.body)["power"]}});
+    return HttpResponse::Json(
+        201, {{"hostname", body["hostname"]}, {"mac", body["mac"]}, {"power", body["power"]}});
   });
   Run r = d.Cli({"node", "add", "lab1", "--mac", "52:54:00:99:00:11", "--power", "command"});
   CHECK(r.status == kExitOk);
   CHECK(r.out == "enrolled lab1 (52:54:00:99:00:11), power command\n");
-  REQUIRE(d.requests().size() == 2);
-  CHECK(d.requests()[1] == R"(PATCH /api/v1/nodes/lab1 {"power":{"driver":"command"}})");
+  REQUIRE(d.requests().size() == 1);
+  CHECK(
+      d.requests()[0] ==
+      R"(POST /api/v1/nodes {"hostname":"lab1","mac":"52:54:00:99:00:11","power":{"driver":"command"}})");
+}
+
+// Which drivers exist and what each needs is provisiond's (power/registry.h):
+// provisionctl sends any well-formed spec and prints the daemon's answer.
+TEST_CASE("--power: a driver or setting provisiond does not know is its error, printed") {
+  CurlGlobal curl;
+  FakeDaemon d;
+  d.Add("POST", "/api/v1/nodes", [](const HttpRequest&) {
+    return HttpResponse::Error(400, "unknown power driver 'plug' (wol, ipmi or command)");
+  });
+  d.Add("PATCH", "/api/v1/nodes/{node}", [](const HttpRequest&) {
+    return HttpResponse::Error(400, "the ipmi power driver needs 'address' (the BMC's address)");
+  });
+  Run r = d.Cli({"node", "add", "n0", "--mac", "52:54:00:99:00:20", "--power", "plug"});
+  CHECK(r.status == kExitFailed);
+  CHECK(r.err == "provisionctl: unknown power driver 'plug' (wol, ipmi or command)\n");
+  r = d.Cli({"node", "set", "n0", "--power", "driver=ipmi"});
+  CHECK(r.status == kExitFailed);
+  CHECK(r.err.find("n0: the ipmi power driver needs 'address' (the BMC's address)") !=
+        std::string::npos);
+  const auto requests = d.requests();
+  REQUIRE(requests.size() == 2);
+  CHECK(
+      requests[0] ==
+      R"(POST /api/v1/nodes {"hostname":"n0","mac":"52:54:00:99:00:20","power":{"driver":"plug"}})");
+  CHECK(requests[1] == R"(PATCH /api/v1/nodes/n0 {"power":{"driver":"ipmi"}})");
 }
 
 TEST_CASE("node show asks for the node's last 20 events by its MAC") {
