@@ -4,7 +4,7 @@
 # path stays readable and no cycle creeps in. Also: no folder holds more than a
 # dozen units and no unit is over 1,500 lines (tests aside); provisionctl
 # includes nothing of the daemon but base/; boot stages are spelled in one
-# unit only, power drivers only under power/.
+# unit only, as are boot loaders' names; power drivers only under power/.
 # Usage: layout_test.sh REPO
 set -uo pipefail
 repo="${1:?usage: layout_test.sh REPO}"
@@ -62,6 +62,14 @@ while IFS= read -r hit; do
 done < <(grep -rn --include='*.cc' --include='*.h' -E \
   '"(ipxe-binary|grub-config)"|stage (==|!=|=) "|detail\.find\(.:.\)' "$lib" "$repo/provisiond/ctl" |
   grep -v -E '_test\.cc:|/store/boot_stage\.cc:')
+
+# Boot loaders are named in one registry, store/boot_stage.cc (LoaderName;
+# boot/loader.cc builds each by its chain): no other unit spells "ipxe" or
+# "grub" in code (comments aside).
+while IFS= read -r hit; do
+  fail "${hit#"$repo"/}: a boot loader's name outside store/boot_stage.cc (LoaderName)"
+done < <(grep -rn --include='*.cc' --include='*.h' -E '"(ipxe|grub)"' "$lib" "$repo/provisiond/ctl" |
+  grep -v -E '_test\.cc:|/store/boot_stage\.cc:|^[^:]+:[0-9]+: *//')
 
 # Power drivers have one registry, power/registry.cc (each driver its own
 # file under power/): no unit outside power/ spells a driver's name (the CLI

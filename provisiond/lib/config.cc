@@ -8,6 +8,7 @@
 
 #include "base/file_util.h"
 #include "base/yaml_reader.h"
+#include "store/boot_stage.h"
 
 namespace prov {
 namespace {
@@ -273,13 +274,13 @@ const std::vector<Setting>& Table() {
          c.uefi_binary = v;
          return Status::Ok();
        }},
-      {{"dhcp.uefi_loader", "grub|ipxe", "grub",
+      {{"dhcp.uefi_loader", "grub|ipxe", LoaderName(kDefaultUefiChain),
         "What UEFI firmware boots: grub, the signed chain (shim signed by Microsoft's UEFI CA, "
         "grub and the kernel signed by Debian), which boots with Secure Boot on or off; or ipxe "
         "(unsigned: Secure Boot must be off). BIOS firmware always gets iPXE."},
        [](const std::string& v, const std::string&, Config& c) {
-         if (v != "grub" && v != "ipxe")
-           return Status::Invalid("expected grub or ipxe, found '" + v + "'");
+         if (!ParseLoaderName(v))
+           return Status::Invalid("expected " + LoaderChoices() + ", found '" + v + "'");
          c.uefi_loader = v;
          return Status::Ok();
        }},

@@ -50,7 +50,7 @@ Result<std::unique_ptr<BootService>> BootService::Create(const BootSettings& set
                                  {settings.pxe_dir, settings.loader_dir, settings.uefi_file});
   if (!loader.ok()) return loader.status();
   boot->loader_ = std::move(*loader);
-  const bool signed_chain = settings.uefi_loader == "grub";
+  const bool signed_chain = ParseLoaderName(settings.uefi_loader) == BootChain::kSigned;
   auto uefi = CreateBootLoader(
       settings.uefi_loader,
       {settings.pxe_dir, signed_chain ? settings.signed_loader_dir : settings.loader_dir,
@@ -60,7 +60,7 @@ Result<std::unique_ptr<BootService>> BootService::Create(const BootSettings& set
   // The other one, for the nodes and profiles that choose it; the signed
   // chain only when its packages are installed (preflight says when not).
   auto other = CreateBootLoader(
-      signed_chain ? "ipxe" : "grub",
+      LoaderName(signed_chain ? BootChain::kIpxe : BootChain::kSigned),
       {settings.pxe_dir, signed_chain ? settings.loader_dir : settings.signed_loader_dir,
        settings.uefi_file});
   if (!other.ok()) return other.status();

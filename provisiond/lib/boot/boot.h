@@ -24,14 +24,15 @@ namespace prov {
 struct BootSettings {
   std::string boot_url;  // how nodes reach us, no trailing slash
   std::string pxe_dir;   // templates
-  // The boot loaders (boot/loader.h's registry): iPXE for BIOS firmware
-  // (from loader_dir, with its UEFI binary uefi_file, empty: its default),
-  // and the loader UEFI firmware gets: "grub", the signed chain shim -> grub
-  // from signed_loader_dir, or "ipxe".
-  std::string loader = "ipxe";
+  // The boot loaders (boot/loader.h's registry, by the names of
+  // store/boot_stage.h): iPXE for BIOS firmware (from loader_dir, with its
+  // UEFI binary uefi_file, empty: its default), and the loader UEFI firmware
+  // gets: by default the signed chain shim -> grub from signed_loader_dir,
+  // or iPXE.
+  std::string loader = LoaderName(BootChain::kIpxe);
   std::string loader_dir = "/usr/lib/ipxe";
   std::string uefi_file;
-  std::string uefi_loader = "grub";
+  std::string uefi_loader = LoaderName(kDefaultUefiChain);
   std::string signed_loader_dir = "/usr/lib";
   // The TFTP root (dnsmasq serves it): where loaders that read their
   // scripts by TFTP find them, and the image files they load.

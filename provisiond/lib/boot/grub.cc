@@ -34,7 +34,7 @@ class Grub final : public BootLoader {
                            {std::begin(kGrubTemplates), std::end(kGrubTemplates)}, ".grub.in");
   }
 
-  std::string_view name() const override { return "grub"; }
+  std::string_view name() const override { return LoaderName(BootChain::kSigned); }
   std::string_view title() const override { return "shim and grub"; }
 
   std::string FirstStage(ClientArch) const override { return "shimx64.efi"; }

@@ -31,7 +31,7 @@ class Ipxe final : public BootLoader {
                            ".ipxe.in");
   }
 
-  std::string_view name() const override { return "ipxe"; }
+  std::string_view name() const override { return LoaderName(BootChain::kIpxe); }
   std::string_view title() const override { return "iPXE"; }
 
   std::string FirstStage(ClientArch arch) const override {

@@ -14,14 +14,15 @@ Result<std::unique_ptr<BootLoader>> CreateGrubLoader(const LoaderSettings& setti
 
 namespace {
 
+// By the chain each serves; the names are store/boot_stage.h's (LoaderName).
 struct LoaderEntry {
-  std::string_view name;
+  BootChain chain;
   Result<std::unique_ptr<BootLoader>> (*create)(const LoaderSettings&);
 };
 
 constexpr LoaderEntry kLoaders[] = {
-    {"ipxe", CreateIpxeLoader},
-    {"grub", CreateGrubLoader},
+    {BootChain::kIpxe, CreateIpxeLoader},
+    {BootChain::kSigned, CreateGrubLoader},
 };
 
 }  // namespace
@@ -55,8 +56,9 @@ Result<std::string> ScriptTemplates::Render(const std::string& name, const Scrip
 
 Result<std::unique_ptr<BootLoader>> CreateBootLoader(std::string_view name,
                                                      const LoaderSettings& settings) {
+  const std::optional<BootChain> chain = ParseLoaderName(name);
   for (const auto& entry : kLoaders)
-    if (entry.name == name) return entry.create(settings);
+    if (chain == entry.chain) return entry.create(settings);
   std::string known;
   for (std::string_view n : BootLoaderNames())
     known += (known.empty() ? "" : ", ") + std::string(n);
@@ -65,7 +67,7 @@ Result<std::unique_ptr<BootLoader>> CreateBootLoader(std::string_view name,
 
 std::vector<std::string_view> BootLoaderNames() {
   std::vector<std::string_view> out;
-  for (const auto& entry : kLoaders) out.push_back(entry.name);
+  for (const auto& entry : kLoaders) out.push_back(LoaderName(entry.chain));
   return out;
 }
 

@@ -28,7 +28,7 @@ namespace prov {
 // path, does not include).
 struct DhcpBootLoader {
   std::string title;       // "iPXE": in comments and errors
-  std::string tag;         // dnsmasq's tag for the loader's own requests: "ipxe"
+  std::string tag;         // dnsmasq's tag for the loader's own requests: its name
   std::string user_class;  // their DHCP user class ("iPXE"); empty: it makes none
   std::string bios_file;   // what BIOS PXE firmware loads by TFTP: "undionly.kpxe"
   std::string uefi_file;   // what UEFI x86-64 firmware loads: "ipxe.efi" or "shimx64.efi"

@@ -16,6 +16,7 @@
 
 #include "base/file_util.h"
 #include "base/unique_fd.h"
+#include "store/boot_stage.h"
 
 namespace prov {
 
@@ -188,8 +189,8 @@ std::vector<PreflightCheck> RunPreflight(const Config& config, const PreflightOp
       missing.empty()
           ? "undionly.kpxe, ipxe.efi, snponly.efi in " + config.ipxe_dir
           : "missing in " + config.ipxe_dir + ": " + missing + " (install Debian's ipxe)");
-  // The signed chain UEFI machines get by default (dhcp.uefi_loader: grub).
-  if (config.uefi_loader == "grub") {
+  // The signed chain UEFI machines get by default (dhcp.uefi_loader).
+  if (ParseLoaderName(config.uefi_loader) == BootChain::kSigned) {
     std::string absent;
     for (const char* f :
          {"shim/shimx64.efi.signed", "grub/x86_64-efi-signed/grubnetx64.efi.signed"})
@@ -202,7 +203,8 @@ std::vector<PreflightCheck> RunPreflight(const Config& config, const PreflightOp
                              "on or off"
                        : "missing: " + absent +
                              " (install Debian's shim-signed and grub-efi-amd64-signed, or set "
-                             "dhcp.uefi_loader: ipxe for machines with Secure Boot off)");
+                             "dhcp.uefi_loader: " +
+                             LoaderName(BootChain::kIpxe) + " for machines with Secure Boot off)");
   }
   add("dnsmasq", access(config.dnsmasq_path.c_str(), X_OK) == 0, true,
       config.dnsmasq_path + (access(config.dnsmasq_path.c_str(), X_OK) == 0

@@ -11,6 +11,7 @@
 #include "base/yaml_reader.h"
 #include "playbook/playbook.h"
 #include "playbook/runner_choice.h"
+#include "store/boot_stage.h"
 #include "store/node_state.h"
 
 namespace prov {
@@ -156,10 +157,9 @@ Status ValidateSecretName(const std::string& name) {
 }
 
 Status ValidateUefiLoader(const std::string& name) {
-  if (name == "grub" || name == "ipxe") return Status::Ok();
-  return Status::Invalid("uefi_loader '" + name.substr(0, 80) +
-                         "' must be grub (shim and grub, signed: Secure Boot on or off) or ipxe "
-                         "(Secure Boot off)");
+  if (ParseLoaderName(name)) return Status::Ok();
+  return Status::Invalid("uefi_loader '" + name.substr(0, 80) + "' must be " +
+                         LoaderChoices(/*what=*/true));
 }
 
 std::optional<std::string> SecretRefOf(const nlohmann::json& value) {

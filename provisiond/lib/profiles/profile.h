@@ -106,7 +106,7 @@ struct Profile {
   std::string image_name;
   std::string image_version;  // empty: the newest build of image_name
   std::vector<std::string> kernel_args;
-  // The loader its nodes' UEFI firmware is given ("grub" or "ipxe"); empty:
+  // The loader its nodes' UEFI firmware is given (a LoaderName); empty:
   // dhcp.uefi_loader. A node's own choice comes first (NodeRecord).
   std::string uefi_loader;
   std::vector<OverlayFile> overlay;
@@ -147,7 +147,7 @@ nlohmann::json ToJson(const Profile& p);
 // A secret's name: 1-64 of [a-z0-9_-], starting with a letter (it is a file
 // name in the secrets store).
 Status ValidateSecretName(const std::string& name);
-// A loader UEFI firmware can be given: "grub" (the signed chain) or "ipxe".
+// A loader UEFI firmware can be given (store/boot_stage.h: LoaderChains).
 Status ValidateUefiLoader(const std::string& name);
 // The NAME of a vars value {"secret": NAME}; nothing for any other value.
 std::optional<std::string> SecretRefOf(const nlohmann::json& value);

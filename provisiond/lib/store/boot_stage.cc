@@ -41,7 +41,53 @@ constexpr bool InEnumOrder() {
 }
 static_assert(InEnumOrder(), "kStages lists every BootStage, in the enum's order");
 
+struct LoaderInfo {
+  BootChain chain;
+  const char* name;
+  std::string_view boots;  // for messages
+};
+
+// In the order messages list them: the default first.
+constexpr LoaderInfo kLoaders[] = {
+    {BootChain::kSigned, "grub", "shim and grub, signed: Secure Boot on or off"},
+    {BootChain::kIpxe, "ipxe", "Secure Boot off"},
+};
+static_assert(kLoaders[0].chain == kDefaultUefiChain, "the default loader is listed first");
+
+constexpr auto kLoaderChains = [] {
+  std::array<BootChain, std::size(kLoaders)> chains{};
+  for (size_t i = 0; i < chains.size(); ++i) chains[i] = kLoaders[i].chain;
+  return chains;
+}();
+
 }  // namespace
+
+std::span<const BootChain> LoaderChains() {
+  return kLoaderChains;
+}
+
+const char* LoaderName(BootChain chain) {
+  for (const LoaderInfo& l : kLoaders)
+    if (l.chain == chain) return l.name;
+  return "";
+}
+
+std::optional<BootChain> ParseLoaderName(std::string_view name) {
+  for (const LoaderInfo& l : kLoaders)
+    if (l.name == name) return l.chain;
+  return std::nullopt;
+}
+
+std::string LoaderChoices(bool what) {
+  std::string out;
+  const size_t n = std::size(kLoaders);
+  for (size_t i = 0; i < n; ++i) {
+    if (i) out += i + 1 == n ? " or " : ", ";
+    out += kLoaders[i].name;
+    if (what) out.append(" (").append(kLoaders[i].boots).append(")");
+  }
+  return out;
+}
 
 std::span<const BootStage> AllBootStages() {
   return kOrder;

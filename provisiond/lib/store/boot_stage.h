@@ -36,6 +36,21 @@ enum class BootChain {
   kSigned,  // shim, grub and grub's config over TFTP (Secure Boot)
 };
 
+// The boot loaders, one for each chain with stages of its own, and their
+// names in provisiond's config (dhcp.uefi_loader), in profiles (uefi_loader)
+// and on nodes (node set --uefi-loader): "ipxe" (BIOS, and UEFI with Secure
+// Boot off) and "grub" (the signed chain shim -> grub). boot/loader.cc builds
+// each from its chain; no other unit spells a loader's name.
+std::span<const BootChain> LoaderChains();
+const char* LoaderName(BootChain chain);  // "" for kAny
+std::optional<BootChain> ParseLoaderName(std::string_view name);
+// The UEFI loader when nothing chooses one: the signed chain, which boots
+// with Secure Boot on or off.
+constexpr BootChain kDefaultUefiChain = BootChain::kSigned;
+// For messages: "grub or ipxe"; with `what`, each with what it boots
+// ("grub (shim and grub, signed: Secure Boot on or off) or ipxe (...)").
+std::string LoaderChoices(bool what = false);
+
 // Every stage, in boot order.
 std::span<const BootStage> AllBootStages();
 std::string_view ToString(BootStage stage);

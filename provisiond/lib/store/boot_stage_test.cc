@@ -43,4 +43,23 @@ TEST_CASE("boot stages: each loader's chain, and where a new boot begins") {
   CHECK_FALSE(IsLoaderStage(BootStage::kHello));
 }
 
+TEST_CASE("the boot loaders: one per chain with stages of its own, named once") {
+  REQUIRE(LoaderChains().size() == 2);
+  CHECK(LoaderChains()[0] == kDefaultUefiChain);
+  for (BootChain chain : LoaderChains()) {
+    INFO(LoaderName(chain));
+    CHECK(ParseLoaderName(LoaderName(chain)) == chain);
+    // Each loader's chain has stages only it passes.
+    bool own = false;
+    for (BootStage s : AllBootStages()) own |= ChainOf(s) == chain;
+    CHECK(own);
+  }
+  CHECK(std::string(LoaderName(BootChain::kAny)).empty());
+  CHECK_FALSE(ParseLoaderName(""));
+  CHECK_FALSE(ParseLoaderName("shim"));
+  CHECK(LoaderChoices() == "grub or ipxe");
+  CHECK(LoaderChoices(true) ==
+        "grub (shim and grub, signed: Secure Boot on or off) or ipxe (Secure Boot off)");
+}
+
 }  // namespace prov
