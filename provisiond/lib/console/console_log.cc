@@ -1,7 +1,7 @@
 #include "console/console_log.h"
 
 #include <fcntl.h>
-#include <sqlite3.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,53 +11,49 @@ namespace {
 
 constexpr size_t kMaxLineBytes = 1000;
 
-constexpr const char* kSchema =
+// Each connection's settings (not part of the schema).
+constexpr const char* kPragmas =
     "PRAGMA journal_mode = WAL;"
     "PRAGMA synchronous = NORMAL;"
-    "PRAGMA busy_timeout = 5000;"
-    "CREATE TABLE IF NOT EXISTS console_lines ("
-    "  id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL, boot INTEGER NOT NULL,"
-    "  time INTEGER NOT NULL, source TEXT NOT NULL, line TEXT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS console_by_boot ON console_lines (node_id, boot, id);"
-    "CREATE INDEX IF NOT EXISTS console_by_node ON console_lines (node_id, id);";
+    "PRAGMA busy_timeout = 5000;";
 
-// A prepared statement, finalized by its owner.
-class Query {
- public:
-  Query(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
-  ~Query() { sqlite3_finalize(s_); }
-  Query(const Query&) = delete;
-  Query& operator=(const Query&) = delete;
-  sqlite3_stmt* get() const { return s_; }
-  Query& Bind(int i, int64_t v) {
-    sqlite3_bind_int64(s_, i, v);
-    return *this;
-  }
-  Query& Bind(int i, const std::string& v) {
-    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  bool Row() { return s_ && sqlite3_step(s_) == SQLITE_ROW; }
-  bool Done() { return s_ && sqlite3_step(s_) == SQLITE_DONE; }
-  int64_t Int(int col) const { return sqlite3_column_int64(s_, col); }
-  std::string Text(int col) const {
-    auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, col));
-    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s_, col))) : std::string();
-  }
-
- private:
-  sqlite3_stmt* s_ = nullptr;
+// The console database's schema, numbered like the inventory's
+// (base/sqlite.h): one that shipped is never edited, the next is added.
+// 001 is the schema console.db had before it was numbered, written so that
+// such a database (user_version 0, its tables there) becomes version 1 as it
+// is.
+constexpr sql::Migration kConsoleMigrations[] = {
+    {"001_console_lines",
+     "CREATE TABLE IF NOT EXISTS console_lines ("
+     "  id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL, boot INTEGER NOT NULL,"
+     "  time INTEGER NOT NULL, source TEXT NOT NULL, line TEXT NOT NULL);"
+     "CREATE INDEX IF NOT EXISTS console_by_boot ON console_lines (node_id, boot, id);"
+     "CREATE INDEX IF NOT EXISTS console_by_node ON console_lines (node_id, id);"},
 };
 
-Status ConsoleSqlError(sqlite3* db, const std::string& what) {
-  return Status::Error(Code::kInternal, "console log: " + what + ": " + sqlite3_errmsg(db));
+Status ConsoleError(const Status& s, const std::string& what) {
+  return Status::Error(Code::kInternal, "console log: " + what + ": " + s.message());
 }
 
-ConsoleLine ReadConsoleLine(const Query& q) {
+ConsoleLine ReadConsoleLine(const sql::Statement& q) {
   return ConsoleLine{q.Int(0), q.Int(1), q.Int(2), q.Int(3), q.Text(4), q.Text(5)};
 }
 
-constexpr const char* kLineColumns = "id, node_id, boot, time, source, line";
+// A read's rows, each through `row`; an error is logged (the readers answer
+// what they have: the web page and node why show fewer lines, never fail).
+template <typename Fn>
+void EachRow(sql::Statement& q, const char* what, Fn row) {
+  for (;;) {
+    auto more = q.Step();
+    if (!more.ok()) {
+      spdlog::warn("console log: {}: {}", what, more.status().message());
+      break;
+    }
+    if (!*more) break;
+    row(q);
+  }
+  q.Reset();
+}
 
 std::string_view SkipKernelTime(std::string_view t) {
   // "[    1.234567] text"
@@ -147,6 +143,13 @@ int64_t AssignBoot(ConsoleBootState& s, const ConsoleLine& line) {
   return s.boot;
 }
 
+// The statements, prepared once when the log opens: a mistake in one is an
+// error at start, not a query that silently returns nothing.
+struct ConsoleLog::Statements {
+  sql::Statement insert, last_line, kernel_banner, prune_boots, prune_lines, lines, boots, tail,
+      error_line;
+};
+
 Result<std::unique_ptr<ConsoleLog>> ConsoleLog::Open(const std::string& path,
                                                      ConsoleRetention keep) {
   if (path != ":memory:") {
@@ -155,62 +158,90 @@ Result<std::unique_ptr<ConsoleLog>> ConsoleLog::Open(const std::string& path,
     if (fd < 0) return Status::Error(Code::kUnavailable, "cannot create " + path);
     ::close(fd);
   }
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
-    Status s = Status::Error(
-        Code::kUnavailable, "cannot open " + path + ": " + (db ? sqlite3_errmsg(db) : "no memory"));
-    sqlite3_close(db);
-    return s;
+  auto db = sql::Database::Open(path, sql::Database::Mode::kReadWriteCreate);
+  if (!db.ok()) return db.status();
+  if (Status st = db->Exec(kPragmas); !st.ok()) return st;
+  if (Status st = sql::ApplyMigrations(*db, kConsoleMigrations, std::size(kConsoleMigrations),
+                                       "the console log (" + path + ")");
+      !st.ok())
+    return st;
+  std::unique_ptr<ConsoleLog> log(new ConsoleLog(std::move(*db), keep));
+  sql::Database& d = log->db_;
+  struct Sql {
+    sql::Statement Statements::*member;
+    const char* text;
+  };
+  const Sql all[] = {
+      {&Statements::insert,
+       "INSERT INTO console_lines (node_id, boot, time, source, line) VALUES (?1, ?2, ?3, ?4, ?5)"},
+      {&Statements::last_line,
+       "SELECT boot, source FROM console_lines WHERE node_id = ?1 ORDER BY id DESC LIMIT 1"},
+      {&Statements::kernel_banner,
+       "SELECT 1 FROM console_lines WHERE node_id = ?1 AND boot = ?2 AND source = 'kernel' AND "
+       "line LIKE '%Linux version %' LIMIT 1"},
+      {&Statements::prune_boots, "DELETE FROM console_lines WHERE node_id = ?1 AND boot <= ?2"},
+      {&Statements::prune_lines,
+       "DELETE FROM console_lines WHERE node_id = ?1 AND id <= (SELECT id FROM console_lines "
+       "WHERE node_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)"},
+      {&Statements::lines,
+       "SELECT id, node_id, boot, time, source, line FROM console_lines WHERE node_id = ?1 AND "
+       "boot = ?2 AND id > ?3 ORDER BY id LIMIT ?4"},
+      {&Statements::boots,
+       "SELECT DISTINCT boot FROM console_lines WHERE node_id = ?1 ORDER BY boot"},
+      {&Statements::tail,
+       "SELECT id, node_id, boot, time, source, line FROM console_lines WHERE node_id = ?1 AND "
+       "boot = ?2 ORDER BY id DESC LIMIT ?3"},
+      // The failing line: the initrd's ERROR, a kernel panic, a unit that failed.
+      {&Statements::error_line,
+       "SELECT id, node_id, boot, time, source, line FROM console_lines WHERE node_id = ?1 AND "
+       "boot = ?2 AND source != 'provisiond' AND (line GLOB '*ERROR*' OR line GLOB "
+       "'*Kernel panic*' OR line GLOB '*Failed to *' OR line GLOB '*error:*') ORDER BY id DESC "
+       "LIMIT 1"},
+  };
+  log->q_ = std::make_unique<Statements>();
+  for (const Sql& q : all) {
+    auto prepared = d.Prepare(q.text);
+    if (!prepared.ok()) return prepared.status();
+    (*log->q_).*q.member = std::move(*prepared);
   }
-  char* err = nullptr;
-  if (sqlite3_exec(db, kSchema, nullptr, nullptr, &err) != SQLITE_OK) {
-    Status s = Status::Error(Code::kUnavailable,
-                             path + ": cannot create the console tables: " + (err ? err : "?"));
-    sqlite3_free(err);
-    sqlite3_close(db);
-    return s;
-  }
-  std::unique_ptr<ConsoleLog> log(new ConsoleLog(db, keep));
-  Query q(db, "SELECT max(id) FROM console_lines");
-  if (q.Row()) log->last_id_ = q.Int(0);
+  auto last = d.QueryInt("SELECT coalesce(max(id), 0) FROM console_lines");
+  if (!last.ok()) return last.status();
+  log->last_id_ = *last;
   return log;
 }
 
-ConsoleLog::~ConsoleLog() {
-  sqlite3_close(db_);
-}
+ConsoleLog::ConsoleLog(sql::Database db, ConsoleRetention keep) : db_(std::move(db)), keep_(keep) {}
+
+// The statements go before the database (q_ is declared after db_).
+ConsoleLog::~ConsoleLog() = default;
 
 ConsoleBootState& ConsoleLog::BootState(int64_t node_id) {
   auto it = boots_.find(node_id);
   if (it != boots_.end()) return it->second;
   ConsoleBootState s;
-  Query last(db_,
-             "SELECT boot, source FROM console_lines WHERE node_id = ?1 ORDER BY id DESC LIMIT 1");
-  if (last.Bind(1, node_id).Row()) {
-    s.boot = last.Int(0);
-    s.past_loader = last.Text(1) != "provisiond";
-    Query banner(db_,
-                 "SELECT 1 FROM console_lines WHERE node_id = ?1 AND boot = ?2 AND "
-                 "source = 'kernel' AND line LIKE '%Linux version %' LIMIT 1");
-    s.kernel_seen = banner.Bind(1, node_id).Bind(2, s.boot).Row();
-  }
+  bool found = false;
+  EachRow(q_->last_line.Bind(1, node_id), "the node's last line", [&](const sql::Statement& q) {
+    found = true;
+    s.boot = q.Int(0);
+    s.past_loader = q.Text(1) != "provisiond";
+  });
+  if (found)
+    EachRow(q_->kernel_banner.Bind(1, node_id).Bind(2, s.boot), "the boot's kernel banner",
+            [&](const sql::Statement&) { s.kernel_seen = true; });
   if (boots_.size() > 100000) boots_.clear();  // bounded; read again when needed
   return boots_[node_id] = s;
 }
 
 Status ConsoleLog::Prune(int64_t node_id, int64_t boot) {
   if (keep_.boots_per_node > 0 && boot > keep_.boots_per_node) {
-    Query q(db_, "DELETE FROM console_lines WHERE node_id = ?1 AND boot <= ?2");
-    if (!q.Bind(1, node_id).Bind(2, boot - keep_.boots_per_node).Done())
-      return ConsoleSqlError(db_, "cannot remove old boots");
+    Status st = q_->prune_boots.Bind(1, node_id).Bind(2, boot - keep_.boots_per_node).Run();
+    q_->prune_boots.Reset();
+    if (!st.ok()) return ConsoleError(st, "cannot remove old boots");
   }
   if (keep_.lines_per_node > 0) {
-    Query q(db_,
-            "DELETE FROM console_lines WHERE node_id = ?1 AND id <= (SELECT id FROM "
-            "console_lines WHERE node_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)");
-    if (!q.Bind(1, node_id).Bind(2, keep_.lines_per_node).Done())
-      return ConsoleSqlError(db_, "cannot remove old lines");
+    Status st = q_->prune_lines.Bind(1, node_id).Bind(2, keep_.lines_per_node).Run();
+    q_->prune_lines.Reset();
+    if (!st.ok()) return ConsoleError(st, "cannot remove old lines");
   }
   return Status::Ok();
 }
@@ -218,32 +249,28 @@ Status ConsoleLog::Prune(int64_t node_id, int64_t boot) {
 Status ConsoleLog::Append(std::vector<ConsoleLine>& lines) {
   if (lines.empty()) return Status::Ok();
   std::unique_lock lock(mu_);
-  if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK)
-    return ConsoleSqlError(db_, "cannot begin");
+  if (Status st = db_.Exec("BEGIN IMMEDIATE"); !st.ok()) return ConsoleError(st, "cannot begin");
   // Boot numbers are given only once the rows are in: a rollback must not
   // leave the counters ahead of the table.
   std::map<int64_t, ConsoleBootState> states;
   std::map<int64_t, int64_t> boot_started;  // node -> first boot number this batch started
   Status s = Status::Ok();
-  {
-    Query insert(db_,
-                 "INSERT INTO console_lines (node_id, boot, time, source, line) "
-                 "VALUES (?1, ?2, ?3, ?4, ?5)");
-    for (auto& line : lines) {
-      auto st = states.find(line.node_id);
-      if (st == states.end()) st = states.emplace(line.node_id, BootState(line.node_id)).first;
-      int64_t before = st->second.boot;
-      line.boot = AssignBoot(st->second, line);
-      if (line.boot != before) boot_started.emplace(line.node_id, line.boot);
-      sqlite3_reset(insert.get());
-      insert.Bind(1, line.node_id).Bind(2, line.boot).Bind(3, line.time_ms);
-      insert.Bind(4, line.source).Bind(5, line.text);
-      if (!insert.Done()) {
-        s = ConsoleSqlError(db_, "cannot append a line");
-        break;
-      }
-      line.id = sqlite3_last_insert_rowid(db_);
+  for (auto& line : lines) {
+    auto st = states.find(line.node_id);
+    if (st == states.end()) st = states.emplace(line.node_id, BootState(line.node_id)).first;
+    int64_t before = st->second.boot;
+    line.boot = AssignBoot(st->second, line);
+    if (line.boot != before) boot_started.emplace(line.node_id, line.boot);
+    sql::Statement& insert = q_->insert;
+    insert.Bind(1, line.node_id).Bind(2, line.boot).Bind(3, line.time_ms);
+    insert.Bind(4, line.source).Bind(5, line.text);
+    Status done = insert.Run();
+    insert.Reset();
+    if (!done.ok()) {
+      s = ConsoleError(done, "cannot append a line");
+      break;
     }
+    line.id = db_.LastInsertId();
   }
   // The retention: on a new boot, and every 256 lines of a node.
   for (auto it = states.begin(); s.ok() && it != states.end(); ++it) {
@@ -256,9 +283,11 @@ Status ConsoleLog::Append(std::vector<ConsoleLine>& lines) {
       s = Prune(it->first, it->second.boot);
     }
   }
-  if (!s.ok() || sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
-    if (s.ok()) s = ConsoleSqlError(db_, "cannot commit");
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  if (s.ok())
+    if (Status c = db_.Exec("COMMIT"); !c.ok()) s = ConsoleError(c, "cannot commit");
+  if (!s.ok()) {
+    if (Status r = db_.Exec("ROLLBACK"); !r.ok())
+      spdlog::warn("console log: rollback after an error: {}", r.message());
     return s;
   }
   for (auto& [node, state] : states) boots_[node] = state;
@@ -273,21 +302,16 @@ std::vector<ConsoleLine> ConsoleLog::Lines(int64_t node_id, int64_t boot, int64_
   std::lock_guard lock(mu_);
   if (boot == 0) boot = BootState(node_id).boot;
   std::vector<ConsoleLine> out;
-  Query q(db_, (std::string("SELECT ") + kLineColumns +
-                " FROM console_lines WHERE node_id = ?1 AND boot = ?2 AND id > ?3 "
-                "ORDER BY id LIMIT ?4")
-                   .c_str());
-  q.Bind(1, node_id).Bind(2, boot).Bind(3, after).Bind(4, limit);
-  while (q.Row()) out.push_back(ReadConsoleLine(q));
+  EachRow(q_->lines.Bind(1, node_id).Bind(2, boot).Bind(3, after).Bind(4, limit), "lines",
+          [&](const sql::Statement& q) { out.push_back(ReadConsoleLine(q)); });
   return out;
 }
 
 std::vector<int64_t> ConsoleLog::Boots(int64_t node_id) {
   std::lock_guard lock(mu_);
   std::vector<int64_t> out;
-  Query q(db_, "SELECT DISTINCT boot FROM console_lines WHERE node_id = ?1 ORDER BY boot");
-  q.Bind(1, node_id);
-  while (q.Row()) out.push_back(q.Int(0));
+  EachRow(q_->boots.Bind(1, node_id), "boots",
+          [&](const sql::Statement& q) { out.push_back(q.Int(0)); });
   return out;
 }
 
@@ -295,25 +319,16 @@ std::vector<ConsoleLine> ConsoleLog::Tail(int64_t node_id, int64_t count, Consol
   std::lock_guard lock(mu_);
   const int64_t boot = BootState(node_id).boot;
   std::vector<ConsoleLine> out;
-  Query q(db_, (std::string("SELECT ") + kLineColumns +
-                " FROM console_lines WHERE node_id = ?1 AND boot = ?2 ORDER BY id DESC LIMIT ?3")
-                   .c_str());
-  q.Bind(1, node_id).Bind(2, boot).Bind(3, count);
-  while (q.Row()) out.insert(out.begin(), ReadConsoleLine(q));
+  EachRow(q_->tail.Bind(1, node_id).Bind(2, boot).Bind(3, count), "the tail",
+          [&](const sql::Statement& q) { out.insert(out.begin(), ReadConsoleLine(q)); });
   if (error) {
     *error = ConsoleLine{};
-    // The failing line: the initrd's ERROR, a kernel panic, a unit that failed.
-    Query e(db_, (std::string("SELECT ") + kLineColumns +
-                  " FROM console_lines WHERE node_id = ?1 AND boot = ?2 AND source != 'provisiond' "
-                  "AND (line GLOB '*ERROR*' OR line GLOB '*Kernel panic*' OR line GLOB "
-                  "'*Failed to *' OR line GLOB '*error:*') ORDER BY id DESC LIMIT 1")
-                     .c_str());
-    e.Bind(1, node_id).Bind(2, boot);
-    if (e.Row()) {
-      ConsoleLine found = ReadConsoleLine(e);
-      bool shown = !out.empty() && found.id >= out.front().id;
-      if (!shown) *error = found;
-    }
+    EachRow(q_->error_line.Bind(1, node_id).Bind(2, boot), "the failing line",
+            [&](const sql::Statement& q) {
+              ConsoleLine found = ReadConsoleLine(q);
+              bool shown = !out.empty() && found.id >= out.front().id;
+              if (!shown) *error = found;
+            });
   }
   return out;
 }

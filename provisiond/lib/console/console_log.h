@@ -20,9 +20,8 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/sqlite.h"
 #include "store/boot_stage.h"
-
-struct sqlite3;
 
 namespace prov {
 
@@ -95,11 +94,13 @@ class ConsoleLog {
   int64_t LastId();
 
  private:
-  explicit ConsoleLog(sqlite3* db, ConsoleRetention keep) : db_(db), keep_(keep) {}
+  struct Statements;
+  ConsoleLog(sql::Database db, ConsoleRetention keep);
   ConsoleBootState& BootState(int64_t node_id);  // under mu_
   Status Prune(int64_t node_id, int64_t boot);   // under mu_
 
-  sqlite3* db_;
+  sql::Database db_;
+  std::unique_ptr<Statements> q_;  // prepared at Open; used under mu_
   const ConsoleRetention keep_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -117,6 +117,42 @@ TEST_CASE("console log: lines by boot, the failing line, retention, reopened") {
   CHECK((*again)->LastId() == reboot[0].id);
 }
 
+TEST_CASE("console log: its schema is numbered; a log from before the numbers keeps its lines") {
+  TempDir dir;
+  const std::string path = dir.path() + "/console.db";
+  {
+    // console.db as provisiond made it before its schema had numbers:
+    // user_version 0, the tables there.
+    auto old = sql::Database::Open(path, sql::Database::Mode::kReadWriteCreate);
+    REQUIRE(old.ok());
+    REQUIRE(
+        old->Exec("CREATE TABLE console_lines (id INTEGER PRIMARY KEY, node_id INTEGER NOT "
+                  "NULL, boot INTEGER NOT NULL, time INTEGER NOT NULL, source TEXT NOT NULL, "
+                  "line TEXT NOT NULL);"
+                  "CREATE INDEX console_by_boot ON console_lines (node_id, boot, id);"
+                  "CREATE INDEX console_by_node ON console_lines (node_id, id);"
+                  "INSERT INTO console_lines VALUES (41, 3, 2, 1000, 'kernel', 'Linux version');")
+            .ok());
+  }
+  {
+    auto log = ConsoleLog::Open(path);
+    REQUIRE(log.ok());
+    CHECK((*log)->LastId() == 41);
+    auto lines = (*log)->Lines(3, 0, 0, 10);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].boot == 2);
+  }
+  auto db = sql::Database::Open(path, sql::Database::Mode::kReadWrite);
+  REQUIRE(db.ok());
+  CHECK(*db->QueryInt("PRAGMA user_version") == 1);
+  // One from a newer provisiond is refused, saying so.
+  REQUIRE(db->Exec("PRAGMA user_version = 9").ok());
+  auto newer = ConsoleLog::Open(path);
+  REQUIRE_FALSE(newer.ok());
+  CHECK(newer.status().message().find("the console log (" + path + ") schema version 9 is newer") ==
+        0);
+}
+
 TEST_CASE("console log: a waiter wakes on a line and on the stop") {
   auto log = ConsoleLog::Open(":memory:");
   REQUIRE(log.ok());

@@ -1,7 +1,6 @@
 #include "store/backup.h"
 
 #include <fcntl.h>
-#include <sqlite3.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
@@ -12,6 +11,7 @@
 #include <set>
 
 #include "base/file_util.h"
+#include "base/sqlite.h"
 #include "base/tar.h"
 #include "store/migrations.h"
 #include "store/store.h"
@@ -43,52 +43,31 @@ bool LeftOut(const std::string& top) {
   return names.count(top) || top.starts_with("before-restore-");
 }
 
-struct Sqlite {
-  sqlite3* db = nullptr;
-  ~Sqlite() { sqlite3_close(db); }
-};
-
-Result<int64_t> QueryInt(sqlite3* db, const char* sql) {
-  sqlite3_stmt* raw = nullptr;
-  if (sqlite3_prepare_v2(db, sql, -1, &raw, nullptr) != SQLITE_OK)
-    return Status::Internal(std::string(sql) + ": " + sqlite3_errmsg(db));
-  std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> s(raw, sqlite3_finalize);
-  if (sqlite3_step(s.get()) != SQLITE_ROW)
-    return Status::Internal(std::string(sql) + ": " + sqlite3_errmsg(db));
-  return sqlite3_column_int64(s.get(), 0);
-}
-
 // SQLite's online backup of `database` into the new file `copy`: one read
 // transaction, so the copy is the inventory at one instant while writers go on.
 Status CopyDatabase(const std::string& database, const std::string& copy, int& schema,
                     int64_t& nodes) {
   if (!fs::exists(database)) return Status::NotFound("no database at " + database);
-  Sqlite src, dst;
-  if (sqlite3_open_v2(database.c_str(), &src.db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK)
-    return Status::Internal("cannot open " + database + ": " + sqlite3_errmsg(src.db));
-  sqlite3_busy_timeout(src.db, 5000);
+  auto src = sql::Database::Open(database, sql::Database::Mode::kReadWrite);
+  if (!src.ok()) return Status::Internal(src.status().message());
+  src->SetBusyTimeout(5000);
   UniqueFd created(::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!created.valid()) return Status::Internal("cannot create " + copy + ": " + strerror(errno));
-  if (sqlite3_open_v2(copy.c_str(), &dst.db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK)
-    return Status::Internal("cannot open " + copy + ": " + sqlite3_errmsg(dst.db));
-  sqlite3_backup* b = sqlite3_backup_init(dst.db, "main", src.db, "main");
-  if (!b) return Status::Internal("backup of " + database + ": " + sqlite3_errmsg(dst.db));
-  int rc = sqlite3_backup_step(b, -1);
-  sqlite3_backup_finish(b);
-  if (rc != SQLITE_DONE)
-    return Status::Internal("backup of " + database + ": " + sqlite3_errstr(rc));
+  auto dst = sql::Database::Open(copy, sql::Database::Mode::kReadWrite);
+  if (!dst.ok()) return Status::Internal(dst.status().message());
+  if (Status st = sql::CopyDatabase(*src, *dst); !st.ok()) return st;
   // The copy is a rollback-journal database of its own, checked whole.
-  sqlite3_exec(dst.db, "PRAGMA journal_mode = DELETE", nullptr, nullptr, nullptr);
-  sqlite3_stmt* raw = nullptr;
-  sqlite3_prepare_v2(dst.db, "PRAGMA integrity_check", -1, &raw, nullptr);
-  std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> check(raw, sqlite3_finalize);
-  if (!check || sqlite3_step(check.get()) != SQLITE_ROW ||
-      std::string(reinterpret_cast<const char*>(sqlite3_column_text(check.get(), 0))) != "ok")
+  if (Status st = dst->Exec("PRAGMA journal_mode = DELETE"); !st.ok()) return st;
+  auto check = dst->Prepare("PRAGMA integrity_check");
+  if (!check.ok()) return check.status();
+  auto row = check->Step();
+  if (!row.ok()) return row.status();
+  if (!*row || check->Text(0) != "ok")
     return Status::Internal("the copy of " + database + " fails SQLite's integrity check");
-  auto version = QueryInt(dst.db, "PRAGMA user_version");
+  auto version = dst->QueryInt("PRAGMA user_version");
   if (!version.ok()) return version.status();
   schema = static_cast<int>(*version);
-  auto count = QueryInt(dst.db, "SELECT count(*) FROM nodes");
+  auto count = dst->QueryInt("SELECT count(*) FROM nodes");
   nodes = count.ok() ? *count : 0;
   return Status::Ok();
 }

@@ -5,12 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "base/sqlite.h"
+
 namespace prov {
 
-struct Migration {
-  const char* name;  // "001_initial.sql"
-  const char* sql;
-};
+using Migration = sql::Migration;
 
 const std::vector<Migration>& Migrations();
 

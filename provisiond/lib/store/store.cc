@@ -189,32 +189,7 @@ class Store::Stmt {
 };
 
 Status ApplyMigrations(sqlite3* db, int upto) {
-  int current = 0;
-  {
-    sqlite3_stmt* raw = nullptr;
-    sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &raw, nullptr);
-    std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> s(raw, sqlite3_finalize);
-    if (s && sqlite3_step(s.get()) == SQLITE_ROW) current = sqlite3_column_int(s.get(), 0);
-  }
-  const auto& all = Migrations();
-  if (current > static_cast<int>(all.size()))
-    return Status::Internal("database schema version " + std::to_string(current) +
-                            " is newer than this provisiond knows (" + std::to_string(all.size()) +
-                            "); use a newer provisiond");
-  for (int v = current + 1; v <= upto && v <= static_cast<int>(all.size()); ++v) {
-    // Each migration and its version bump commit together.
-    std::string sql = std::string("BEGIN IMMEDIATE;\n") + all[v - 1].sql +
-                      "\nPRAGMA user_version = " + std::to_string(v) + ";\nCOMMIT;";
-    char* err = nullptr;
-    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-      std::string msg =
-          std::string("migration ") + all[v - 1].name + " failed: " + (err ? err : "unknown error");
-      sqlite3_free(err);
-      sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
-      return Status::Internal(msg);
-    }
-  }
-  return Status::Ok();
+  return sql::ApplyMigrations(db, Migrations(), upto, "database");
 }
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
