@@ -164,7 +164,8 @@ Status ApplyMigrations(sqlite3* db, std::span<const Migration> all, int upto,
     sqlite3_stmt* s = nullptr;
     if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, nullptr) != SQLITE_OK ||
         sqlite3_step(s) != SQLITE_ROW) {
-      std::string msg = std::string(what) + ": cannot read its schema version: " + sqlite3_errmsg(db);
+      std::string msg =
+          std::string(what) + ": cannot read its schema version: " + sqlite3_errmsg(db);
       sqlite3_finalize(s);
       return Status::Internal(msg);
     }
