@@ -35,9 +35,11 @@ std::string TaskTitle(const Task& task) {
 }
 
 // Arguments whose strings are conditions the module evaluates itself, so
-// they are not rendered as templates first (Ansible does the same).
+// they are not rendered as templates first (Ansible does the same): the
+// module's rules say so.
 bool KeepsRawArgs(const std::string& module) {
-  return module == "assert";
+  const ModuleSpec* spec = FindModule(module);
+  return spec && spec->rules.raw_args;
 }
 
 // One node's run: its variables (which registered results and set_fact

@@ -787,14 +787,16 @@ class PlaybookParser {
       errors_.Add(ArgumentMark(problem, value, extra, key), problem);
     task.args = std::move(args);
 
-    if (task.module == "assert") CheckAssert(value);
-    if (task.module == "debug" && value.IsMap() && value["var"].IsDefined() &&
-        value["var"].IsScalar()) {
-      Status s = CheckExpressionSyntax(value["var"].Scalar());
-      if (!s.ok()) errors_.Add(value["var"], "invalid expression in 'var': " + s.message());
+    // What the module's rules ask to check now (modules.h, ModuleRules).
+    const ModuleRules& rules = spec->rules;
+    for (const auto& arg : rules.condition_args) CheckConditionArg(value, arg);
+    for (const auto& arg : rules.expression_args) {
+      if (!value.IsMap() || !value[arg].IsDefined() || !value[arg].IsScalar()) continue;
+      Status s = CheckExpressionSyntax(value[arg].Scalar());
+      if (!s.ok()) errors_.Add(value[arg], "invalid expression in '" + arg + "': " + s.message());
     }
-    if (task.module == "template") CheckLocalFile(value, task.args, "templates", true);
-    if (task.module == "copy") CheckLocalFile(value, task.args, "files", false);
+    if (!rules.local_dir.empty())
+      CheckLocalFile(value, task.args, rules.local_dir, rules.local_is_template);
   }
 
   // Where a module argument problem points: the argument it names, else the
@@ -812,12 +814,13 @@ class PlaybookParser {
     return key.Mark();
   }
 
-  void CheckAssert(const YAML::Node& value) {
+  // An argument of conditions (assert's `that`): each must parse.
+  void CheckConditionArg(const YAML::Node& value, const std::string& arg) {
     if (!value.IsMap()) return;
-    std::vector<std::string> that;
+    std::vector<std::string> conditions;
     std::vector<YAML::Node> nodes;
-    StringOrList(value["that"], "that", that, &nodes);
-    for (size_t i = 0; i < that.size(); ++i) CheckCondition(nodes[i], that[i], "that");
+    StringOrList(value[arg], arg, conditions, &nodes);
+    for (size_t i = 0; i < conditions.size(); ++i) CheckCondition(nodes[i], conditions[i], arg);
   }
 
   // A literal src: of template or copy must exist (playbook dir/<subdir>/src,

@@ -182,8 +182,12 @@ std::vector<ModuleSpec> CheckModules() {
       RunStat));
   t.push_back(Module(
       "assert", {A("that", true), A("fail_msg", false, {}, {"msg"}), A("success_msg"), A("quiet")},
-      RunAssert));
-  t.push_back(Module("debug", {A("msg"), A("var"), A("verbosity")}, RunDebug));
+      RunAssert, false, false, {.raw_args = true, .condition_args = {"that"}}));
+  t.push_back(Module("debug", {A("msg"), A("var"), A("verbosity")}, RunDebug, false, false,
+                     {.combinations = {{ModuleRules::Combination::Kind::kAtMostOne,
+                                        {"msg", "var"},
+                                        "debug takes msg or var, not both"}},
+                      .expression_args = {"var"}}));
   t.push_back(Module("set_fact", {A("cacheable")}, RunSetFact, false, true));
   t.push_back(Module("fail", {A("msg")}, RunFailModule));
   t.push_back(Module(

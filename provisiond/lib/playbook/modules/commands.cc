@@ -166,11 +166,17 @@ std::vector<ModuleSpec> CommandModules() {
   t.push_back(Module("command",
                      {A("_raw_params"), A("cmd"), A("argv"), A("chdir"), A("creates"), A("removes"),
                       A("stdin"), A("strip_empty_ends")},
-                     RunCommandModule, true));
+                     RunCommandModule, true, false,
+                     {.combinations = {{ModuleRules::Combination::Kind::kAtLeastOne,
+                                        {"_raw_params", "cmd", "argv"},
+                                        "command needs a command (free form, cmd or argv)"}}}));
   t.push_back(Module("shell",
                      {A("_raw_params"), A("cmd"), A("chdir"), A("creates"), A("removes"),
                       A("stdin"), A("executable"), A("strip_empty_ends")},
-                     RunShellModule, true));
+                     RunShellModule, true, false,
+                     {.combinations = {{ModuleRules::Combination::Kind::kAtLeastOne,
+                                        {"_raw_params", "cmd"},
+                                        "shell needs a command (free form, cmd)"}}}));
   return t;
 }
 

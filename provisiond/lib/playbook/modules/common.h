@@ -71,7 +71,7 @@ std::vector<ArgSpec> WithAttrs(std::vector<ArgSpec> args);
 // choice that came from a variable), and the outcome's flags copied into
 // the registered result.
 ModuleSpec Module(std::string name, std::vector<ArgSpec> args, RunFn fn, bool free_form = false,
-                  bool any_args = false);
+                  bool any_args = false, ModuleRules rules = {});
 
 // The families, each in its own file with its modules' code; registry.cc
 // gathers them into AllModules().

@@ -533,10 +533,14 @@ std::vector<ModuleSpec> FileModules() {
   std::vector<ModuleSpec> t;
   t.push_back(Module("copy",
                      WithAttrs({A("dest", true), A("src"), A("content"), A("backup"), A("force")}),
-                     RunCopy));
-  t.push_back(Module("template",
-                     WithAttrs({A("src", true), A("dest", true), A("backup"), A("force")}),
-                     RunTemplate));
+                     RunCopy, false, false,
+                     {.combinations = {{ModuleRules::Combination::Kind::kExactlyOne,
+                                        {"src", "content"},
+                                        "copy needs exactly one of src and content"}},
+                      .local_dir = "files"}));
+  t.push_back(
+      Module("template", WithAttrs({A("src", true), A("dest", true), A("backup"), A("force")}),
+             RunTemplate, false, false, {.local_dir = "templates", .local_is_template = true}));
   t.push_back(Module(
       "file",
       WithAttrs({A("path", true, {}, {"dest", "name"}),
@@ -548,7 +552,10 @@ std::vector<ModuleSpec> FileModules() {
       WithAttrs({A("path", true, {}, {"dest", "destfile", "name"}), A("line", false, {}, {"value"}),
                  A("regexp", false, {}, {"regex"}), A("state", false, {"present", "absent"}),
                  A("insertafter"), A("insertbefore"), A("create"), A("backup"), A("firstmatch")}),
-      RunLineinfile));
+      RunLineinfile, false, false,
+      {.combinations = {{ModuleRules::Combination::Kind::kAtMostOne,
+                         {"insertafter", "insertbefore"},
+                         "lineinfile takes insertafter or insertbefore, not both"}}}));
   return t;
 }
 

@@ -65,6 +65,33 @@ struct ArgSpec {
 // - file state=touch reports changed every time, as in Ansible, unless
 //   modification_time and access_time are "preserve".
 // - Node scripts report on fd 3; a Remote must collect it (RemoteResult.meta).
+// What is particular to a module beyond each argument's own spec: the
+// loader, the validation and the runner read it here rather than asking for
+// the module by name.
+struct ModuleRules {
+  // Arguments that go together: at least one of them, exactly one, or at
+  // most one; `message` says so when they do not.
+  struct Combination {
+    enum class Kind { kAtLeastOne, kExactlyOne, kAtMostOne };
+    Kind kind = Kind::kAtLeastOne;
+    std::vector<std::string> args = {};
+    std::string message = {};
+  };
+  std::vector<Combination> combinations = {};
+  // Its arguments are conditions it evaluates itself (assert): the runner
+  // passes them as written, not rendered.
+  bool raw_args = false;
+  // Checked when the playbook loads: arguments that are conditions (assert's
+  // `that`, a string or a list) or expressions (debug's `var`).
+  std::vector<std::string> condition_args = {};
+  std::vector<std::string> expression_args = {};
+  // A literal `src` it reads from the playbook's folder (<dir>/src, then
+  // src): it must exist when the playbook loads; a template's syntax is
+  // checked too.
+  std::string local_dir = {};  // "templates" or "files"; empty: none
+  bool local_is_template = false;
+};
+
 struct ModuleSpec {
   std::string name;
   std::vector<ArgSpec> args;
@@ -73,6 +100,7 @@ struct ModuleSpec {
   std::function<ModuleOutcome(const nlohmann::json& args, ModuleContext& ctx)> run;
   // set_fact: any argument name is accepted (each one is a fact).
   bool any_args = false;
+  ModuleRules rules;
 };
 
 // Looks a module up by its short or ansible.builtin./ansible.posix. name.

@@ -47,12 +47,13 @@ std::vector<ModuleSpec> BuildTable() {
 namespace modules {
 
 ModuleSpec Module(std::string name, std::vector<ArgSpec> args, RunFn fn, bool free_form,
-                  bool any_args) {
+                  bool any_args, ModuleRules rules) {
   ModuleSpec spec;
   spec.name = std::move(name);
   spec.args = std::move(args);
   spec.free_form = free_form;
   spec.any_args = any_args;
+  spec.rules = std::move(rules);
   ModuleSpec check = spec;  // without run: what the wrapper validates against
   spec.run = [check, fn](const json& raw, ModuleContext& ctx) {
     json args = Canonical(check.args, raw.is_null() ? json::object() : raw);
@@ -139,24 +140,21 @@ std::vector<std::string> ValidateModuleArgs(const ModuleSpec& spec, const nlohma
       }
     }
   }
-  // Combinations the table cannot say.
-  auto has = [&](const char* k) {
+  // Combinations, from the module's own rules.
+  auto has = [&](const std::string& k) {
     for (const auto& a : spec.args)
       if (a.name == k) return !given(a).empty();
     return false;
   };
-  if ((spec.name == "command" || spec.name == "shell") && !has("_raw_params") && !has("cmd") &&
-      !has("argv"))
-    problems.push_back(spec.name + " needs a command (free form, cmd" +
-                       (spec.name == "command" ? " or argv)" : ")"));
-  if (spec.name == "copy" && has("src") == has("content"))
-    problems.push_back("copy needs exactly one of src and content");
-  if (spec.name == "debug" && has("msg") && has("var"))
-    problems.push_back("debug takes msg or var, not both");
-  if (spec.name == "wait_for" && has("port") && has("path"))
-    problems.push_back("wait_for takes port or path, not both");
-  if (spec.name == "lineinfile" && has("insertafter") && has("insertbefore"))
-    problems.push_back("lineinfile takes insertafter or insertbefore, not both");
+  using Kind = ModuleRules::Combination::Kind;
+  for (const auto& c : spec.rules.combinations) {
+    size_t n = 0;
+    for (const auto& a : c.args) n += has(a);
+    const bool ok = c.kind == Kind::kAtLeastOne   ? n >= 1
+                    : c.kind == Kind::kExactlyOne ? n == 1
+                                                  : n <= 1;
+    if (!ok) problems.push_back(c.message);
+  }
   return problems;
 }
 

@@ -8,6 +8,35 @@
 
 namespace prov {
 
+// What is particular to a module is in its own entry (ModuleRules): the
+// loader, the validation and the runner ask the entry, never the name.
+TEST_CASE("module rules: combinations, raw conditions, expressions, local files") {
+  auto problems = [](const char* module, const nlohmann::json& args) {
+    const ModuleSpec* spec = FindModule(module);
+    REQUIRE(spec != nullptr);
+    return ValidateModuleArgs(*spec, args);
+  };
+  using V = std::vector<std::string>;
+  CHECK(problems("shell", {{"chdir", "/"}}) == V{"shell needs a command (free form, cmd)"});
+  CHECK(problems("command", {{"argv", {"ls"}}}).empty());
+  CHECK(problems("wait_for", {{"port", 22}, {"path", "/x"}}) ==
+        V{"wait_for takes port or path, not both"});
+  CHECK(problems("wait_for", {{"port", 22}}).empty());
+  CHECK(problems("debug", {{"msg", "a"}, {"var", "b"}}) == V{"debug takes msg or var, not both"});
+  CHECK(problems("lineinfile", {{"path", "/x"}, {"insertafter", "a"}, {"insertbefore", "b"}}) ==
+        V{"lineinfile takes insertafter or insertbefore, not both"});
+  int raw = 0;
+  for (const ModuleSpec& m : AllModules()) raw += m.rules.raw_args;
+  CHECK(raw == 1);
+  CHECK(FindModule("ansible.builtin.assert")->rules.raw_args);
+  CHECK(FindModule("assert")->rules.condition_args == V{"that"});
+  CHECK(FindModule("debug")->rules.expression_args == V{"var"});
+  CHECK(FindModule("template")->rules.local_dir == "templates");
+  CHECK(FindModule("template")->rules.local_is_template);
+  CHECK(FindModule("copy")->rules.local_dir == "files");
+  CHECK_FALSE(FindModule("copy")->rules.local_is_template);
+}
+
 TEST_CASE("ValidateModuleArgs: unknown, missing, bad choice, aliases, free form") {
   const ModuleSpec* copy = FindModule("ansible.builtin.copy");
   REQUIRE(copy != nullptr);

@@ -393,7 +393,10 @@ std::vector<ModuleSpec> ServiceModules() {
                      {A("port"), A("host"), A("path"),
                       A("state", false, {"started", "stopped", "present", "absent"}), A("timeout"),
                       A("delay"), A("sleep"), A("search_regex"), A("connect_timeout"), A("msg")},
-                     RunWaitFor));
+                     RunWaitFor, false, false,
+                     {.combinations = {{ModuleRules::Combination::Kind::kAtMostOne,
+                                        {"port", "path"},
+                                        "wait_for takes port or path, not both"}}}));
   t.push_back(Module("hostname", {A("name", true), A("use")}, RunHostname));
   t.push_back(Module("reboot",
                      {A("reboot_timeout"), A("msg"), A("test_command"), A("pre_reboot_delay"),
