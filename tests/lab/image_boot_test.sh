@@ -251,7 +251,7 @@ ctl cmd lab0 -- "echo $(base64 -w0 "$LAB_DIR/nfs-probe.sh") | base64 -d >/tmp/nf
 probe_reads() { ctl cmd lab0 -- "grep -c ' ok\$' /tmp/nfs-probe.log || true" | grep -Eo '^[0-9]+$' | tail -n 1; }
 probe_read_past() { local n; n="$(probe_reads)" && [ -n "$n" ] && [ "$n" -ge "$1" ]; }
 wait_for "lab0's NFS probe to read 5 files" 120 probe_read_past 5
-kill -9 "$PROVISIOND_PID"
+lab_kill_hard "$PROVISIOND_PID" || fail "provisiond ($PROVISIOND_PID) did not exit after SIGKILL"
 lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/provisiond.yaml"
 PROVISIOND_PID="$LAB_LAST_PID"
 both_adopted() {

@@ -18,6 +18,10 @@
 #                                       $LAB_DIR/LOGNAME.log; registers its PID (killed at cleanup);
 #                                       sets LAB_LAST_PID. Call it directly, not inside $(...).
 #   lab_register_pid PID                have cleanup kill PID too (only if it runs in the namespace).
+#   lab_kill_hard PID                   SIGKILL PID (a crash) and return once it has exited, so its
+#                                       files and locks are closed (a process with many threads and
+#                                       a large address space takes a moment): what restarts it next
+#                                       finds the data folder free. Fails after 30 s.
 #   lab_wait_port PROTO PORT TIMEOUT_S  wait until something listens on PORT (tcp|udp) in the ns.
 #   lab_start_repo [DIR] [PORT]         serve the lab's apt repository (DIR, default: lab_repo_dir from
 #                                       tests/lab/lab-repo.sh, built or taken from the cache) over HTTP
@@ -314,6 +318,12 @@ lab_spawn() {
   LAB_LAST_PID=$!
   disown "$LAB_LAST_PID" 2>/dev/null || true
   lab_register_pid "$LAB_LAST_PID"
+}
+
+lab_kill_hard() {
+  local pid="$1"
+  kill -KILL "$pid" 2>/dev/null || true
+  _lab_wait_gone 30 "$pid" || { _lab_log "lab_kill_hard: $pid still runs 30 s after SIGKILL"; return 1; }
 }
 
 # lab_wait_port tcp|udp PORT TIMEOUT_S

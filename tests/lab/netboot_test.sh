@@ -160,7 +160,7 @@ say "kernel served with Range (206), ETag (304); no path from the URL reaches th
 #    is stopped and a new one started.
 old="$(dns_pid)"
 [ -n "$old" ] || fail "no dnsmasq before the SIGKILL"
-kill -9 "$(cat "$LAB_DIR/provisiond.pid")"
+lab_kill_hard "$(cat "$LAB_DIR/provisiond.pid")" || fail "provisiond did not exit after SIGKILL"
 kill -0 "$old" 2>/dev/null || fail "dnsmasq ($old) died with provisiond"
 sed -i "s/^listen: 0.0.0.0:8080/listen: $LAB_ADDR:8080/" "$LAB_DIR/provisiond.yaml"
 lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/provisiond.yaml"
@@ -205,7 +205,7 @@ grep -q '"dnsmasq"' "$LAB_DIR/listen.out" || fail "dnsmasq does not listen: $(ca
 say "listening only on $LAB_ADDR:8080, :8443 (HTTPS, certificate pinned by provisionctl, plain API refused off loopback) and UDP :6666 (network console), DHCP and TFTP on $LAB_BRIDGE"
 
 old="$(dns_pid)"
-kill -9 "$(cat "$LAB_DIR/provisiond.pid")"
+lab_kill_hard "$(cat "$LAB_DIR/provisiond.pid")" || fail "provisiond did not exit after SIGKILL"
 sed -i "s/range: 10.99.0.100-10.99.0.199/range: 10.99.0.100-10.99.0.198/" "$LAB_DIR/provisiond.yaml"
 lab_spawn provisiond "$PROVISIOND" --config "$LAB_DIR/provisiond.yaml"
 echo "$LAB_LAST_PID" >"$LAB_DIR/provisiond.pid"
