@@ -7,9 +7,8 @@
 namespace prov::sql {
 
 Result<Database> Database::Open(const std::string& path, Mode mode) {
-  const int flags = mode == Mode::kReadOnly          ? SQLITE_OPEN_READONLY
-                    : mode == Mode::kReadWriteCreate ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-                                                     : SQLITE_OPEN_READWRITE;
+  const int flags = mode == Mode::kReadWriteCreate ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                                                   : SQLITE_OPEN_READWRITE;
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
@@ -71,10 +70,6 @@ int64_t Database::LastInsertId() const {
 
 void Database::SetBusyTimeout(int ms) {
   sqlite3_busy_timeout(db_, ms);
-}
-
-std::string Database::ErrorMessage() const {
-  return db_ ? sqlite3_errmsg(db_) : "not open";
 }
 
 Statement::Statement(Statement&& other) noexcept
@@ -143,18 +138,18 @@ std::string Statement::Text(int column) const {
   return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s_, column))) : std::string();
 }
 
-bool Statement::IsNull(int column) const {
-  return sqlite3_column_type(s_, column) == SQLITE_NULL;
-}
-
-Status CopyDatabase(Database& from, Database& to) {
-  sqlite3_backup* b = sqlite3_backup_init(to.get(), "main", from.get(), "main");
-  if (!b) return Status::Internal("backup of " + from.path() + ": " + to.ErrorMessage());
+Status CopyDatabase(sqlite3* from, sqlite3* to, std::string_view what) {
+  sqlite3_backup* b = sqlite3_backup_init(to, "main", from, "main");
+  if (!b) return Status::Internal("cannot copy " + std::string(what) + ": " + sqlite3_errmsg(to));
   const int rc = sqlite3_backup_step(b, -1);
   sqlite3_backup_finish(b);
   if (rc != SQLITE_DONE)
-    return Status::Internal("backup of " + from.path() + ": " + sqlite3_errstr(rc));
+    return Status::Internal("cannot copy " + std::string(what) + ": " + sqlite3_errstr(rc));
   return Status::Ok();
+}
+
+Status CopyDatabase(Database& from, Database& to) {
+  return CopyDatabase(from.get(), to.get(), from.path());
 }
 
 Status ApplyMigrations(sqlite3* db, std::span<const Migration> all, int upto,

@@ -21,7 +21,7 @@ class Statement;
 
 class Database {
  public:
-  enum class Mode { kReadWrite, kReadWriteCreate, kReadOnly };
+  enum class Mode { kReadWrite, kReadWriteCreate };
   // Opens `path` (":memory:" for a private in-memory one). A new file is
   // created 0600 when the process's umask allows no more.
   static Result<Database> Open(const std::string& path, Mode mode);
@@ -32,7 +32,6 @@ class Database {
   Database& operator=(const Database&) = delete;
   ~Database();
 
-  bool is_open() const { return db_ != nullptr; }
   const std::string& path() const { return path_; }
   // Runs one or more statements that return no rows ("BEGIN IMMEDIATE",
   // a schema); the error names the database and SQLite's message.
@@ -45,7 +44,6 @@ class Database {
   int64_t LastInsertId() const;
   // Waits up to `ms` for another connection's lock instead of failing at once.
   void SetBusyTimeout(int ms);
-  std::string ErrorMessage() const;
   // For what this layer does not wrap (the online backup, commit hooks).
   sqlite3* get() const { return db_; }
 
@@ -77,7 +75,6 @@ class Statement {
 
   int64_t Int(int column) const;
   std::string Text(int column) const;
-  bool IsNull(int column) const;
 
  private:
   friend class Database;
@@ -91,6 +88,9 @@ class Statement {
 // of `from`, so the copy is the database at one instant while its writers go
 // on.
 Status CopyDatabase(Database& from, Database& to);
+// The same between handles this layer does not own (the store's); `what`
+// names `from` in the error ("the database").
+Status CopyDatabase(sqlite3* from, sqlite3* to, std::string_view what);
 
 // One schema change, numbered by its place in its list: migration N takes a
 // database from user_version N-1 to N.

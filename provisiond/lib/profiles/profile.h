@@ -147,7 +147,7 @@ nlohmann::json ToJson(const Profile& p);
 // A secret's name: 1-64 of [a-z0-9_-], starting with a letter (it is a file
 // name in the secrets store).
 Status ValidateSecretName(const std::string& name);
-// A loader UEFI firmware can be given (store/boot_stage.h: LoaderChains).
+// A loader UEFI firmware can be given (store/boot_stage.h: ParseLoaderName).
 Status ValidateUefiLoader(const std::string& name);
 // The NAME of a vars value {"secret": NAME}; nothing for any other value.
 std::optional<std::string> SecretRefOf(const nlohmann::json& value);

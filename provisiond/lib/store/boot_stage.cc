@@ -54,17 +54,7 @@ constexpr LoaderInfo kLoaders[] = {
 };
 static_assert(kLoaders[0].chain == kDefaultUefiChain, "the default loader is listed first");
 
-constexpr auto kLoaderChains = [] {
-  std::array<BootChain, std::size(kLoaders)> chains{};
-  for (size_t i = 0; i < chains.size(); ++i) chains[i] = kLoaders[i].chain;
-  return chains;
-}();
-
 }  // namespace
-
-std::span<const BootChain> LoaderChains() {
-  return kLoaderChains;
-}
 
 const char* LoaderName(BootChain chain) {
   for (const LoaderInfo& l : kLoaders)

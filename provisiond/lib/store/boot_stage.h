@@ -41,7 +41,6 @@ enum class BootChain {
 // and on nodes (node set --uefi-loader): "ipxe" (BIOS, and UEFI with Secure
 // Boot off) and "grub" (the signed chain shim -> grub). boot/loader.cc builds
 // each from its chain; no other unit spells a loader's name.
-std::span<const BootChain> LoaderChains();
 const char* LoaderName(BootChain chain);  // "" for kAny
 std::optional<BootChain> ParseLoaderName(std::string_view name);
 // The UEFI loader when nothing chooses one: the signed chain, which boots

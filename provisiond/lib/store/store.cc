@@ -324,13 +324,7 @@ sqlite3_stmt* Store::Prepared(const char* sql) {
 Status Store::CopyFrom(Store& from) {
   if (&from == this) return Status::Invalid("a store cannot be copied onto itself");
   std::scoped_lock lock(mu_, from.mu_);
-  std::unique_ptr<sqlite3_backup, int (*)(sqlite3_backup*)> backup(
-      sqlite3_backup_init(db_, "main", from.db_, "main"), sqlite3_backup_finish);
-  if (!backup) return SqlError(db_, "cannot copy the database");
-  const int rc = sqlite3_backup_step(backup.get(), -1);
-  if (rc != SQLITE_DONE)
-    return Status::Internal(std::string("cannot copy the database: ") + sqlite3_errstr(rc));
-  backup.reset();
+  if (Status s = sql::CopyDatabase(from.db_, db_, "the database"); !s.ok()) return s;
   Stmt q(*this, kLastEventId);
   last_event_id_ = sqlite3_step(q.get()) == SQLITE_ROW ? sqlite3_column_int64(q.get(), 0) : 0;
   addresses_.reset();
