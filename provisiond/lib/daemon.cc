@@ -45,22 +45,24 @@ namespace prov {
 
 namespace {
 
-void UseAnsibleOf(const Config& config) {
-  AnsibleTool tool;
-  tool.program = config.ansible_playbook;
-  tool.roles_path = config.ansible_roles_path;
-  tool.python_interpreter = config.ansible_python_interpreter;
-  SetDefaultAnsibleTool(tool);
+AnsibleTool AnsibleToolOf(const Config& config) {
+  return AnsibleTool{.program = config.ansible_playbook,
+                     .roles_path = config.ansible_roles_path,
+                     .python_interpreter = config.ansible_python_interpreter};
 }
 
 }  // namespace
 
 std::vector<std::string> CheckAll(const Config& config) {
-  UseAnsibleOf(config);
+  const AnsibleTool ansible = AnsibleToolOf(config);
   std::vector<std::string> errors;
-  auto profiles = LoadAllProfiles(config.profiles_dir, config.playbooks_dir, errors);
+  auto profiles =
+      LoadAllProfiles(config.profiles_dir, config.playbooks_dir, errors, ansible.roles_path);
   if (profiles.empty() && errors.empty())
     errors.push_back(config.profiles_dir + ": no profiles (<version>/profile.yaml) found");
+  for (const auto& [version, profile] : profiles)
+    if (Status s = CheckProfileWithAnsible(profile, ansible); !s.ok())
+      errors.push_back(s.message());
   if (std::filesystem::exists(config.effective_tokens_file())) {
     auto tokens = TokenSet::Load(config.effective_tokens_file());
     if (!tokens.ok()) errors.push_back(tokens.status().message());
@@ -234,9 +236,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     if (!s.ok()) return s;
   }
 
-  UseAnsibleOf(config);
+  // Parsed only: Ansible's verdict on a profile's playbooks comes when it is
+  // planned, applied or baked (seconds each; provisiond --check gives all).
+  const AnsibleTool ansible = AnsibleToolOf(config);
   std::vector<std::string> errors;
-  auto profiles = LoadAllProfiles(config.profiles_dir, config.playbooks_dir, errors);
+  auto profiles =
+      LoadAllProfiles(config.profiles_dir, config.playbooks_dir, errors, ansible.roles_path);
   for (const auto& e : errors) spdlog::warn("profile not loaded: {}", e);
   spdlog::info("{} profile(s) in {}", profiles.size(), config.profiles_dir);
 
@@ -244,8 +249,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   if (!store.ok()) return store.status();
   impl->store = std::move(*store);
   impl->store->SetRetention(config.keep_events, config.keep_runs);
-  impl->inventory = std::make_unique<Inventory>(
-      *impl->store, config.profiles_dir, config.playbooks_dir, config.data_dir + "/snapshots");
+  impl->inventory =
+      std::make_unique<Inventory>(*impl->store, config.profiles_dir, config.playbooks_dir,
+                                  config.data_dir + "/snapshots", ansible);
   impl->router = std::make_unique<Router>(nullptr);
   Impl* raw = impl.get();
   impl->api = std::make_unique<ApiContext>();
@@ -307,6 +313,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   configure.task_timeout_s = config.task_timeout_s;
   configure.connect_retry_s = config.connect_retry_s;
   configure.ansible_dir = config.data_dir + "/ansible";
+  configure.ansible = ansible;
   impl->configurator = std::make_unique<Configurator>(*impl->inventory, configure);
   impl->phonehome = std::make_unique<PhoneHome>(*impl->inventory, control_key->public_key,
                                                 [raw] { return raw->boot->boot_url(); });

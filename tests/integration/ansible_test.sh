@@ -248,6 +248,18 @@ esac
 check "nothing ran on a2" test ! -e "$NODES/refused"
 check "set a2's key back" ctl node set a2 --host-key "$(key_of t2)"
 
+echo "== a profile with a playbook Ansible refuses: listed, refused when planned"
+mkdir -p "$WORK/profiles/anbroken"
+printf 'version: anbroken\nimage: {name: lab}\nplaybooks:\n  - playbook: broken.yml\nnodes: {pattern: "b*"}\n' \
+  >"$WORK/profiles/anbroken/profile.yaml"
+check "profile list (parsed only: no Ansible run)" ctl profile list
+expect_output "lists it" "anbroken"
+expect_exit 1 "its plan is refused" ctl profile plan anbroken
+expect_output "at the profile's line" "anbroken/profile.yaml:4: playbook 'broken.yml' does not load"
+expect_output "with Ansible's own error" "conflicting action statements"
+expect_exit 1 "its apply too" ctl profile apply anbroken --yes
+rm -r "$WORK/profiles/anbroken"
+
 echo "== a profile whose playbook runs under ansible-playbook takes nodes to ready"
 cat >"$WORK/profiles/anprof/profile.yaml" <<EOF
 version: anprof

@@ -72,9 +72,9 @@ HttpResponse BakeProfile(const ApiContext& ctx, const HttpRequest& r) {
   ImageService* service = ctx.image_service;
   Status s = ctx.image_service->StartJob(
       plan->name, "started baking " + plan->ref() + " for profile " + (*profile)->version,
-      [profile = *profile, catalog, service, who = r.who](const ImageBuildOptions& opt,
-                                                          const BuildProgress& progress) {
-        auto built = BuildDerivedImage(*profile, *catalog, opt, progress);
+      [profile = *profile, catalog, service, ansible = ctx.inventory->ansible(), who = r.who](
+          const ImageBuildOptions& opt, const BuildProgress& progress) {
+        auto built = BuildDerivedImage(*profile, *catalog, opt, ansible, progress);
         // The retention setting: derived images nothing uses any more go.
         if (built.ok()) {
           auto pruned = service->PruneDerived(who);

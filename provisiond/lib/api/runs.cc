@@ -117,10 +117,12 @@ HttpResponse CheckPlaybook(const ApiContext& ctx, const HttpRequest& r) {
   if (!wanted.ok()) return HttpResponse::FromStatus(wanted.status());
   auto text = ReadFile(*path);
   if (!text.ok()) return HttpResponse::FromStatus(text.status());
-  auto choice = ChoosePlaybookRunner(*path, *text, *wanted, DefaultAnsibleTool());
-  if (!choice.ok())
+  const AnsibleTool& ansible = ctx.inventory->ansible();
+  auto choice = ChoosePlaybookRunner(*path, *text, *wanted, ansible.roles_path);
+  Status verdict = choice.ok() ? CheckWithAnsible(*path, *choice, ansible) : choice.status();
+  if (!verdict.ok())
     return HttpResponse::Json(
-        200, {{"playbook", *path}, {"accepted", false}, {"error", choice.status().message()}});
+        200, {{"playbook", *path}, {"accepted", false}, {"error", verdict.message()}});
   return HttpResponse::Json(200, {{"playbook", *path},
                                   {"accepted", true},
                                   {"runner", ToString(choice->runner)},

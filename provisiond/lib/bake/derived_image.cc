@@ -192,7 +192,7 @@ Result<DerivedImage> PlanDerivedImage(const Profile& p, ImageCatalog& catalog) {
 }
 
 Result<ImageVersion> BuildDerivedImage(const Profile& p, ImageCatalog& catalog,
-                                       const ImageBuildOptions& opt,
+                                       const ImageBuildOptions& opt, const AnsibleTool& tool,
                                        const BuildProgress& progress) {
   const auto started = std::chrono::steady_clock::now();
   auto say = [&](const std::string& line) {
@@ -260,7 +260,7 @@ Result<ImageVersion> BuildDerivedImage(const Profile& p, ImageCatalog& catalog,
       // Debian's ansible-playbook with its chroot connection, in the same
       // mounts as the native runner's tasks (playbook/remote.h).
       AnsibleRunSettings ansible;
-      ansible.tool = DefaultAnsibleTool();
+      ansible.tool = tool;
       ansible.work_dir = build->path() + "/ansible";
       ansible.image_root = root;
       ansible.timeout_s = opt.timeout_s;

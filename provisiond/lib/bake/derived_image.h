@@ -49,9 +49,10 @@ Result<DerivedImage> PlanDerivedImage(const Profile& profile, ImageCatalog& cata
 // leaves (policy-rc.d, apt's downloaded packages, the build host's identity),
 // then finishes and commits it. `profile` must be an applied snapshot (its
 // playbooks are read from there) or a profile loaded from disk. A failed task
-// fails the build with the playbook, the task, where and why.
+// fails the build with the playbook, the task, where and why. Playbooks on
+// ansible-playbook run with `ansible`.
 Result<ImageVersion> BuildDerivedImage(const Profile& profile, ImageCatalog& catalog,
-                                       const ImageBuildOptions& options,
+                                       const ImageBuildOptions& options, const AnsibleTool& ansible,
                                        const BuildProgress& progress);
 
 // What differs between two derived images' inputs, in words.

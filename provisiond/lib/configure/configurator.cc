@@ -113,7 +113,7 @@ struct Configurator::Impl {
 
   AnsibleRunSettings Ansible() const {
     AnsibleRunSettings a;
-    a.tool = DefaultAnsibleTool();
+    a.tool = settings.ansible;
     a.key_path = settings.key_path;
     a.ssh_user = settings.ssh_user;
     a.connect_timeout_s = std::max(1, settings.connect_timeout_ms / 1000);
@@ -531,8 +531,11 @@ Result<std::vector<RunRecord>> Configurator::StartPlaybook(
   if (!text.ok())
     return Status::NotFound("playbook " + playbook_path +
                             " cannot be read: " + text.status().message());
-  auto choice = ChoosePlaybookRunner(playbook_path, *text, wanted, DefaultAnsibleTool());
+  auto choice =
+      ChoosePlaybookRunner(playbook_path, *text, wanted, impl_->settings.ansible.roles_path);
   if (!choice.ok()) return choice.status();
+  if (Status s = CheckWithAnsible(playbook_path, *choice, impl_->settings.ansible); !s.ok())
+    return s;
   if (choice_out) *choice_out = *choice;
   std::vector<NodeRecord> records;
   for (const auto& name : nodes) {

@@ -46,6 +46,7 @@ struct ConfigureSettings {
   // Playbooks that run on ansible-playbook (ansible_runner.h) keep their
   // ssh control sockets and private run folders here.
   std::string ansible_dir;
+  AnsibleTool ansible;  // the program, roles path and interpreter they run with
 };
 
 class Configurator {

@@ -15,7 +15,6 @@
 #include "playbook/jinja/jinja.h"
 #include "playbook/jinja/regex.h"
 #include "playbook/modules/modules.h"
-#include "playbook/runner_choice.h"
 
 namespace prov {
 namespace {
@@ -272,7 +271,8 @@ namespace {
 
 class PlaybookParser {
  public:
-  PlaybookParser(const std::string& file, std::string dir) : errors_(file), dir_(std::move(dir)) {}
+  PlaybookParser(const std::string& file, std::string dir, std::string roles_path)
+      : errors_(file), dir_(std::move(dir)), roles_path_(std::move(roles_path)) {}
 
   Result<Playbook> Parse(const std::string& text) {
     Playbook pb;
@@ -1110,7 +1110,7 @@ class PlaybookParser {
   // configured roles path.
   std::vector<std::string> RolesPath() const {
     std::vector<std::string> out = {dir_ + "/roles"};
-    std::string extra = DefaultAnsibleTool().roles_path;
+    const std::string& extra = roles_path_;
     size_t start = 0;
     while (start <= extra.size() && !extra.empty()) {
       size_t colon = extra.find(':', start);
@@ -1169,6 +1169,7 @@ class PlaybookParser {
 
   YamlErrors errors_;
   std::string dir_;
+  std::string roles_path_;
   std::set<std::string> reached_files_, reached_dirs_;
   std::string files_dir_;  // the role being read; empty: the playbook itself
   int depth_ = 0;
@@ -1218,17 +1219,18 @@ std::string Task::where() const {
   return file + ":" + std::to_string(line);
 }
 
-Result<Playbook> ParsePlaybook(const std::string& text, const std::string& file) {
+Result<Playbook> ParsePlaybook(const std::string& text, const std::string& file,
+                               const std::string& roles_path) {
   std::string dir = fs::path(file).parent_path().string();
-  PlaybookParser parser(file, dir.empty() ? "." : dir);
+  PlaybookParser parser(file, dir.empty() ? "." : dir, roles_path);
   return parser.Parse(text);
 }
 
-Result<Playbook> LoadPlaybook(const std::string& path) {
+Result<Playbook> LoadPlaybook(const std::string& path, const std::string& roles_path) {
   auto text = ReadFile(path);
   if (!text.ok())
     return Status::NotFound("playbook " + path + " cannot be read: " + text.status().message());
-  return ParsePlaybook(*text, path);
+  return ParsePlaybook(*text, path, roles_path);
 }
 
 bool HostsMatch(const std::string& hosts, const std::string& hostname) {

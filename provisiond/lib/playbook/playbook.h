@@ -107,9 +107,12 @@ struct Playbook {
 };
 
 // Parses playbook text; all errors at once, each "file:line:col: message".
-Result<Playbook> ParsePlaybook(const std::string& text, const std::string& file);
+// Roles are looked up in roles/ beside the playbook, then in `roles_path`
+// (':'-separated folders: the ansible_roles_path setting).
+Result<Playbook> ParsePlaybook(const std::string& text, const std::string& file,
+                               const std::string& roles_path = "");
 // Reads and parses `path`.
-Result<Playbook> LoadPlaybook(const std::string& path);
+Result<Playbook> LoadPlaybook(const std::string& path, const std::string& roles_path = "");
 
 // True when `hosts` (a play's pattern) selects the node: "all", a hostname,
 // a glob ("node*"), a hostlist ("node[01-04]"), several of them joined by ','

@@ -33,23 +33,6 @@ Result<PlaybookRunner> ParsePlaybookRunner(const std::string& text) {
 
 namespace {
 
-AnsibleTool& ToolSetting() {
-  static AnsibleTool tool;
-  return tool;
-}
-
-}  // namespace
-
-const AnsibleTool& DefaultAnsibleTool() {
-  return ToolSetting();
-}
-
-void SetDefaultAnsibleTool(AnsibleTool tool) {
-  ToolSetting() = std::move(tool);
-}
-
-namespace {
-
 // Ansible's message without its warnings: from the first "ERROR!" line on,
 // or everything that is not a warning when there is none.
 std::string AnsibleError(const std::string& output) {
@@ -114,43 +97,39 @@ Status AnsibleSyntaxCheck(const std::string& path, const AnsibleTool& tool) {
 }
 
 Result<RunnerChoice> ChoosePlaybookRunner(const std::string& path, const std::string& text,
-                                          PlaybookRunner wanted, const AnsibleTool& tool) {
+                                          PlaybookRunner wanted, const std::string& roles_path) {
   RunnerChoice choice;
-  if (wanted != PlaybookRunner::kAnsible) {
-    auto native = ParsePlaybook(text, path);
-    if (native.ok()) {
-      choice.runner = PlaybookRunner::kNative;
-      choice.reason =
-          wanted == PlaybookRunner::kNative ? "forced by runner: native" : "loads natively";
-      choice.native = std::make_shared<const Playbook>(std::move(*native));
-      return choice;
-    }
-    if (wanted == PlaybookRunner::kNative) return native.status();
-    choice.reason = "outside the native subset: " + FirstLine(native.status().message());
-  } else {
+  choice.forced = wanted != PlaybookRunner::kAuto;
+  if (wanted == PlaybookRunner::kAnsible) {
+    choice.runner = PlaybookRunner::kAnsible;
     choice.reason = "forced by runner: ansible";
-    // Forced, the choice needs no tool: a profile that names ansible-playbook
-    // loads on a control node without it (the Debian package does not pull
-    // in Ansible), and the run says it is missing when it would start.
-    std::error_code ec;
-    if (!fs::exists(tool.program, ec)) {
-      choice.runner = PlaybookRunner::kAnsible;
-      choice.reason += " (not checked: " + tool.program +
-                       " is not installed; apt-get install ansible before it runs)";
-      return choice;
-    }
+    return choice;
   }
-  Status check = AnsibleSyntaxCheck(path, tool);
-  if (!check.ok()) {
-    if (wanted == PlaybookRunner::kAnsible) return check;
-    // Both refusals: the native loader's points at file:line, Ansible's is
-    // the authority on what Ansible accepts.
-    return Status::Error(check.code(),
-                         "native runner: " + choice.reason.substr(choice.reason.find(": ") + 2) +
-                             "\n" + check.message());
+  auto native = ParsePlaybook(text, path, roles_path);
+  if (!native.ok()) {
+    if (wanted == PlaybookRunner::kNative) return native.status();
+    choice.runner = PlaybookRunner::kAnsible;
+    choice.reason = "outside the native subset: " + FirstLine(native.status().message());
+    return choice;
   }
-  choice.runner = PlaybookRunner::kAnsible;
+  choice.runner = PlaybookRunner::kNative;
+  choice.reason = wanted == PlaybookRunner::kNative ? "forced by runner: native" : "loads natively";
+  choice.native = std::make_shared<const Playbook>(std::move(*native));
   return choice;
+}
+
+Status CheckWithAnsible(const std::string& path, const RunnerChoice& choice,
+                        const AnsibleTool& tool) {
+  if (choice.runner != PlaybookRunner::kAnsible) return Status::Ok();
+  std::error_code ec;
+  if (choice.forced && !fs::exists(tool.program, ec)) return Status::Ok();
+  Status check = AnsibleSyntaxCheck(path, tool);
+  if (check.ok() || choice.forced) return check;
+  // Both refusals: the native loader's points at file:line, Ansible's is
+  // the authority on what Ansible accepts.
+  return Status::Error(
+      check.code(), "native runner: " + choice.reason.substr(choice.reason.find(": ") + 2) + "\n" +
+                        check.message());
 }
 
 std::vector<std::string> AnsibleReachedFiles(const std::string& path) {

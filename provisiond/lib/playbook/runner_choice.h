@@ -24,13 +24,15 @@ Result<PlaybookRunner> ParsePlaybookRunner(const std::string& text);
 
 struct RunnerChoice {
   PlaybookRunner runner = PlaybookRunner::kNative;  // never kAuto
+  bool forced = false;                              // the profile entry or the run said which
   // Why this runner: "loads natively", "forced by runner: ansible", or the
   // native loader's first refusal ("file:line:col: ...").
   std::string reason;
   std::shared_ptr<const Playbook> native;  // set when runner is kNative
 };
 
-// Where ansible-playbook is, and what it sees besides the playbook.
+// Where ansible-playbook is, and what it sees besides the playbook: the
+// ansible_* settings, given to each unit that runs or checks playbooks.
 struct AnsibleTool {
   std::string program = "/usr/bin/ansible-playbook";
   std::string roles_path;  // extra roles folders (':'-separated), after <playbook dir>/roles
@@ -38,18 +40,25 @@ struct AnsibleTool {
   std::string python_interpreter = "auto_silent";
 };
 
-// The tool as provisiond's settings give it (ansible_playbook,
-// ansible_roles_path): set once at start, before any profile loads; read
-// by every profile load and run.
-const AnsibleTool& DefaultAnsibleTool();
-void SetDefaultAnsibleTool(AnsibleTool tool);
-
-// Chooses the runner for the playbook at `path` whose content is `text`.
-// Under Ansible, the playbook is checked with `ansible-playbook
-// --syntax-check` (roles, includes and vars files it names resolved as a
-// run would); its refusal is the error, quoted as Ansible gave it.
+// Chooses the runner for the playbook at `path` whose content is `text`:
+// native when the native loader takes it (roles looked up in `roles_path`
+// too), ansible-playbook otherwise, or the one `wanted` forces. Runs no
+// program: whether Ansible accepts it is CheckWithAnsible's to say.
 Result<RunnerChoice> ChoosePlaybookRunner(const std::string& path, const std::string& text,
-                                          PlaybookRunner wanted, const AnsibleTool& tool);
+                                          PlaybookRunner wanted,
+                                          const std::string& roles_path = "");
+
+// Ansible's verdict on a choice: a native one needs none; one on
+// ansible-playbook is checked with `ansible-playbook --syntax-check` (roles,
+// includes and vars files it names resolved as a run would), its refusal
+// quoted as Ansible gave it, beside the native loader's when the choice was
+// not forced. A forced choice on a control node without Ansible passes
+// unchecked (the Debian package does not pull Ansible in; the run says it is
+// missing); an unforced one fails, as nothing else can judge it. Takes
+// seconds: callers run it when a playbook is about to be used (plan, apply,
+// bake, `playbook check`, `provisiond --check`), not when it is listed.
+Status CheckWithAnsible(const std::string& path, const RunnerChoice& choice,
+                        const AnsibleTool& tool);
 
 // `ansible-playbook --syntax-check` of `path`: OK, or Invalid with Ansible's
 // own message (its warnings left out).

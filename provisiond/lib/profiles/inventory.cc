@@ -97,14 +97,33 @@ nlohmann::json ToJson(const Plan& p) {
 }
 
 Inventory::Inventory(Store& store, std::string profiles_dir, std::string playbooks_dir,
-                     std::string snapshots_dir)
+                     std::string snapshots_dir, AnsibleTool ansible)
     : store_(store),
       profiles_dir_(std::move(profiles_dir)),
       playbooks_dir_(std::move(playbooks_dir)),
+      ansible_(std::move(ansible)),
       snapshots_(std::move(snapshots_dir)) {}
 
 Result<Profile> Inventory::DiskProfile(const std::string& version) const {
-  return LoadProfile(profiles_dir_, version, playbooks_dir_);
+  auto profile = LoadProfile(profiles_dir_, version, playbooks_dir_, ansible_.roles_path);
+  if (!profile.ok()) return profile;
+  {
+    std::lock_guard lock(checked_mu_);
+    auto it = checked_.find(profile->sha256);
+    if (it != checked_.end()) {
+      if (!it->second.ok()) return it->second;
+      return profile;
+    }
+  }
+  // Outside the lock: the check takes seconds; two first callers check twice.
+  Status verdict = CheckProfileWithAnsible(*profile, ansible_);
+  // A missing tool is not a verdict: installing Ansible changes it.
+  if (verdict.ok() || verdict.code() == Code::kInvalid) {
+    std::lock_guard lock(checked_mu_);
+    checked_.emplace(profile->sha256, verdict);
+  }
+  if (!verdict.ok()) return verdict;
+  return profile;
 }
 
 Result<std::shared_ptr<const Profile>> Inventory::Snapshot(const std::string& version,
@@ -202,7 +221,7 @@ std::map<std::string, Profile> Inventory::ListProfiles(std::vector<std::string>&
   std::lock_guard lock(listed_mu_);
   if (stamp != listed_stamp_) {
     listed_errors_.clear();
-    listed_ = LoadAllProfiles(profiles_dir_, playbooks_dir_, listed_errors_);
+    listed_ = LoadAllProfiles(profiles_dir_, playbooks_dir_, listed_errors_, ansible_.roles_path);
     listed_stamp_ = std::move(stamp);
   }
   errors.insert(errors.end(), listed_errors_.begin(), listed_errors_.end());

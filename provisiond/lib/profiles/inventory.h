@@ -93,9 +93,10 @@ class Inventory {
   // `store` must outlive the inventory. Plans and listings read profiles
   // from disk, so an edited profile shows in its plan (with its new hash and
   // the files that changed); nodes are configured from applied snapshots
-  // kept in `snapshots_dir`.
+  // kept in `snapshots_dir`. `ansible` judges the playbooks that run on
+  // ansible-playbook before a profile is planned, applied or baked.
   Inventory(Store& store, std::string profiles_dir, std::string playbooks_dir,
-            std::string snapshots_dir);
+            std::string snapshots_dir, AnsibleTool ansible = {});
 
   Result<NodeRecord> Enroll(const EnrollRequest& request, const std::string& who);
   Result<NodeRecord> Change(const std::string& name, const NodeChange& change,
@@ -104,12 +105,17 @@ class Inventory {
   // (its events stay, by name).
   Status Retire(const std::string& name, bool purge, const std::string& who);
 
-  // The profile as its files on disk say now.
+  // The profile as its files on disk say now, its playbooks on
+  // ansible-playbook checked by Ansible (CheckProfileWithAnsible; the
+  // verdict kept for the same content).
   Result<Profile> DiskProfile(const std::string& version) const;
-  // Every profile on disk. Read again only when a file under profiles_dir or
-  // playbooks_dir changed (path, size or mtime, from a walk that stats them):
-  // GET /status lists them on every batch of events each web page gets.
+  // Every profile on disk, as parsed (Ansible's verdict is DiskProfile's).
+  // Read again only when a file under profiles_dir or playbooks_dir changed
+  // (path, size or mtime, from a walk that stats them): GET /status lists
+  // them on every batch of events each web page gets.
   std::map<std::string, Profile> ListProfiles(std::vector<std::string>& errors) const;
+
+  const AnsibleTool& ansible() const { return ansible_; }
 
   // What the nodes of `version` are configured and booted with: the snapshot
   // that stands for it (the last one applied). A version that was never
@@ -155,6 +161,10 @@ class Inventory {
   Store& store_;
   std::string profiles_dir_;
   std::string playbooks_dir_;
+  AnsibleTool ansible_;
+  // Ansible's verdicts by profile hash (it covers every file Ansible reads).
+  mutable std::mutex checked_mu_;
+  mutable std::map<std::string, Status> checked_;
   BakedImageFn baked_images_;
   SnapshotStore snapshots_;
   std::mutex snapshot_of_mu_;

@@ -194,8 +194,8 @@ const SecretDecl* FindSecret(const Profile& p, const std::string& ref) {
 }
 
 Result<Profile> ParseProfile(const std::string& text, const std::string& file,
-                             const std::string& expected_version,
-                             const std::string& playbooks_dir) {
+                             const std::string& expected_version, const std::string& playbooks_dir,
+                             const std::string& roles_path) {
   YamlErrors errors(file);
   YAML::Node root = ParseYaml(text, errors);
   if (!errors.empty()) return errors.ToStatus();
@@ -274,10 +274,10 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
           pb.errors().Add(pb.Raw("playbook"),
                           "playbook '" + ref.file + "' not found (looked for " + path + ")");
         } else {
-          // A profile with a broken playbook is a broken profile: its errors
-          // (the native loader's with file:line:col, or Ansible's own) are
-          // the profile's.
-          auto choice = ChoosePlaybookRunner(path, *content, ref.runner, DefaultAnsibleTool());
+          // A profile with a broken playbook is a broken profile: the native
+          // loader's errors (file:line:col) are the profile's here, Ansible's
+          // in CheckProfileWithAnsible.
+          auto choice = ChoosePlaybookRunner(path, *content, ref.runner, roles_path);
           if (!choice.ok()) {
             pb.errors().Add(pb.Raw("playbook"), "playbook '" + ref.file + "' does not load:\n" +
                                                     choice.status().message());
@@ -388,18 +388,19 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
 }
 
 Result<Profile> LoadProfile(const std::string& profiles_dir, const std::string& version,
-                            const std::string& playbooks_dir) {
+                            const std::string& playbooks_dir, const std::string& roles_path) {
   if (!std::regex_match(version, kVersion))
     return Status::Invalid("'" + version + "' is not a profile version");
   std::string path = profiles_dir + "/" + version + "/profile.yaml";
   auto text = ReadFile(path);
   if (!text.ok()) return Status::NotFound("no profile '" + version + "' (looked for " + path + ")");
-  return ParseProfile(*text, path, version, playbooks_dir);
+  return ParseProfile(*text, path, version, playbooks_dir, roles_path);
 }
 
 std::map<std::string, Profile> LoadAllProfiles(const std::string& profiles_dir,
                                                const std::string& playbooks_dir,
-                                               std::vector<std::string>& errors) {
+                                               std::vector<std::string>& errors,
+                                               const std::string& roles_path) {
   std::map<std::string, Profile> out;
   std::error_code ec;
   if (!fs::is_directory(profiles_dir, ec)) {
@@ -412,13 +413,34 @@ std::map<std::string, Profile> LoadAllProfiles(const std::string& profiles_dir,
       versions.push_back(entry.path().filename().string());
   std::sort(versions.begin(), versions.end());
   for (const auto& v : versions) {
-    auto p = LoadProfile(profiles_dir, v, playbooks_dir);
+    auto p = LoadProfile(profiles_dir, v, playbooks_dir, roles_path);
     if (p.ok())
       out.emplace(v, std::move(*p));
     else
       errors.push_back(p.status().message());
   }
   return out;
+}
+
+Status CheckProfileWithAnsible(const Profile& profile, const AnsibleTool& tool) {
+  std::string refusals;
+  Code code = Code::kInvalid;
+  for (const auto* list : {&profile.bake, &profile.playbooks}) {
+    for (const auto& ref : *list) {
+      RunnerChoice choice{.runner = ref.runs_on,
+                          .forced = ref.runner != PlaybookRunner::kAuto,
+                          .reason = ref.runner_reason,
+                          .native = nullptr};
+      Status s = CheckWithAnsible(ref.path, choice, tool);
+      if (s.ok()) continue;
+      code = s.code();
+      if (!refusals.empty()) refusals += "\n";
+      refusals += profile.file + ":" + std::to_string(ref.line) + ": playbook '" + ref.file +
+                  "' does not load:\n" + s.message();
+    }
+  }
+  if (refusals.empty()) return Status::Ok();
+  return Status::Error(code, refusals);
 }
 
 nlohmann::json ToJson(const Profile& p) {

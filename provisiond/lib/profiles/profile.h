@@ -173,18 +173,28 @@ nlohmann::json ToJson(const FileChange& c);
 
 // Parses profile text. `file` is used in messages; `expected_version` is the
 // name of the directory it sits in (they must agree); playbooks are looked up
-// in `playbooks_dir`. All errors are reported at once, each with file:line:col.
+// in `playbooks_dir`, roles beside them and then in `roles_path`. All errors
+// are reported at once, each with file:line:col. Runs no program: a playbook
+// that goes to ansible-playbook is judged by CheckProfileWithAnsible.
 Result<Profile> ParseProfile(const std::string& text, const std::string& file,
-                             const std::string& expected_version, const std::string& playbooks_dir);
+                             const std::string& expected_version, const std::string& playbooks_dir,
+                             const std::string& roles_path = "");
 
 // Loads <profiles_dir>/<version>/profile.yaml.
 Result<Profile> LoadProfile(const std::string& profiles_dir, const std::string& version,
-                            const std::string& playbooks_dir);
+                            const std::string& playbooks_dir, const std::string& roles_path = "");
 
 // Loads every profile under `profiles_dir`. Profiles with errors are left out
 // and their errors returned in `errors` (one entry per profile).
 std::map<std::string, Profile> LoadAllProfiles(const std::string& profiles_dir,
                                                const std::string& playbooks_dir,
-                                               std::vector<std::string>& errors);
+                                               std::vector<std::string>& errors,
+                                               const std::string& roles_path = "");
+
+// Ansible's verdict on each of the profile's playbooks that runs on
+// ansible-playbook (runner_choice.h, CheckWithAnsible): OK, or every refusal
+// at once, each at the line of the profile that names the playbook. Takes
+// seconds per such playbook.
+Status CheckProfileWithAnsible(const Profile& profile, const AnsibleTool& tool);
 
 }  // namespace prov

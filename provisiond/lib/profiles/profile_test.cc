@@ -206,17 +206,37 @@ TEST_CASE("profile: secrets are declared by name and referred to from a playbook
 }
 
 TEST_CASE("profile: a playbook that does not load makes the profile fail, at the playbook's line") {
+  // Forced onto the native runner, the native loader's refusal fails the parse.
+  auto forced = ParseProfile(
+      "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nplaybooks:\n"
+      "  - playbook: a.yml\n  - playbook: bad.yml\n    runner: native\n",
+      "p.yaml", "v9", PlaybooksDir());
+  REQUIRE_FALSE(forced.ok());
+  const std::string& f = forced.status().message();
+  CHECK_MESSAGE(f.find("p.yaml:6:15: playbook 'bad.yml' does not load") != std::string::npos, f);
+  CHECK_MESSAGE(
+      f.find(PlaybooksDir() + "/bad.yml:4:7: unknown module 'ansible.builtin.frobnicate'") !=
+          std::string::npos,
+      f);
+  // Not forced, it goes to ansible-playbook: parsing runs no program, and
+  // Ansible's verdict (with the native loader's refusal beside it) fails the
+  // check, at the profile's line.
   auto p = ParseProfile(
       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nplaybooks:\n"
       "  - playbook: a.yml\n  - playbook: bad.yml\n",
       "p.yaml", "v9", PlaybooksDir());
-  REQUIRE_FALSE(p.ok());
-  const std::string& m = p.status().message();
-  CHECK_MESSAGE(m.find("p.yaml:6:15: playbook 'bad.yml' does not load") != std::string::npos, m);
+  REQUIRE_MESSAGE(p.ok(), p.status().message());
+  CHECK(p->playbooks.at(1).runs_on == PlaybookRunner::kAnsible);
+  CHECK(p->playbooks.at(0).runs_on == PlaybookRunner::kNative);
+  Status verdict = CheckProfileWithAnsible(*p, AnsibleTool{});
+  REQUIRE_FALSE(verdict.ok());
+  const std::string& m = verdict.message();
+  CHECK_MESSAGE(m.find("p.yaml:6: playbook 'bad.yml' does not load") != std::string::npos, m);
   CHECK_MESSAGE(
       m.find(PlaybooksDir() + "/bad.yml:4:7: unknown module 'ansible.builtin.frobnicate'") !=
           std::string::npos,
       m);
+  CHECK_MESSAGE(m.find("ansible-playbook --syntax-check refuses it") != std::string::npos, m);
 }
 
 TEST_CASE("profile: bake lists image-stage playbooks, each with the files it reaches") {
@@ -268,33 +288,32 @@ TEST_CASE("profile: a secret given to a bake playbook is refused, naming both") 
 TEST_CASE("profile: a playbook forced onto ansible-playbook loads on a control node without it") {
   // The Debian package does not pull in Ansible: a shipped profile that
   // names it (lab-slurm) must not stop provisiond --check or the daemon.
-  const AnsibleTool saved = DefaultAnsibleTool();
-  AnsibleTool missing = saved;
+  AnsibleTool missing;
   missing.program = PlaybooksDir() + "/no-ansible-playbook";
-  SetDefaultAnsibleTool(missing);
   auto forced = ParseProfile(
       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nbake:\n"
       "  - playbook: a.yml\n    runner: ansible\n",
       "p.yaml", "v9", PlaybooksDir());
+  REQUIRE_MESSAGE(forced.ok(), forced.status().message());
+  CHECK(forced->bake.at(0).runs_on == PlaybookRunner::kAnsible);
+  CHECK(CheckProfileWithAnsible(*forced, missing).ok());
   // Not forced, a playbook the native runner refuses still needs the tool
   // to be judged at all.
   auto unforced = ParseProfile(
       "version: v9\nimage: {name: x}\nnodes: {hostlist: n1}\nplaybooks:\n"
       "  - playbook: bad.yml\n",
       "p.yaml", "v9", PlaybooksDir());
+  REQUIRE_MESSAGE(unforced.ok(), unforced.status().message());
+  Status unchecked = CheckProfileWithAnsible(*unforced, missing);
+  REQUIRE_FALSE(unchecked.ok());
+  CHECK_MESSAGE(unchecked.message().find("is not installed") != std::string::npos,
+                unchecked.message());
   std::vector<std::string> errors;
   auto shipped =
       LoadAllProfiles(PROVISION_SOURCE_DIR "/profiles", PROVISION_SOURCE_DIR "/playbooks", errors);
-  SetDefaultAnsibleTool(saved);
-  REQUIRE_MESSAGE(forced.ok(), forced.status().message());
-  CHECK(forced->bake.at(0).runs_on == PlaybookRunner::kAnsible);
-  CHECK_MESSAGE(forced->bake.at(0).runner_reason.find("is not installed") != std::string::npos,
-                forced->bake.at(0).runner_reason);
-  REQUIRE_FALSE(unforced.ok());
-  CHECK_MESSAGE(unforced.status().message().find("is not installed") != std::string::npos,
-                unforced.status().message());
   for (const auto& e : errors) FAIL_CHECK(e);
-  CHECK(shipped.count("lab-slurm"));
+  REQUIRE(shipped.count("lab-slurm"));
+  CHECK(CheckProfileWithAnsible(shipped.at("lab-slurm"), missing).ok());
 }
 
 TEST_CASE("profile: every shipped profile loads") {
