@@ -85,13 +85,14 @@ start_provisiond() {
   "$PROVISIOND" --config "$DATA/provisiond.yaml" >"$WORK/provisiond-$name.log" 2>&1 &
   PIDS+=($!)
   local pid=$!
-  # Bounded wait for the URL file, written once the server listens.
-  for _ in $(seq 1 200); do
+  # Bounded wait for the URL file, written once the server listens (an ASan
+  # build beside three lab machines has taken seconds to get there).
+  for _ in $(seq 1 1200); do
     [ -s "$DATA/data/provisiond.url" ] && break
     kill -0 "$pid" 2>/dev/null || { echo "provisiond exited:"; cat "$WORK/provisiond-$name.log"; exit 1; }
     sleep 0.05
   done
-  [ -s "$DATA/data/provisiond.url" ] || { echo "provisiond did not start in 10 s"; exit 1; }
+  [ -s "$DATA/data/provisiond.url" ] || { echo "provisiond did not start in 60 s"; exit 1; }
   URL="$(cat "$DATA/data/provisiond.url")"
   TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$DATA/data/tokens")"
   AUTH=(-H "Authorization: Bearer $TOKEN")
