@@ -7,7 +7,6 @@
 #include <chrono>
 #include <functional>
 #include <set>
-#include <thread>
 
 #include "base/clock.h"
 #include "base/file_util.h"
@@ -85,6 +84,7 @@ struct Configurator::Impl {
   Store& store;
   const ConfigureSettings settings;
   NodeVarsBuilder node_vars{settings.public_key};
+  Clock& clock;
   Sessions sessions;
   std::atomic<bool> cancel{false};
   // Where playbooks' delegate_to: localhost tasks run: this machine, as
@@ -97,7 +97,9 @@ struct Configurator::Impl {
       : inventory(inv),
         store(inv.store()),
         settings(std::move(s)),
-        sessions(store, SessionSettingsOf(settings), SshConnector(settings.key_path)),
+        clock(settings.clock ? *settings.clock : SteadyClock()),
+        sessions(store, SessionSettingsOf(settings),
+                 settings.connector ? settings.connector : SshConnector(settings.key_path)),
         queue(settings.workers) {}
 
   // The node's cluster: its profile's nodes, less discovered and retired ones.
@@ -142,22 +144,14 @@ struct Configurator::Impl {
     o.default_timeout_s = settings.task_timeout_s;
     o.cancel = &cancel;
     o.local = &control_node;
-    o.sleep = [this](int ms) {
-      // Sleeps in small steps so a stopping provisiond does not wait.
-      auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-      while (std::chrono::steady_clock::now() < until) {
-        if (cancel) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(ms, 100)));
-      }
-      return !cancel;
-    };
+    o.sleep = [this](int ms) { return clock.Sleep(ms, &cancel); };
     return o;
   }
 
   // One configure run of a node: `configuring`, its profile's playbooks,
   // its health checks, then `ready` or `failed` (MoveNodeOn).
   void RunConfigure(int64_t node_id, const std::string& who) {
-    auto start = std::chrono::steady_clock::now();
+    const auto start = clock.Now();
     auto lease = sessions.Acquire(node_id);
     NodeRecord node;
     std::shared_ptr<const Profile> profile;
@@ -206,7 +200,7 @@ struct Configurator::Impl {
       return;
     }
     ConfigureNode(lease, node, *profile, run);
-    FinishRun(store, run, SinceMs(start), [&](StoreTx& tx, const std::string& summary) {
+    FinishRun(store, run, clock.SinceMs(start), [&](StoreTx& tx, const std::string& summary) {
       return MoveNodeOn(tx, run, profile->sha256, summary);
     });
   }
@@ -243,10 +237,9 @@ struct Configurator::Impl {
     };
     note("waiting up to " + std::to_string(profile.wait_for_peers_s) +
          " s for the profile's other nodes to phone home: " + Join(missing, ", "));
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = clock.Now();
     while (!missing.empty()) {
-      if (std::chrono::steady_clock::now() - start >=
-          std::chrono::seconds(profile.wait_for_peers_s)) {
+      if (clock.Now() - start >= std::chrono::seconds(profile.wait_for_peers_s)) {
         note("went on without " + Join(missing, ", ") + " (not home after " +
              std::to_string(profile.wait_for_peers_s) + " s)");
         return true;
@@ -329,7 +322,7 @@ struct Configurator::Impl {
   // `node check`: the profile's health checks on one node, all of them,
   // kept on its row and in its log (health.h); its state does not change.
   void RunHealthJob(RunRecord run) {
-    auto start = std::chrono::steady_clock::now();
+    const auto start = clock.Now();
     auto lease = sessions.Acquire(run.node_id);
     auto node = store.FindNode(run.node);
     std::shared_ptr<const Profile> profile;
@@ -341,7 +334,7 @@ struct Configurator::Impl {
       run.status = "failed";
       run.message = node.ok() ? "profile " + node->profile_version + " cannot be loaded"
                               : node.status().message();
-      FinishRun(store, run, SinceMs(start));
+      FinishRun(store, run, clock.SinceMs(start));
       return;
     }
     RunRecorder recorder(store, run);
@@ -359,19 +352,19 @@ struct Configurator::Impl {
       run.message = health.message;
     }
     KeepHealth(store, session.ok() ? *session : nullptr, *profile, *node, run.id, health);
-    FinishRun(store, run, SinceMs(start));
+    FinishRun(store, run, clock.SinceMs(start));
   }
 
   // A playbook run by hand on one node (its run recorded as running).
   void RunPlaybookJob(const Playbook& playbook, RunRecord run, const json& vars, json extra_vars,
                       std::shared_ptr<RunOnceTable> once) {
-    auto start = std::chrono::steady_clock::now();
+    const auto start = clock.Now();
     auto lease = sessions.Acquire(run.node_id);
     auto node = store.FindNode(run.node);
     if (!node.ok()) {
       run.status = "failed";
       run.message = node.status().message();
-      FinishRun(store, run, SinceMs(start));
+      FinishRun(store, run, clock.SinceMs(start));
       return;
     }
     RunRecorder recorder(store, run);
@@ -387,7 +380,7 @@ struct Configurator::Impl {
       run.message = out.failed_task;
       if (out.status == "unreachable") lease.Drop();
     }
-    FinishRun(store, run, SinceMs(start));
+    FinishRun(store, run, clock.SinceMs(start));
   }
 
   // A playbook run by hand under ansible-playbook: one process for all the
@@ -395,7 +388,7 @@ struct Configurator::Impl {
   // each node's run recorded and finished on its own.
   void RunAnsibleJob(const std::string& playbook_path, std::vector<RunRecord> runs,
                      std::vector<json> vars, json extra_vars) {
-    auto start = std::chrono::steady_clock::now();
+    const auto start = clock.Now();
     // Leases in node id order: two jobs never wait for each other.
     std::vector<size_t> order(runs.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -436,7 +429,7 @@ struct Configurator::Impl {
         run.message = out.failed_task;
       }
     }
-    for (auto& run : runs) FinishRun(store, run, SinceMs(start));
+    for (auto& run : runs) FinishRun(store, run, clock.SinceMs(start));
   }
 };
 

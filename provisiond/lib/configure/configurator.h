@@ -18,9 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/result.h"
 #include "configure/command.h"       // CommandResult, ToJson(CommandResult)
 #include "configure/run_recorder.h"  // ToJson(RunRecord), ToJson(RunTaskRecord)
+#include "configure/sessions.h"      // SessionConnector
 #include "playbook/runner_choice.h"
 #include "profiles/inventory.h"
 #include "store/store.h"
@@ -47,6 +49,12 @@ struct ConfigureSettings {
   // ssh control sockets and private run folders here.
   std::string ansible_dir;
   AnsibleTool ansible;  // the program, roles path and interpreter they run with
+  // How nodes are reached: empty, SshConnector(key_path) (unit tests give a
+  // fake network: configure/testing/fake_sessions.h).
+  SessionConnector connector = {};
+  // What runs wait on (connect retries, wait_for_peers, tasks' retries and
+  // pauses); null: SteadyClock(). Must outlive the Configurator.
+  Clock* clock = nullptr;
 };
 
 class Configurator {

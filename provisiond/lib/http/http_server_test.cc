@@ -52,7 +52,7 @@ std::string Fetch(uint16_t port, const std::string& path, const std::string& tok
 }
 
 // A gate the slow route waits at until the test opens it.
-struct Gate {
+struct RequestGate {
   std::mutex mu;
   std::condition_variable cv;
   bool open = false;
@@ -80,11 +80,11 @@ struct Gate {
 // server and the clients' futures go: the waiting handlers end and the
 // server can stop. Declared after both.
 struct OpenAtExit {
-  Gate& gate;
+  RequestGate& gate;
   ~OpenAtExit() { gate.Open(); }
 };
 
-std::unique_ptr<Router> MakeRouter(Gate& gate) {
+std::unique_ptr<Router> MakeRouter(RequestGate& gate) {
   auto tokens = TokenSet::Parse("0123456789abcdef0123456789abcdef reader read\n", "tokens");
   REQUIRE_MESSAGE(tokens.ok(), tokens.status().message());
   auto router = std::make_unique<Router>(std::make_shared<const TokenSet>(*tokens));
@@ -104,7 +104,7 @@ std::unique_ptr<Router> MakeRouter(Gate& gate) {
 
 TEST_CASE(
     "http server: event loops answer boot routes while API requests wait on their own threads") {
-  Gate gate;
+  RequestGate gate;
   auto router = MakeRouter(gate);
   CHECK(router->Find("GET", "/boot/52-54-00-00-00-01.ipxe").open());
   CHECK(router->Find("HEAD", "/boot/x").open());
@@ -143,7 +143,7 @@ TEST_CASE(
 }
 
 TEST_CASE("http server: API requests past max_api_requests are answered 503 with Retry-After") {
-  Gate gate;
+  RequestGate gate;
   auto router = MakeRouter(gate);
   HttpServerOptions options;
   options.threads = 1;
@@ -178,7 +178,7 @@ TEST_CASE("http server: API requests past max_api_requests are answered 503 with
 }
 
 TEST_CASE("http server: a thread per connection answers the same") {
-  Gate gate;
+  RequestGate gate;
   gate.Open();
   auto router = MakeRouter(gate);
   HttpServerOptions options;
@@ -190,7 +190,7 @@ TEST_CASE("http server: a thread per connection answers the same") {
 }
 
 TEST_CASE("http server: stopping waits for the handlers running on their own threads") {
-  Gate gate;
+  RequestGate gate;
   auto router = MakeRouter(gate);
   HttpServerOptions options;
   options.threads = 1;
