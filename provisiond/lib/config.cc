@@ -241,9 +241,9 @@ const std::vector<Setting>& Table() {
         "full: provisiond's dnsmasq hands out addresses on a dedicated cluster network. proxy: "
         "another DHCP server gives addresses; dnsmasq only adds the boot information."},
        [](const std::string& v, const std::string&, Config& c) {
-         if (v != "full" && v != "proxy")
-           return Status::Invalid("expected full or proxy, found '" + v + "'");
-         c.dhcp_mode = v;
+         auto mode = ParseDhcpMode(v);
+         if (!mode) return Status::Invalid("expected full or proxy, found '" + v + "'");
+         c.dhcp_mode = *mode;
          return Status::Ok();
        }},
       {{"dhcp.range", "FIRST-LAST", "",

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "dhcp/dhcp_mode.h"
 
 #ifndef PROVISION_TOOLSDIR
 #define PROVISION_TOOLSDIR "/usr/lib/provisiond"
@@ -65,7 +66,7 @@ struct Config {
 
   // Netboot (empty interface: API only, no dnsmasq).
   std::string interface;
-  std::string dhcp_mode;         // "full" or "proxy"
+  DhcpMode dhcp_mode = DhcpMode::kFull;
   std::string dhcp_range_first;  // full mode; empty: derived from the interface's subnet
   std::string dhcp_range_last;
   std::string uefi_binary;  // ipxe.efi or snponly.efi

@@ -38,20 +38,11 @@
 #include "playbook/runner_choice.h"
 #include "profiles/inventory.h"
 #include "profiles/profile.h"
+#include "settings.h"
 #include "store/backup.h"
 #include "store/store.h"
 
 namespace prov {
-
-namespace {
-
-AnsibleTool AnsibleToolOf(const Config& config) {
-  return AnsibleTool{.program = config.ansible_playbook,
-                     .roles_path = config.ansible_roles_path,
-                     .python_interpreter = config.ansible_python_interpreter};
-}
-
-}  // namespace
 
 std::vector<std::string> CheckAll(const Config& config) {
   const AnsibleTool ansible = AnsibleToolOf(config);
@@ -182,18 +173,8 @@ Status Daemon::StartApiListener(const Config& config, Impl& d) {
 // The network console (console.listen): on the cluster interface's address
 // unless told otherwise; nodes' kernels are told where (provision.console=).
 Status Daemon::StartConsole(const Config& config, Impl& d) {
-  ConsoleListenerSettings where;
-  if (config.console_listen == "off") return Status::Ok();
-  if (config.console_listen.empty()) {
-    if (!d.iface) return Status::Ok();
-    where.address = d.iface->address;
-  } else {
-    size_t colon = config.console_listen.rfind(':');
-    where.address = config.console_listen.substr(0, colon);
-    if (where.address.size() > 2 && where.address.front() == '[')
-      where.address = where.address.substr(1, where.address.size() - 2);
-    where.port = static_cast<uint16_t>(std::stoi(config.console_listen.substr(colon + 1)));
-  }
+  std::optional<ConsoleListenerSettings> where = ConsoleListenerOf(config, d.iface);
+  if (!where) return Status::Ok();
   auto log =
       ConsoleLog::Open(config.data_dir + "/console.db",
                        ConsoleRetention{config.console_keep_lines, config.console_keep_boots});
@@ -201,7 +182,7 @@ Status Daemon::StartConsole(const Config& config, Impl& d) {
   d.console_log = std::move(*log);
   d.console_nodes = std::make_unique<NodeByAddress>(*d.store);
   auto listener = ConsoleListener::Start(
-      where, *d.console_log,
+      *where, *d.console_log,
       [nodes = d.console_nodes.get()](const std::string& ip) { return nodes->Find(ip); });
   if (!listener.ok()) return listener.status();
   d.console = std::move(*listener);
@@ -212,12 +193,11 @@ Status Daemon::StartConsole(const Config& config, Impl& d) {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
-  auto impl = std::make_unique<Impl>();
-  impl->config = config;
-  // The data directory: others may pass through it (dnsmasq, which drops to
-  // nobody, reads netboot/ below it) but not list it; its secrets (the
-  // database, tokens, ssh/) are their owner's alone.
+// Phase 1: the data directory, locked, with its tokens file and import folder.
+Status Daemon::OpenDataDir(const Config& config, Impl& d) {
+  // Others may pass through it (dnsmasq, which drops to nobody, reads
+  // netboot/ below it) but not list it; its secrets (the database, tokens,
+  // ssh/) are their owner's alone.
   Status s = MakeDirs(config.data_dir, 0711);
   if (!s.ok()) return s;
   struct stat st {};
@@ -228,34 +208,101 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   }
   auto lock = LockDataDir(config.data_dir);
   if (!lock.ok()) return lock.status();
-  impl->data_lock = std::move(*lock);
+  d.data_lock = std::move(*lock);
   s = EnsureTokensFile(config);
   if (!s.ok()) return s;
-  if (config.import_dir.empty()) {
-    s = MakeDirs(config.effective_import_dir(), 0700);
-    if (!s.ok()) return s;
-  }
+  if (config.import_dir.empty()) return MakeDirs(config.effective_import_dir(), 0700);
+  return Status::Ok();
+}
 
-  // Parsed only: Ansible's verdict on a profile's playbooks comes when it is
-  // planned, applied or baked (seconds each; provisiond --check gives all).
+// Phase 2: the profiles (parsed only: Ansible's verdict on their playbooks
+// comes when one is planned, applied or baked; provisiond --check gives all),
+// the store and the inventory over them.
+Status Daemon::OpenInventory(const Config& config, Impl& d) {
   const AnsibleTool ansible = AnsibleToolOf(config);
   std::vector<std::string> errors;
   auto profiles =
       LoadAllProfiles(config.profiles_dir, config.playbooks_dir, errors, ansible.roles_path);
   for (const auto& e : errors) spdlog::warn("profile not loaded: {}", e);
   spdlog::info("{} profile(s) in {}", profiles.size(), config.profiles_dir);
-
   auto store = Store::Open(config.database_path());
   if (!store.ok()) return store.status();
-  impl->store = std::move(*store);
-  impl->store->SetRetention(config.keep_events, config.keep_runs);
-  impl->inventory =
-      std::make_unique<Inventory>(*impl->store, config.profiles_dir, config.playbooks_dir,
-                                  config.data_dir + "/snapshots", ansible);
-  impl->router = std::make_unique<Router>(nullptr);
-  Impl* raw = impl.get();
-  impl->api = std::make_unique<ApiContext>();
-  ApiContext& api = *impl->api;
+  d.store = std::move(*store);
+  d.store->SetRetention(config.keep_events, config.keep_runs);
+  d.inventory = std::make_unique<Inventory>(*d.store, config.profiles_dir, config.playbooks_dir,
+                                            config.data_dir + "/snapshots", ansible);
+  d.images = std::make_unique<ImageCatalog>(config.effective_image_store());
+  return Status::Ok();
+}
+
+// Phase 3: the node's path (boot service, phone-home, configurator), the
+// cluster interface once preflight passed, images and the API's context.
+Status Daemon::MakeServices(const Config& config, Impl& d) {
+  Impl* raw = &d;
+  auto control_key = EnsureControlKey(config.data_dir + "/ssh");
+  if (!control_key.ok()) return control_key.status();
+  spdlog::info("control key {}", control_key->private_key_path);
+  auto secrets = SecretStore::Open(config.data_dir + "/secrets");
+  if (!secrets.ok()) return secrets.status();
+  d.secrets = std::move(*secrets);
+
+  ConfigureSettings configure =
+      ConfigureSettingsOf(config, control_key->private_key_path, control_key->public_key);
+  configure.secrets = d.secrets.get();
+  d.configurator = std::make_unique<Configurator>(*d.inventory, configure);
+  d.phonehome = std::make_unique<PhoneHome>(*d.inventory, control_key->public_key,
+                                            [raw] { return raw->boot->boot_url(); });
+
+  // Netboot: boot scripts and files are served always (a site's own DHCP
+  // server may point at them); dnsmasq runs only with an interface. What
+  // the boot service asks of the others, it asks through these.
+  BootSettings boot = BootSettingsOf(config);
+  // From the applied snapshot, in memory: boot scripts are on the hot path.
+  boot.profile_kernel_args = [inventory = d.inventory.get()](const std::string& v) {
+    if (v.empty()) return std::vector<std::string>{};
+    auto p = inventory->Snapshot(v);
+    return p.ok() ? (*p)->kernel_args : std::vector<std::string>{};
+  };
+  boot.profile_uefi_loader = [inventory = d.inventory.get()](const std::string& v) {
+    if (v.empty()) return std::string();
+    auto p = inventory->Snapshot(v);
+    return p.ok() ? (*p)->uefi_loader : std::string();
+  };
+  boot.root_args = [raw](const ImageVersion& image) {
+    return raw->nfs ? raw->nfs->RootArgs(image) : std::string();
+  };
+  boot.verify_image = [raw](const ImageVersion& image) {
+    return raw->nfs ? raw->nfs->Verify(image) : Status::Ok();
+  };
+  boot.render_overlay = [raw](const std::string& mac, const HttpRequest& request) {
+    return raw->phonehome->Overlay(mac, NodeCaller::From(request));
+  };
+  boot.on_stage = [raw](const NodeRecord& node, BootStage stage, const std::string& text) {
+    if (ConsoleListener* console = raw->console_ready.load())
+      console->AddLine(node.id, "provisiond", text, stage);
+  };
+  auto boot_service = BootService::Create(boot, *d.store, *d.images);
+  if (!boot_service.ok()) return boot_service.status();
+  d.boot = std::move(*boot_service);
+
+  if (!config.interface.empty()) {
+    Status checked = RunStartPreflight(config, d);
+    if (!checked.ok()) return checked;
+  }
+  d.image_service = std::make_unique<ImageService>(*d.inventory, *d.images, config.images_dir,
+                                                   ImageBuildOptionsOf(config));
+  d.image_service->set_keep_derived(config.images_keep_derived);
+  // A profile with bake playbooks boots its derived image (bake/).
+  d.inventory->SetBakedImages([catalog = d.images.get()](const Profile& p) -> Result<ImageChoice> {
+    auto derived = PlanDerivedImage(p, *catalog);
+    if (!derived.ok()) return derived.status();
+    return ImageChoice{derived->ref(), derived->base, derived->built ? "reused" : "rebuild",
+                       derived->changes};
+  });
+
+  d.router = std::make_unique<Router>(nullptr);
+  d.api = std::make_unique<ApiContext>();
+  ApiContext& api = *d.api;
   api.node_list = std::make_shared<NodeListCache>();
   // Applying a profile configures its nodes that are up; the others are
   // configured when they phone home.
@@ -271,157 +318,66 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     }
     return nlohmann::json{{"started", started}, {"not_started", later}};
   };
-
-  // Netboot: boot scripts and files are served always (a site's own DHCP
-  // server may point at them); dnsmasq runs only with an interface.
-  impl->images = std::make_unique<ImageCatalog>(config.effective_image_store());
-  auto control_key = EnsureControlKey(config.data_dir + "/ssh");
-  if (!control_key.ok()) return control_key.status();
-  spdlog::info("control key {}", control_key->private_key_path);
-  BootSettings boot;
-  boot.pxe_dir = config.pxe_dir;
-  boot.loader_dir = config.ipxe_dir;
-  boot.uefi_file = config.uefi_binary;
-  boot.uefi_loader = config.uefi_loader;
-  boot.signed_loader_dir = config.signed_loader_dir;
-  boot.tftp_dir = config.data_dir + "/netboot/tftp";  // dnsmasq's run_dir + /tftp
-  // provisiond reserves every node's address only in full DHCP mode.
-  boot.reserved_addresses = !config.interface.empty() && config.dhcp_mode == "full";
-  boot.max_discovered = config.max_discovered;
-  // From the applied snapshot, in memory: boot scripts are on the hot path.
-  boot.profile_kernel_args = [inventory = impl->inventory.get()](const std::string& v) {
-    if (v.empty()) return std::vector<std::string>{};
-    auto p = inventory->Snapshot(v);
-    return p.ok() ? (*p)->kernel_args : std::vector<std::string>{};
-  };
-  boot.profile_uefi_loader = [inventory = impl->inventory.get()](const std::string& v) {
-    if (v.empty()) return std::string();
-    auto p = inventory->Snapshot(v);
-    return p.ok() ? (*p)->uefi_loader : std::string();
-  };
-  auto secrets = SecretStore::Open(config.data_dir + "/secrets");
-  if (!secrets.ok()) return secrets.status();
-  impl->secrets = std::move(*secrets);
-  ConfigureSettings configure;
-  configure.secrets = impl->secrets.get();
-  impl->api->secrets = impl->secrets.get();
-  configure.key_path = control_key->private_key_path;
-  configure.public_key = control_key->public_key;
-  configure.ssh_user = config.ssh_user;
-  configure.ssh_port = config.ssh_port;
-  configure.workers = config.configure_workers;
-  configure.task_timeout_s = config.task_timeout_s;
-  configure.connect_retry_s = config.connect_retry_s;
-  configure.ansible_dir = config.data_dir + "/ansible";
-  configure.ansible = ansible;
-  impl->configurator = std::make_unique<Configurator>(*impl->inventory, configure);
-  impl->phonehome = std::make_unique<PhoneHome>(*impl->inventory, control_key->public_key,
-                                                [raw] { return raw->boot->boot_url(); });
-  boot.root_args = [raw](const ImageVersion& image) {
-    return raw->nfs ? raw->nfs->RootArgs(image) : std::string();
-  };
-  boot.verify_image = [raw](const ImageVersion& image) {
-    return raw->nfs ? raw->nfs->Verify(image) : Status::Ok();
-  };
-  boot.render_overlay = [raw](const std::string& mac, const HttpRequest& request) {
-    return raw->phonehome->Overlay(mac, NodeCaller::From(request));
-  };
-  boot.on_stage = [raw](const NodeRecord& node, BootStage stage, const std::string& text) {
-    if (ConsoleListener* console = raw->console_ready.load())
-      console->AddLine(node.id, "provisiond", text, stage);
-  };
-  auto boot_service = BootService::Create(boot, *impl->store, *impl->images);
-  if (!boot_service.ok()) return boot_service.status();
-  impl->boot = std::move(*boot_service);
-  if (!config.interface.empty()) {
-    // A provisiond killed with SIGKILL leaves its dnsmasq and NFS server
-    // running, holding the DHCP and TFTP ports: they are adopted (or
-    // stopped, when their config changed) as the services start, so the
-    // ports are not checked while they are there.
-    const bool leftover_dnsmasq =
-        !FindProcessesWithArg("--conf-file=" + config.data_dir + "/netboot/dnsmasq.conf").empty();
-    PreflightOptions opt;
-    opt.check_ports = !leftover_dnsmasq;
-    // ...and its answers to the probe for other DHCP servers are its own.
-    if (auto i = LookupInterface(config.interface); leftover_dnsmasq && i.ok())
-      opt.own_address = i->address;
-    for (const auto& [state, n] : impl->store->CountByState())
-      if (state != NodeState::kDiscovered && state != NodeState::kRetired)
-        opt.enrolled_nodes += static_cast<int>(n);
-    std::string fatal;
-    for (const auto& c : RunPreflight(config, opt)) {
-      if (c.ok)
-        spdlog::info("preflight {}: {}", c.name, c.detail);
-      else if (c.fatal)
-        fatal += "\n  " + c.name + ": " + c.detail;
-      else
-        spdlog::warn("preflight {}: {}", c.name, c.detail);
-    }
-    if (!fatal.empty()) return Status::Error(Code::kUnavailable, "preflight failed:" + fatal);
-    auto iface = LookupInterface(config.interface);
-    if (!iface.ok()) return iface.status();
-    impl->iface = *iface;
-  }
-  PowerSettings power;
-  power.interface = config.interface;
-  power.ipmi_credentials_file = config.ipmi_credentials_file;
-  power.command = config.power_command;
-  ImageBuildOptions build;
-  build.initrd_builder = config.images_dir + "/initramfs/build-initrd.sh";
-  build.agent_dir = config.images_dir + "/agent";
-  build.tools_dir = config.tools_dir;
-  impl->image_service =
-      std::make_unique<ImageService>(*impl->inventory, *impl->images, config.images_dir, build);
-  impl->image_service->set_keep_derived(config.images_keep_derived);
-  // A profile with bake playbooks boots its derived image (bake/).
-  impl->inventory->SetBakedImages(
-      [catalog = impl->images.get()](const Profile& p) -> Result<ImageChoice> {
-        auto d = PlanDerivedImage(p, *catalog);
-        if (!d.ok()) return d.status();
-        return ImageChoice{d->ref(), d->base, d->built ? "reused" : "rebuild", d->changes};
-      });
-  api.inventory = impl->inventory.get();
-  api.configurator = impl->configurator.get();
-  api.images = impl->images.get();
-  api.image_service = impl->image_service.get();
-  api.boot = impl->boot.get();
-  api.phonehome = impl->phonehome.get();
-  api.route_metrics = &impl->router->metrics();
+  api.secrets = d.secrets.get();
+  api.inventory = d.inventory.get();
+  api.configurator = d.configurator.get();
+  api.images = d.images.get();
+  api.image_service = d.image_service.get();
+  api.boot = d.boot.get();
+  api.phonehome = d.phonehome.get();
+  api.route_metrics = &d.router->metrics();
   api.config = config;
-  api.power = power;
-  api.own_address = impl->iface ? impl->iface->address : "";
+  api.power = PowerSettingsOf(config);
+  api.own_address = d.iface ? d.iface->address : "";
   api.on_booted = [raw](const NodeRecord& node) {
     if (!node.profile_version.empty()) raw->configurator->Configure(node.name(), "node");
   };
-  // Before the server starts: the routes read what it sets up.
-  s = StartConsole(config, *impl);
-  if (!s.ok()) return s;
-  AddRoutes(*impl->router, api);  // every route: api/routes.cc
+  return Status::Ok();
+}
 
-  std::unique_ptr<Daemon> daemon(new Daemon(std::move(impl)));
-  s = daemon->ReloadTokens();
-  if (!s.ok()) return s;
-
-  HttpServerOptions http;
-  http.host = config.listen_host;
-  http.port = config.listen_port;
-  http.max_body_bytes = config.max_body_bytes;
-  http.connection_timeout_s = static_cast<unsigned>(config.listen_idle_timeout_s);
-  // The boot path on event loops, one per CPU (HttpServer: nodes booting at
-  // once cost no thread each; API routes still get one of their own).
-  http.threads = config.listen_threads >= 0 ? static_cast<unsigned>(config.listen_threads)
-                                            : std::max(2u, std::thread::hardware_concurrency());
-  // A connection takes a descriptor, and a file being sent on it another:
-  // the limit keeps half of the descriptors for the rest of provisiond.
-  http.connection_limit = static_cast<unsigned>(config.listen_connections);
-  http.max_api_requests = static_cast<unsigned>(config.listen_api_requests);
-  if (struct rlimit fds{}; getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur != RLIM_INFINITY &&
-                           http.connection_limit > fds.rlim_cur / 2) {
-    spdlog::warn("listen_connections {} lowered to {}: half of the descriptor limit ({})",
-                 config.listen_connections, fds.rlim_cur / 2, fds.rlim_cur);
-    http.connection_limit = static_cast<unsigned>(fds.rlim_cur / 2);
+// Before the boot network starts: what would make it fail or fight another
+// server is fatal, the rest a warning; then the cluster interface's address.
+Status Daemon::RunStartPreflight(const Config& config, Impl& d) {
+  // A provisiond killed with SIGKILL leaves its dnsmasq and NFS server
+  // running, holding the DHCP and TFTP ports: they are adopted (or stopped,
+  // when their config changed) as the services start, so the ports are not
+  // checked while they are there.
+  const bool leftover_dnsmasq =
+      !FindProcessesWithArg("--conf-file=" + config.data_dir + "/netboot/dnsmasq.conf").empty();
+  PreflightOptions opt;
+  opt.check_ports = !leftover_dnsmasq;
+  // ...and its answers to the probe for other DHCP servers are its own.
+  if (auto i = LookupInterface(config.interface); leftover_dnsmasq && i.ok())
+    opt.own_address = i->address;
+  for (const auto& [state, n] : d.store->CountByState())
+    if (state != NodeState::kDiscovered && state != NodeState::kRetired)
+      opt.enrolled_nodes += static_cast<int>(n);
+  std::string fatal;
+  for (const auto& c : RunPreflight(config, opt)) {
+    if (c.ok)
+      spdlog::info("preflight {}: {}", c.name, c.detail);
+    else if (c.fatal)
+      fatal += "\n  " + c.name + ": " + c.detail;
+    else
+      spdlog::warn("preflight {}: {}", c.name, c.detail);
   }
-  http.listen_backlog = static_cast<unsigned>(config.listen_backlog);  // at most 1,000,000 (config)
+  if (!fatal.empty()) return Status::Error(Code::kUnavailable, "preflight failed:" + fatal);
+  auto iface = LookupInterface(config.interface);
+  if (!iface.ok()) return iface.status();
+  d.iface = *iface;
+  return Status::Ok();
+}
+
+// Phase 4: the plain listener (boot path and API), its URL written for the
+// tools that start provisiond on port 0, then the HTTPS one.
+Status Daemon::StartListeners(const Config& config, Impl& d) {
+  uint64_t descriptors = 0;
+  if (struct rlimit fds{}; getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur != RLIM_INFINITY)
+    descriptors = fds.rlim_cur;
+  HttpServerOptions http = HttpListenerOf(config, descriptors, std::thread::hardware_concurrency());
+  if (http.connection_limit < config.listen_connections)
+    spdlog::warn("listen_connections {} lowered to {}: half of the descriptor limit ({})",
+                 config.listen_connections, http.connection_limit, descriptors);
   if (auto somaxconn = ReadFile("/proc/sys/net/core/somaxconn"); somaxconn.ok()) {
     const uint64_t cap = std::strtoull(somaxconn->c_str(), nullptr, 10);
     if (cap > 0 && cap < config.listen_backlog)
@@ -431,96 +387,99 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
           "net.core.somaxconn={})",
           config.listen_backlog, cap, config.listen_backlog);
   }
-  auto server = HttpServer::Start(http, *daemon->impl_->router);
+  auto server = HttpServer::Start(http, *d.router);
   if (!server.ok()) return server.status();
-  daemon->impl_->server = std::move(*server);
+  d.server = std::move(*server);
   std::string host = config.listen_host.find(':') != std::string::npos
                          ? "[" + config.listen_host + "]"
                          : config.listen_host;
-  daemon->impl_->url = "http://" + host + ":" + std::to_string(daemon->impl_->server->port());
-  // Tools and tests that start provisiond on port 0 read the real URL here.
-  s = WriteFileAtomic(config.data_dir + "/provisiond.url", daemon->impl_->url + "\n");
+  d.url = "http://" + host + ":" + std::to_string(d.server->port());
+  Status s = WriteFileAtomic(config.data_dir + "/provisiond.url", d.url + "\n");
   if (!s.ok()) return s;
-  spdlog::info("provisiond {} listening on {} (data in {})", PROVISION_VERSION, daemon->impl_->url,
+  spdlog::info("provisiond {} listening on {} (data in {})", PROVISION_VERSION, d.url,
                config.data_dir);
-  s = StartApiListener(config, *daemon->impl_);
-  if (!s.ok()) return s;
+  return StartApiListener(config, d);
+}
 
-  Impl& d = *daemon->impl_;
+// Phase 5: on the cluster interface, the NFS server and dnsmasq, offering
+// what the boot loaders describe.
+Status Daemon::StartBootNetwork(const Config& config, Impl& d) {
   std::string boot_url = config.boot_url;
   if (boot_url.empty())
     boot_url =
         d.iface ? "http://" + d.iface->address + ":" + std::to_string(d.server->port()) : d.url;
   d.boot->set_boot_url(boot_url);
-  if (d.iface) {
-    DnsmasqSettings dns;
-    dns.program = config.dnsmasq_path;
-    dns.mode = config.dhcp_mode;
-    dns.iface = *d.iface;
-    s = EffectiveRange(config, *d.iface, dns.range_first, dns.range_last);
-    if (!s.ok()) return s;
-    // What DHCP and TFTP serve, from the boot loaders' descriptions: the
-    // loader BIOS firmware gets (iPXE, whose own requests go to its start
-    // script) and the one UEFI firmware gets (the signed chain by default).
-    const BootLoader& loader = d.boot->loader();
-    const BootLoader& uefi = d.boot->uefi_loader();
-    dns.loader = {
-        .title = std::string(loader.title()),
-        .tag = std::string(loader.name()),
-        .user_class = std::string(loader.dhcp_user_class()),
-        .bios_file = loader.FirstStage(ClientArch::kBios),
-        .uefi_file = uefi.FirstStage(ClientArch::kUefiX64),
-        .start_url = loader.StartUrl(boot_url),
-        .http_url = d.boot->HttpLoaderUrl(),
-        .options = loader.DhcpOptions(),
-        .tftp_files = {},
-        .package = std::string(loader.package()) + (&uefi == &loader || uefi.name() == loader.name()
-                                                        ? ""
-                                                        : ", " + std::string(uefi.package()))};
-    for (const auto& f : d.boot->TftpFiles()) dns.loader.tftp_files.emplace_back(f.source, f.name);
-    s = d.boot->WriteTftpStartScripts();
-    if (!s.ok()) return s;
-    dns.pxe_dir = config.pxe_dir;
-    dns.run_dir = config.data_dir + "/netboot";
-    dns.router_advertisements = config.dhcp_mode == "full" && HasRoutableIpv6(config.interface);
-    BootService* boot = d.boot.get();
-    dns.sync_tftp = [boot] { boot->SyncTftpNodeDirs(); };
-    d.tftp_configs = std::make_unique<WorkQueue>(4);
-    WorkQueue* tftp_configs = d.tftp_configs.get();
-    // What dnsmasq saw becomes boot stages: an address for a MAC (and the
-    // node's TFTP boot config, written before its firmware loads the
-    // loader: once per MAC at a time), or a loader's file sent by TFTP
-    // (known only by address).
-    auto observer = [boot, tftp_configs](const DhcpObservation& o) {
-      if (o.kind == DhcpObservation::Kind::kAck) {
-        boot->NoteStage(o.mac, BootStage::kDhcp, o.ip, o.ip);  // the lease is dnsmasq's either way
-        std::string hex = o.mac;  // normalized: 12 hex digits and colons
-        std::erase(hex, ':');
-        tftp_configs->SubmitOnce(static_cast<int64_t>(std::stoull(hex, nullptr, 16)),
-                                 [boot, mac = o.mac] { boot->WriteTftpNodeScript(mac); });
-        return;
-      }
-      boot->RecordTftpSent(o.ip, o.file);
-    };
-    if (config.nfs_server == "ganesha") {
-      NfsSettings nfs;
-      nfs.ganesha = config.ganesha_path;
-      nfs.template_path = config.images_dir + "/nfs/ganesha.conf.in";
-      nfs.listen_address = d.iface->address;
-      nfs.clients = d.iface->network() + "/" + std::to_string(d.iface->prefix);
-      nfs.export_path = config.effective_image_store();
-      nfs.run_dir = config.data_dir + "/nfs";
-      auto service = NfsService::Start(nfs, *d.store);
-      if (!service.ok()) return service.status();
-      d.nfs = std::move(*service);
-      d.api->nfs = d.nfs.get();
+  if (!d.iface) return Status::Ok();
+  auto dns = DnsmasqSettingsOf(config, *d.iface, HasRoutableIpv6(config.interface));
+  if (!dns.ok()) return dns.status();
+  // What DHCP and TFTP serve, from the boot loaders' descriptions: the
+  // loader BIOS firmware gets (iPXE, whose own requests go to its start
+  // script) and the one UEFI firmware gets (the signed chain by default).
+  const BootLoader& loader = d.boot->loader();
+  const BootLoader& uefi = d.boot->uefi_loader();
+  dns->loader = {
+      .title = std::string(loader.title()),
+      .tag = std::string(loader.name()),
+      .user_class = std::string(loader.dhcp_user_class()),
+      .bios_file = loader.FirstStage(ClientArch::kBios),
+      .uefi_file = uefi.FirstStage(ClientArch::kUefiX64),
+      .start_url = loader.StartUrl(boot_url),
+      .http_url = d.boot->HttpLoaderUrl(),
+      .options = loader.DhcpOptions(),
+      .tftp_files = {},
+      .package = std::string(loader.package()) + (&uefi == &loader || uefi.name() == loader.name()
+                                                      ? ""
+                                                      : ", " + std::string(uefi.package()))};
+  for (const auto& f : d.boot->TftpFiles()) dns->loader.tftp_files.emplace_back(f.source, f.name);
+  Status s = d.boot->WriteTftpStartScripts();
+  if (!s.ok()) return s;
+  BootService* boot = d.boot.get();
+  dns->sync_tftp = [boot] { boot->SyncTftpNodeDirs(); };
+  d.tftp_configs = std::make_unique<WorkQueue>(4);
+  WorkQueue* tftp_configs = d.tftp_configs.get();
+  // What dnsmasq saw becomes boot stages: an address for a MAC (and the
+  // node's TFTP boot config, written before its firmware loads the loader:
+  // once per MAC at a time), or a loader's file sent by TFTP (known only by
+  // address).
+  auto observer = [boot, tftp_configs](const DhcpObservation& o) {
+    if (o.kind == DhcpObservation::Kind::kAck) {
+      boot->NoteStage(o.mac, BootStage::kDhcp, o.ip, o.ip);  // the lease is dnsmasq's either way
+      std::string hex = o.mac;                               // normalized: 12 hex digits and colons
+      std::erase(hex, ':');
+      tftp_configs->SubmitOnce(static_cast<int64_t>(std::stoull(hex, nullptr, 16)),
+                               [boot, mac = o.mac] { boot->WriteTftpNodeScript(mac); });
+      return;
     }
-    auto dnsmasq = DnsmasqService::Start(dns, *d.store, observer);
-    if (!dnsmasq.ok()) return dnsmasq.status();
-    d.dnsmasq = std::move(*dnsmasq);
-    spdlog::info("boot network on {} ({} DHCP), nodes boot from {}", config.interface,
-                 config.dhcp_mode, boot_url);
+    boot->RecordTftpSent(o.ip, o.file);
+  };
+  if (config.nfs_server == "ganesha") {
+    auto service = NfsService::Start(NfsSettingsOf(config, *d.iface), *d.store);
+    if (!service.ok()) return service.status();
+    d.nfs = std::move(*service);
+    d.api->nfs = d.nfs.get();
   }
+  auto dnsmasq = DnsmasqService::Start(*dns, *d.store, observer);
+  if (!dnsmasq.ok()) return dnsmasq.status();
+  d.dnsmasq = std::move(*dnsmasq);
+  spdlog::info("boot network on {} ({} DHCP), nodes boot from {}", config.interface,
+               ToString(config.dhcp_mode), boot_url);
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  Impl& d = *impl;
+  if (Status s = OpenDataDir(config, d); !s.ok()) return s;
+  if (Status s = OpenInventory(config, d); !s.ok()) return s;
+  if (Status s = MakeServices(config, d); !s.ok()) return s;
+  // Before the server starts: the routes read what it sets up.
+  if (Status s = StartConsole(config, d); !s.ok()) return s;
+  AddRoutes(*d.router, *d.api);  // every route: api/routes.cc
+  std::unique_ptr<Daemon> daemon(new Daemon(std::move(impl)));
+  if (Status s = daemon->ReloadTokens(); !s.ok()) return s;
+  if (Status s = StartListeners(config, d); !s.ok()) return s;
+  if (Status s = StartBootNetwork(config, d); !s.ok()) return s;
   // Configuration a stop cut off (a SIGKILL, a crash, a power cut) goes on
   // now that everything it needs runs.
   if (config.resume_on_start) {

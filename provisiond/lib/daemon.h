@@ -29,6 +29,13 @@ class Daemon {
  private:
   struct Impl;
   explicit Daemon(std::unique_ptr<Impl> impl);
+  // Start's phases, in order (daemon.cc says what each makes).
+  static Status OpenDataDir(const Config& config, Impl& impl);
+  static Status OpenInventory(const Config& config, Impl& impl);
+  static Status MakeServices(const Config& config, Impl& impl);
+  static Status RunStartPreflight(const Config& config, Impl& impl);
+  static Status StartListeners(const Config& config, Impl& impl);
+  static Status StartBootNetwork(const Config& config, Impl& impl);
   // The HTTPS listener (api_listen); nothing when it is off.
   static Status StartApiListener(const Config& config, Impl& impl);
   // The network console's listener (console.listen); nothing when it is off.

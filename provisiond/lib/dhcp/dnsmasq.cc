@@ -129,25 +129,25 @@ Result<std::string> RenderDnsmasqConfig(const DnsmasqSettings& s, const std::str
   const std::string loader = "tag:" + l.tag + ",";
   std::vector<std::string> classes;
   if (own_requests) {
-    classes = {
-        "# Clients: " + l.title + " (user class \"" + l.user_class +
-            "\"), UEFI (client architecture 7 or 9),",
-        std::string("# ") +
-            (!l.http_url.empty() && s.mode != "proxy" ? "UEFI HTTP boot (vendor class HTTPClient), "
-                                                      : "") +
-            "else legacy BIOS PXE.",
-        "dhcp-userclass=set:" + l.tag + "," + l.user_class};
+    classes = {"# Clients: " + l.title + " (user class \"" + l.user_class +
+                   "\"), UEFI (client architecture 7 or 9),",
+               std::string("# ") +
+                   (!l.http_url.empty() && s.mode != DhcpMode::kProxy
+                        ? "UEFI HTTP boot (vendor class HTTPClient), "
+                        : "") +
+                   "else legacy BIOS PXE.",
+               "dhcp-userclass=set:" + l.tag + "," + l.user_class};
   } else {
     classes = {"# Clients: UEFI (client architecture 7 or 9), else legacy BIOS PXE."};
   }
   classes.push_back("dhcp-match=set:efi64,option:client-arch,7");
   classes.push_back("dhcp-match=set:efi64,option:client-arch,9");
   // UEFI HTTP boot clients say so in their vendor class ("HTTPClient:Arch:00016").
-  const bool http = !l.http_url.empty() && s.mode != "proxy";
+  const bool http = !l.http_url.empty() && s.mode != DhcpMode::kProxy;
   if (http) classes.push_back("dhcp-vendorclass=set:efihttp,HTTPClient");
   v["client_classes"] = JoinLines(classes);
   std::vector<std::string> boot;
-  if (s.mode == "proxy") {
+  if (s.mode == DhcpMode::kProxy) {
     v["dhcp_range"] =
         "# proxy-DHCP: another server hands out addresses on this network.\n"
         "dhcp-range=" +
@@ -248,7 +248,7 @@ Result<std::unique_ptr<DnsmasqService>> DnsmasqService::Start(const DnsmasqSetti
   // Often enough that a DHCP stage is recorded before the script request
   // that follows it a few milliseconds later.
   auto process = SupervisedProcess::Start(
-      "dnsmasq", spec, "on " + settings.iface.name + ", " + settings.mode + " DHCP",
+      "dnsmasq", spec, "on " + settings.iface.name + ", " + ToString(settings.mode) + " DHCP",
       EventRecorder(store, "dnsmasq"), 50, [p = svc.get()] { p->Tick(); }, leftover);
   if (!process.ok()) return process.status();
   svc->process_ = std::move(*process);
@@ -261,7 +261,7 @@ Result<std::unique_ptr<DnsmasqService>> DnsmasqService::Start(const DnsmasqSetti
 }
 
 Status DnsmasqService::AssignAddresses() {
-  if (settings_.mode != "full") return Status::Ok();
+  if (settings_.mode != DhcpMode::kFull) return Status::Ok();
   auto first = ParseIpv4(settings_.range_first);
   auto last = ParseIpv4(settings_.range_last);
   if (!first.ok() || !last.ok()) return Status::Invalid("bad DHCP range");

@@ -19,6 +19,7 @@
 
 #include "base/netinfo.h"
 #include "base/supervisor.h"
+#include "dhcp/dhcp_mode.h"
 #include "store/store.h"
 
 namespace prov {
@@ -46,7 +47,7 @@ struct DhcpBootLoader {
 
 struct DnsmasqSettings {
   std::string program = "/usr/sbin/dnsmasq";
-  std::string mode = "full";  // full | proxy
+  DhcpMode mode = DhcpMode::kFull;
   InterfaceAddress iface;
   std::string range_first, range_last;  // full mode
   DhcpBootLoader loader;

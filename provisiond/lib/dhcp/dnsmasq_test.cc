@@ -116,7 +116,7 @@ TEST_CASE("dnsmasq config: full and proxy mode (golden lines)") {
   s.loader.uefi_file = "snponly.efi";
   auto snp = RenderDnsmasqConfig(s, *text);
   CHECK(snp->find("\ndhcp-boot=tag:!ipxe,tag:efi64,snponly.efi\n") != std::string::npos);
-  s.mode = "proxy";
+  s.mode = DhcpMode::kProxy;
   auto proxy = RenderDnsmasqConfig(s, *text);
   REQUIRE(proxy.ok());
   CHECK(proxy->find("\ndhcp-range=10.99.0.0,proxy,255.255.255.0\n") != std::string::npos);

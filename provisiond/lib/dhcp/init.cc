@@ -46,7 +46,7 @@ Result<InitResult> InitControlNode(const InitOptions& o) {
     return Status::Invalid(o.interface + " is a loopback interface: give the cluster interface");
 
   InitResult r;
-  r.mode = o.dhcp_mode;
+  if (auto chosen = ParseDhcpMode(o.dhcp_mode)) r.mode = *chosen;
   if (o.dhcp_mode == "auto") {
     if (!o.probe) return Status::Internal("no DHCP probe");
     auto seen = o.probe(o.interface, o.probe_ms);
@@ -62,11 +62,11 @@ Result<InitResult> InitControlNode(const InitOptions& o) {
       list += (list.empty() ? "" : ", ") + server.address;
     }
     if (!leasing.empty()) {
-      r.mode = "proxy";
+      r.mode = DhcpMode::kProxy;
       r.reason = "a DHCP server already gives addresses on " + o.interface + " (" + leasing +
                  "): provisiond adds only the boot information (proxy mode)";
     } else {
-      r.mode = "full";
+      r.mode = DhcpMode::kFull;
       r.reason = "no other DHCP server answered on " + o.interface + " within " +
                  std::to_string(o.probe_ms / 1000) +
                  " s: provisiond gives the nodes their addresses (full mode)";
@@ -78,7 +78,7 @@ Result<InitResult> InitControlNode(const InitOptions& o) {
     r.reason = "chosen with --dhcp-mode";
   }
 
-  if (r.mode == "full") {
+  if (r.mode == DhcpMode::kFull) {
     Config c;
     c.interface = o.interface;
     if (!o.range.empty()) {
@@ -111,7 +111,8 @@ Result<InitResult> InitControlNode(const InitOptions& o) {
       "only).\nlisten: 0.0.0.0:" +
       std::to_string(o.port) + "\ndata_dir: " + o.data_dir + "\ninterface: " + o.interface +
       "\nboot_url: http://" + iface->address + ":" + std::to_string(o.port) +
-      "\ndhcp:\n  mode: " + r.mode + "\n" + (r.mode == "full" ? "  range: " + r.range + "\n" : "");
+      "\ndhcp:\n  mode: " + ToString(r.mode) + "\n" +
+      (r.mode == DhcpMode::kFull ? "  range: " + r.range + "\n" : "");
   // What init writes, provisiond must accept.
   auto parsed = ParseConfig(r.config_text, o.config_path);
   if (!parsed.ok())
@@ -145,7 +146,7 @@ Result<InitResult> InitControlNode(const InitOptions& o) {
             ctl + " preflight", ctl + " profile list",
             "open https://" + iface->address + ":8443/ (the web page; the token is in " +
                 r.tokens_file + ")"};
-  if (r.mode == "full")
+  if (r.mode == DhcpMode::kFull)
     r.notes.push_back("nodes on " + subnet + " get addresses " + r.range +
                       " (enrolled nodes a reservation by MAC)");
   return r;

@@ -33,7 +33,7 @@ struct InitOptions {
 
 struct InitResult {
   std::string config_text;
-  std::string mode;    // full or proxy
+  DhcpMode mode = DhcpMode::kFull;
   std::string reason;  // why that mode, for people
   std::string range;   // full mode's lease range
   std::string tokens_file;

@@ -47,13 +47,13 @@ TEST_CASE("init: no other DHCP server: full mode, a lease range without our addr
   Dir d;
   auto r = InitControlNode(Options(d.path, {}));
   REQUIRE_MESSAGE(r.ok(), r.status().message());
-  CHECK(r->mode == "full");
+  CHECK(r->mode == DhcpMode::kFull);
   CHECK(r->range == "10.77.0.128-10.77.0.254");
   CHECK(r->token_created);
   auto config = LoadConfig(d.path / "etc/provisiond.yaml");
   REQUIRE_MESSAGE(config.ok(), config.status().message());
   CHECK(config->interface == "enx8cae4cf44e21");
-  CHECK(config->dhcp_mode == "full");
+  CHECK(config->dhcp_mode == DhcpMode::kFull);
   CHECK(config->dhcp_range_first == "10.77.0.128");
   CHECK(config->boot_url == "http://10.77.0.1:8080");
   CHECK(config->data_dir == (d.path / "var").string());
@@ -71,14 +71,14 @@ TEST_CASE("init: a DHCP server that leases means proxy mode; a PXE proxy is a wa
   DhcpServerSeen router{"10.77.0.254", false, "10.77.0.50"}, pxe{"10.77.0.9", true, ""};
   auto r = InitControlNode(Options(d.path, {router, pxe}));
   REQUIRE_MESSAGE(r.ok(), r.status().message());
-  CHECK(r->mode == "proxy");
+  CHECK(r->mode == DhcpMode::kProxy);
   CHECK(r->reason.find("10.77.0.254") != std::string::npos);
   REQUIRE(r->notes.size() == 1);
   CHECK(r->notes[0].find("another PXE service") != std::string::npos);
   CHECK(r->notes[0].find("10.77.0.9") != std::string::npos);
   auto config = LoadConfig(d.path / "etc/provisiond.yaml");
   REQUIRE(config.ok());
-  CHECK(config->dhcp_mode == "proxy");
+  CHECK(config->dhcp_mode == DhcpMode::kProxy);
 }
 
 TEST_CASE("init: an operator's config is kept unless --force; the package default is replaced") {

@@ -148,7 +148,7 @@ std::vector<PreflightCheck> RunPreflight(const Config& config, const PreflightOp
   add("interface", iface.ok(), true,
       iface.ok() ? config.interface + " has " + iface->address + "/" + std::to_string(iface->prefix)
                  : iface.status().message());
-  if (iface.ok() && config.dhcp_mode == "full") {
+  if (iface.ok() && config.dhcp_mode == DhcpMode::kFull) {
     std::string first, last;
     Status s = EffectiveRange(config, *iface, first, last);
     auto a = ParseIpv4(first), b = ParseIpv4(last);
@@ -241,15 +241,16 @@ std::vector<PreflightCheck> RunPreflight(const Config& config, const PreflightOp
       add("other dhcp servers", true, false, "not probed: " + servers.status().message());
     } else if (servers->empty()) {
       add("other dhcp servers", true, false,
-          config.dhcp_mode == "proxy" ? "no DHCP server answered on " + config.interface +
-                                            ": proxy mode needs one (or use dhcp.mode: full)"
-                                      : "none answered on " + config.interface);
-      if (config.dhcp_mode == "proxy") checks.back().ok = false;
+          config.dhcp_mode == DhcpMode::kProxy
+              ? "no DHCP server answered on " + config.interface +
+                    ": proxy mode needs one (or use dhcp.mode: full)"
+              : "none answered on " + config.interface);
+      if (config.dhcp_mode == DhcpMode::kProxy) checks.back().ok = false;
     } else {
       std::string list;
       for (const auto& s : *servers)
         list += (list.empty() ? "" : ", ") + s.address + (s.proxy ? " (proxy DHCP)" : "");
-      bool ok = config.dhcp_mode == "proxy";
+      bool ok = config.dhcp_mode == DhcpMode::kProxy;
       add("other dhcp servers", ok, !ok,
           ok ? "DHCP server(s) " + list +
                    " give addresses; provisiond adds boot information (proxy mode)"
