@@ -296,7 +296,8 @@ Status Daemon::MakeServices(const Config& config, Impl& d) {
   d.inventory->SetBakedImages([catalog = d.images.get()](const Profile& p) -> Result<ImageChoice> {
     auto derived = PlanDerivedImage(p, *catalog);
     if (!derived.ok()) return derived.status();
-    return ImageChoice{derived->ref(), derived->base, derived->built ? "reused" : "rebuild",
+    return ImageChoice{derived->ref(), derived->base,
+                       derived->built ? ImageAction::kReused : ImageAction::kRebuild,
                        derived->changes};
   });
 
@@ -309,7 +310,7 @@ Status Daemon::MakeServices(const Config& config, Impl& d) {
   api.after_apply = [raw](const Plan& plan, const std::string& who) {
     nlohmann::json started = nlohmann::json::array(), later = nlohmann::json::array();
     for (const auto& n : plan.nodes) {
-      if (n.action == "release" || n.action == "missing") continue;
+      if (n.action == PlanAction::kRelease || n.action == PlanAction::kMissing) continue;
       std::string why;
       if (raw->configurator->Configure(n.node, who, false, &why))
         started.push_back(n.node);

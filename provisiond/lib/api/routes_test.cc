@@ -59,7 +59,9 @@ TEST_CASE(
 TEST_CASE("routes: open routes leave the API token alone, others need its role") {
   Router router(std::make_shared<const TokenSet>(
       *TokenSet::Parse(std::string(kToken) + " alice\n" + kReadToken + " rita read\n", "t")));
-  auto who = [](const HttpRequest& r) { return HttpResponse::Text(200, r.who + "/" + r.role); };
+  auto who = [](const HttpRequest& r) {
+    return HttpResponse::Text(200, r.who + "/" + ToString(r.role));
+  };
   router.Add("GET", "/open", Router::Access::kOpen, who);
   router.Add("GET", "/read", Router::Access::kRead, who);
   router.Add("GET", "/admin", Router::Access::kAdmin, who);
@@ -244,9 +246,9 @@ TEST_CASE("tokens file: names, roles, comments and bad lines") {
   REQUIRE(t.ok());
   CHECK(t->size() == 3);
   CHECK(t->Lookup("0123456789abcdef0123").name == "bob");
-  CHECK(t->Lookup("0123456789abcdef0123").role == "admin");
+  CHECK(t->Lookup("0123456789abcdef0123").role == TokenRole::kAdmin);
   CHECK(t->Lookup("fedcba9876543210").name == "token-4");
-  CHECK(t->Lookup("0123456789abcdefread").role == "read");
+  CHECK(t->Lookup("0123456789abcdefread").role == TokenRole::kRead);
   CHECK(t->Lookup("fedcba987654321").name.empty());
   CHECK(TokenSet::Parse("short\n", "tokens").status().message() ==
         "tokens:1: token is shorter than 16 characters");

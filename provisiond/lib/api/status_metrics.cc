@@ -40,7 +40,7 @@ HttpResponse GetStatus(const ApiContext& ctx, const HttpRequest& request) {
                              {"profiles", versions},
                              {"profile_errors", errors},
                              {"last_event", inv.store().LastEventId()},
-                             {"caller", {{"name", request.who}, {"role", request.role}}},
+                             {"caller", {{"name", request.who}, {"role", ToString(request.role)}}},
                              {"https", {{"url", ctx.tls_url}, {"sha256", ctx.tls_fingerprint}}}});
 }
 

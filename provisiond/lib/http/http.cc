@@ -213,6 +213,24 @@ bool HttpRequest::FromLoopback() const {
   return remote.rfind("127.", 0) == 0 || remote == "::1" || remote.rfind("::ffff:127.", 0) == 0;
 }
 
+const char* ToString(TokenRole role) {
+  switch (role) {
+    case TokenRole::kRead:
+      return "read";
+    case TokenRole::kAdmin:
+      return "admin";
+    case TokenRole::kNone:
+      break;
+  }
+  return "";
+}
+
+std::optional<TokenRole> ParseTokenRole(std::string_view text) {
+  if (text == "read") return TokenRole::kRead;
+  if (text == "admin") return TokenRole::kAdmin;
+  return std::nullopt;
+}
+
 Result<TokenSet> TokenSet::Parse(const std::string& text, const std::string& file) {
   TokenSet set;
   std::istringstream in(text);
@@ -231,10 +249,11 @@ Result<TokenSet> TokenSet::Parse(const std::string& text, const std::string& fil
       return Status::Invalid(where + "expected '<token> [name [read|admin]]', found more words");
     if (token.size() < 16) return Status::Invalid(where + "token is shorter than 16 characters");
     if (role.empty()) role = "admin";
-    if (role != "read" && role != "admin")
+    const std::optional<TokenRole> parsed = ParseTokenRole(role);
+    if (!parsed)
       return Status::Invalid(where + "unknown role '" + role + "' (expected read or admin)");
     if (name.empty()) name = "token-" + std::to_string(n);
-    set.tokens_.push_back({token, {name, role}});
+    set.tokens_.push_back({token, {name, *parsed}});
   }
   return set;
 }
@@ -380,7 +399,7 @@ HttpResponse Router::Handle(HttpRequest& request, Match found) const {
       if (tokens) {
         TokenSet::Caller caller = tokens->Lookup(token);
         request.who = std::move(caller.name);
-        if (!request.who.empty()) request.role = std::move(caller.role);
+        if (!request.who.empty()) request.role = caller.role;
       }
     }
     if (match->access != Access::kOpen && !request.tls && !request.FromLoopback()) {
@@ -394,9 +413,10 @@ HttpResponse Router::Handle(HttpRequest& request, Match found) const {
                                "provisionctl reads it from PROVISIOND_TOKEN or --token-file)"
                              : "the bearer token is not valid");
       response.headers.emplace_back("WWW-Authenticate", "Bearer");
-    } else if (match->access == Access::kAdmin && request.role != "admin") {
-      response = HttpResponse::Error(403, "token '" + request.who + "' has the role '" +
-                                              request.role + "'; this request needs 'admin'");
+    } else if (match->access == Access::kAdmin && request.role != TokenRole::kAdmin) {
+      response =
+          HttpResponse::Error(403, "token '" + request.who + "' has the role '" +
+                                       ToString(request.role) + "'; this request needs 'admin'");
     } else {
       try {
         response = match->handler(request);

@@ -10,12 +10,21 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
 
 namespace prov {
+
+// What a bearer token may do: kRead, every GET of the API; kAdmin, every
+// route; kNone, no valid token.
+enum class TokenRole { kNone, kRead, kAdmin };
+// "read", "admin" ("" for kNone): the tokens file's and the API's words.
+const char* ToString(TokenRole role);
+std::optional<TokenRole> ParseTokenRole(std::string_view text);
 
 struct HttpRequest {
   std::string method;
@@ -36,7 +45,7 @@ struct HttpRequest {
   // bearer token belongs to ("" when there was none) and its role.
   std::map<std::string, std::string> params;
   std::string who;
-  std::string role;  // "read" or "admin"; "" without a valid token
+  TokenRole role = TokenRole::kNone;
 
   std::string Header(const std::string& lowercase_name) const;
   std::string Query(const std::string& name, const std::string& fallback = "") const;
@@ -94,7 +103,7 @@ class TokenSet {
  public:
   struct Caller {
     std::string name;  // "" when the token is unknown
-    std::string role;  // "read" or "admin"
+    TokenRole role = TokenRole::kNone;
   };
   static Result<TokenSet> Load(const std::string& path);
   static Result<TokenSet> Parse(const std::string& text, const std::string& file);

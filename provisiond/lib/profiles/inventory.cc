@@ -10,8 +10,36 @@
 
 namespace prov {
 
+const char* ToString(PlanAction action) {
+  switch (action) {
+    case PlanAction::kAssign:
+      return "assign";
+    case PlanAction::kUnchanged:
+      return "unchanged";
+    case PlanAction::kRelease:
+      return "release";
+    case PlanAction::kMissing:
+      return "missing";
+  }
+  return "unchanged";
+}
+
+const char* ToString(ImageAction action) {
+  switch (action) {
+    case ImageAction::kNone:
+      return "";
+    case ImageAction::kReused:
+      return "reused";
+    case ImageAction::kRebuild:
+      return "rebuild";
+    case ImageAction::kUnavailable:
+      return "unavailable";
+  }
+  return "";
+}
+
 nlohmann::json ToJson(const ImageChoice& c) {
-  return {{"ref", c.ref}, {"base", c.base}, {"action", c.action}, {"changes", c.changes}};
+  return {{"ref", c.ref}, {"base", c.base}, {"action", ToString(c.action)}, {"changes", c.changes}};
 }
 
 ImageChoice Inventory::ChooseImage(const Profile& profile) const {
@@ -23,7 +51,7 @@ ImageChoice Inventory::ChooseImage(const Profile& profile) const {
   // No version to name yet: nodes get the derived name alone, which does not
   // resolve (boot says so) until the base is built and the profile applied.
   c.ref = profile.image_name + ".baked";
-  c.action = "unavailable";
+  c.action = ImageAction::kUnavailable;
   c.changes.push_back(baked.status().message());
   return c;
 }
@@ -71,7 +99,7 @@ nlohmann::json ToJson(const NodePlan& p) {
   return {{"node", p.node},
           {"mac", p.mac},
           {"state", p.state},
-          {"action", p.action},
+          {"action", ToString(p.action)},
           {"from_profile", p.from_profile},
           {"from_image", p.from_image},
           {"to_image", p.to_image},
@@ -452,10 +480,10 @@ Plan Inventory::ComputePlan(const Profile& profile, const ImageChoice& choice, S
       np.to_image = image;
       if (node.profile_version == profile.version && node.image_version == image &&
           plan.current_sha256 == profile.sha256) {
-        np.action = "unchanged";
+        np.action = PlanAction::kUnchanged;
         np.reasons.push_back("already on " + profile.version);
       } else {
-        np.action = "assign";
+        np.action = PlanAction::kAssign;
         np.reasons.push_back(node.profile_version.empty()
                                  ? "gets profile " + profile.version
                                  : "profile " + node.profile_version + " -> " + profile.version);
@@ -467,13 +495,13 @@ Plan Inventory::ComputePlan(const Profile& profile, const ImageChoice& choice, S
           np.reasons.push_back("image " +
                                (node.image_version.empty() ? "(none)" : node.image_version) +
                                " -> " + image + ": reboot");
-        if (choice.action == "rebuild") np.reasons.push_back("image rebuilt first");
+        if (choice.action == ImageAction::kRebuild) np.reasons.push_back("image rebuilt first");
         np.playbooks = playbooks;
         if (!playbooks.empty())
           np.reasons.push_back("then " + std::to_string(playbooks.size()) + " playbook(s)");
       }
     } else if (!node.profile_version.empty()) {
-      np.action = "release";
+      np.action = PlanAction::kRelease;
       np.reasons.push_back("not covered by " + profile.version + ": leaves profile " +
                            node.profile_version);
     } else {
@@ -485,14 +513,14 @@ Plan Inventory::ComputePlan(const Profile& profile, const ImageChoice& choice, S
     if (seen.count(name)) continue;
     NodePlan np;
     np.node = name;
-    np.action = "missing";
+    np.action = PlanAction::kMissing;
     np.state = "absent";
     np.reasons.push_back("covered by " + profile.version + " but not enrolled");
     plan.nodes.push_back(std::move(np));
   }
   bool node_changes = false;
   for (const auto& n : plan.nodes)
-    if (n.action == "assign" || n.action == "release") node_changes = true;
+    if (n.action == PlanAction::kAssign || n.action == PlanAction::kRelease) node_changes = true;
   plan.changes = node_changes || plan.current_version != profile.version ||
                  plan.current_sha256 != profile.sha256;
   return plan;
@@ -521,7 +549,7 @@ Result<Plan> Inventory::ApplyProfile(const std::string& spec, const std::string&
   // its image is built), nodes get the derived name alone, which boots once
   // the base is built and the profile applied again.
   const ImageChoice image = ChooseImage(*profile);
-  if (image.action == "rebuild") {
+  if (image.action == ImageAction::kRebuild) {
     return Status::Conflict("profile " + profile->version + " bakes its image and " + image.ref +
                             " is not built yet (" + Join(image.changes, "; ") +
                             "): 'provisionctl profile apply' builds it first (POST "
@@ -550,19 +578,20 @@ Result<Plan> Inventory::ApplyProfile(const std::string& spec, const std::string&
       if (!a.ok()) return a;
     }
     for (const auto& np : plan.nodes) {
-      if (np.action != "assign" && np.action != "release") continue;
+      if (np.action != PlanAction::kAssign && np.action != PlanAction::kRelease) continue;
       auto found = tx.FindNode(np.mac);
       if (!found.ok()) return found.status();
       NodeRecord node = *found;
-      node.profile_version = np.action == "assign" ? profile->version : "";
-      node.image_version = np.action == "assign" ? np.to_image : "";
+      const bool assign = np.action == PlanAction::kAssign;
+      node.profile_version = assign ? profile->version : "";
+      node.image_version = assign ? np.to_image : "";
       Status u = tx.UpdateNode(node);
       if (!u.ok()) return u;
       std::string detail;
       for (const auto& r : np.reasons) detail += (detail.empty() ? "" : "; ") + r;
       EventRecord e{.node_id = node.id,
                     .node = node.name(),
-                    .kind = np.action == "assign" ? "profile" : "released",
+                    .kind = assign ? "profile" : "released",
                     .detail = detail,
                     .who = who};
       u = tx.AppendEvent(e);

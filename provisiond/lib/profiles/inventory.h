@@ -40,14 +40,18 @@ struct NodeChange {
   std::optional<std::string> uefi_loader;  // "": back to the profile's choice
 };
 
-// What applying a profile does to one node.
+// What applying a profile does to one node: kAssign, it gets the profile;
+// kUnchanged, it has it already; kRelease, it is not covered any more;
+// kMissing, it is covered by name but not enrolled.
+enum class PlanAction { kAssign, kUnchanged, kRelease, kMissing };
+// "assign", "unchanged", "release", "missing": the API's words.
+const char* ToString(PlanAction action);
+
 struct NodePlan {
   std::string node;
   std::string mac;
   std::string state;
-  // assign: gets the profile; unchanged: has it already; release: not
-  // covered any more; missing: covered by name but not enrolled.
-  std::string action;
+  PlanAction action = PlanAction::kUnchanged;
   std::string from_profile;
   std::string from_image;
   std::string to_image;
@@ -56,15 +60,19 @@ struct NodePlan {
   std::vector<std::string> reasons;    // why, in words
 };
 
+// What a profile's derived image needs: kNone (no bake playbooks), kReused
+// (built already), kRebuild (to build: the choice's `changes` say why) or
+// kUnavailable (its base is not built: `changes` say so).
+enum class ImageAction { kNone, kReused, kRebuild, kUnavailable };
+// "", "reused", "rebuild", "unavailable": the API's words.
+const char* ToString(ImageAction action);
+
 // The image a profile's nodes boot: its own (`image:`), or, when it bakes,
 // the derived image its bake playbooks make (bake/derived_image.h).
 struct ImageChoice {
   std::string ref;   // what nodes get: "lab", "lab.baked@<version>"
   std::string base;  // the base version a derived image starts from
-  // "" (no bake playbooks), "reused" (built already), "rebuild" (to build:
-  // `changes` says why) or "unavailable" (`changes` says why: its base is
-  // not built).
-  std::string action;
+  ImageAction action = ImageAction::kNone;
   std::vector<std::string> changes;
 };
 nlohmann::json ToJson(const ImageChoice& c);

@@ -206,13 +206,13 @@ TEST_CASE("snapshot: a profile that bakes boots its derived image, built before 
   w.inventory->SetBakedImages([&](const Profile& p) -> Result<ImageChoice> {
     CHECK(p.bake.size() == 1);
     return ImageChoice{"lab.baked@0123456789abcdef", "lab@fedcba9876543210",
-                       built ? "reused" : "rebuild",
+                       built ? ImageAction::kReused : ImageAction::kRebuild,
                        built ? std::vector<std::string>{}
                              : std::vector<std::string>{"no derived image of lab yet"}};
   });
   auto plan = w.inventory->PlanProfile("baked");
   REQUIRE(plan.ok());
-  CHECK(plan->image.action == "rebuild");
+  CHECK(plan->image.action == ImageAction::kRebuild);
   CHECK(plan->nodes.at(0).to_image == "lab.baked@0123456789abcdef");
   // No node is pointed at an image that is not built.
   auto refused = w.inventory->ApplyProfile("baked", "test");
@@ -227,14 +227,15 @@ TEST_CASE("snapshot: a profile that bakes boots its derived image, built before 
     return Status::NotFound("the base image lab of profile baked is not built");
   });
   Plan unbuilt = w.Apply("baked");
-  CHECK(unbuilt.image.action == "unavailable");
+  CHECK(unbuilt.image.action == ImageAction::kUnavailable);
   CHECK(w.store->FindNode("n1")->image_version == "lab.baked");
   w.inventory->SetBakedImages([&](const Profile&) -> Result<ImageChoice> {
-    return ImageChoice{"lab.baked@0123456789abcdef", "lab@fedcba9876543210", "reused", {}};
+    return ImageChoice{
+        "lab.baked@0123456789abcdef", "lab@fedcba9876543210", ImageAction::kReused, {}};
   });
   built = true;
   Plan applied = w.Apply("baked");
-  CHECK(applied.image.action == "reused");
+  CHECK(applied.image.action == ImageAction::kReused);
   CHECK(w.store->FindNode("n1")->image_version == "lab.baked@0123456789abcdef");
   CHECK(ToJson(applied)["image"]["ref"] == "lab.baked@0123456789abcdef");
 }
