@@ -1,4 +1,6 @@
-// The inventory in SQLite: nodes, events, applied profiles. One connection
+// The inventory in SQLite (through base/sqlite.h): nodes, events, runs,
+// applied profiles. store.cc opens it and commits; store_nodes.cc,
+// store_events.cc and store_runs.cc hold the queries. One connection
 // guarded by a mutex (WAL, synchronous=NORMAL, busy_timeout); statements are
 // prepared once and bound. A state change and its event are written in one
 // transaction, so the history never disagrees with the inventory.
@@ -26,13 +28,11 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/sqlite.h"
 #include "store/boot_stage.h"
 #include "store/node_cache.h"
 #include "store/node_state.h"
 #include "store/store_metrics.h"
-
-struct sqlite3;
-struct sqlite3_stmt;
 
 namespace prov {
 
@@ -300,19 +300,21 @@ class Store {
   friend class StoreTx;
   class Stmt;
   struct Writer;  // one caller of Transact, queued
-  explicit Store(sqlite3* db);
+  explicit Store(sql::Database db);
   // Runs the queued transactions of `batch` in one SQLite transaction and
   // commits it; each writer's status (and exception) is set.
   void CommitBatch(const std::vector<Writer*>& batch);
-  Status LoadNodes();  // fills nodes_ from the table; mu_ held
+  Status LoadNodes();                 // fills nodes_ from the table; mu_ held
+  Result<int64_t> ReadLastEventId();  // mu_ held
   Status Exec(const char* sql);
-  void ExecAfterError(const char* sql);     // a rollback: a failure is logged
-  sqlite3_stmt* Prepared(const char* sql);  // cached per SQL text
-  Status Migrate();
+  void ExecAfterError(const char* sql);       // a rollback: a failure is logged
+  sql::Statement& Prepared(const char* sql);  // cached per SQL text
 
-  sqlite3* db_;
+  sql::Database db_;
   std::mutex mu_;  // guards db_ and statements_
-  std::map<const char*, sqlite3_stmt*> statements_;
+  // Prepared once each, for the connection's life; finalized before it
+  // closes.
+  std::map<const char*, sql::Statement> statements_;
   std::condition_variable events_cv_;
   int64_t last_event_id_ = 0;                     // guarded by mu_
   int64_t keep_events_ = 0;                       // guarded by mu_
@@ -331,9 +333,9 @@ class Store {
   // fsync) run on a thread with a connection of its own, not inside the
   // commit that crossed SQLite's threshold: a commit only appends to the
   // log. None for ":memory:".
-  static int OnWalCommit(void* store, sqlite3* db, const char* name, int pages);
+  void OnWalCommit(int pages);
   void CheckpointLoop();
-  sqlite3* checkpoint_db_ = nullptr;
+  std::optional<sql::Database> checkpoint_db_;
   std::thread checkpointer_;
   std::mutex checkpoint_mu_;
   std::condition_variable checkpoint_cv_;
@@ -349,8 +351,8 @@ class Store {
 // report (the supervised programs).
 std::function<void(const std::string& detail)> EventRecorder(Store& store, std::string kind);
 
-// Applies migrations 1..`upto` to a raw database; Store::Open applies all.
-// Exposed for the migration tests.
-Status ApplyMigrations(sqlite3* db, int upto);
+// Applies migrations 1..`upto` to a database that is no store yet;
+// Store::Open applies all. Exposed for the migration tests.
+Status ApplyMigrations(sql::Database& db, int upto);
 
 }  // namespace prov

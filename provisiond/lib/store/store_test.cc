@@ -1,12 +1,12 @@
 #include "store/store.h"
 
 #include <doctest/doctest.h>
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <functional>
 
+#include "base/sqlite.h"
 #include "store/migrations.h"
 
 namespace prov {
@@ -170,24 +170,22 @@ TEST_CASE("store: migrations from an empty database and from every earlier versi
     CAPTURE(from);
     std::string path = TempDb();
     {
-      sqlite3* db = nullptr;
-      REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-      REQUIRE(ApplyMigrations(db, from).ok());
+      auto db = sql::Database::Open(path, sql::Database::Mode::kReadWriteCreate);
+      REQUIRE(db.ok());
+      REQUIRE(ApplyMigrations(*db, from).ok());
       if (from >= 1) {
         // Rows written by an older provisiond must survive the upgrade.
-        REQUIRE(sqlite3_exec(db,
-                             "INSERT INTO nodes (mac, hostname, state, created, updated) "
-                             "VALUES ('52:54:00:00:00:01', 'old0', 'ready', 1, 1);"
-                             "INSERT INTO events (time, node_id, node, kind) "
-                             "VALUES (1, 1, 'old0', 'state');"
-                             "INSERT INTO events (time, node_id, node, kind, detail) "
-                             "VALUES (2, 1, 'old0', 'boot', 'kernel: lab@1');"
-                             "INSERT INTO applied_profiles (version, sha256, time) "
-                             "VALUES ('v0.1', 'abc', 1);",
-                             nullptr, nullptr, nullptr) == SQLITE_OK);
+        REQUIRE(db->Exec("INSERT INTO nodes (mac, hostname, state, created, updated) "
+                         "VALUES ('52:54:00:00:00:01', 'old0', 'ready', 1, 1);"
+                         "INSERT INTO events (time, node_id, node, kind) "
+                         "VALUES (1, 1, 'old0', 'state');"
+                         "INSERT INTO events (time, node_id, node, kind, detail) "
+                         "VALUES (2, 1, 'old0', 'boot', 'kernel: lab@1');"
+                         "INSERT INTO applied_profiles (version, sha256, time) "
+                         "VALUES ('v0.1', 'abc', 1);")
+                    .ok());
       }
-      sqlite3_close(db);
-    }
+    }  // closed before the store opens it
     auto store = Store::Open(path);
     REQUIRE(store.ok());
     CHECK((*store)->schema_version() == latest);
@@ -215,10 +213,11 @@ TEST_CASE("store: migrations from an empty database and from every earlier versi
 
 TEST_CASE("store: a database from a newer provisiond is refused") {
   std::string path = TempDb();
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  sqlite3_exec(db, "PRAGMA user_version = 999", nullptr, nullptr, nullptr);
-  sqlite3_close(db);
+  {
+    auto db = sql::Database::Open(path, sql::Database::Mode::kReadWriteCreate);
+    REQUIRE(db.ok());
+    REQUIRE(db->Exec("PRAGMA user_version = 999").ok());
+  }
   auto store = Store::Open(path);
   REQUIRE_FALSE(store.ok());
   CHECK(store.status().message().find("newer than this provisiond knows") != std::string::npos);
@@ -349,3 +348,4 @@ TEST_CASE("store: retention keeps the newest events and runs, not more than 256 
 }
 
 }  // namespace prov
+
