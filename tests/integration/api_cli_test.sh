@@ -146,6 +146,8 @@ grep -q "unknown field 'color'" "$WORK/body" && pass "the 400 names the field" |
 head -c 2000000 /dev/zero | tr '\0' 'a' >"$WORK/big"
 expect_eq "oversize body -> 413" "$(code "${auth[@]}" -X POST "$URL/api/v1/nodes" --data-binary @"$WORK/big")" 413
 expect_eq "wrong method -> 405" "$(code -X PUT "$URL/api/v1/status")" 405
+expect_eq "an unknown run status -> 400" "$(code "${auth[@]}" "$URL/api/v1/runs?status=bogus")" 400
+grep -q "status 'bogus' must be running, ok, failed" "$WORK/body" && pass "the 400 names the statuses" || fail "400 body: $(cat "$WORK/body")"
 expect_eq "unknown path -> 404" "$(code "$URL/api/v1/../../etc/passwd")" 404
 expect_eq "metrics answer" "$(code "${auth[@]}" "$URL/metrics")" 200
 grep -q 'provisiond_nodes{state="enrolled"}' "$WORK/body" && pass "metrics count nodes by state" || fail "metrics: $(head -5 "$WORK/body")"

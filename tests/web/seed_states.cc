@@ -146,7 +146,7 @@ prov::Status SeedRun(prov::StoreTx& tx, int64_t base) {
   run.node = node->name();
   run.kind = "configure";
   run.what = "v0.2";
-  run.status = "failed";
+  run.status = prov::RunStatus::kFailed;
   run.started_ms = base + 5 * 60 * 1000;
   run.finished_ms = run.started_ms + 41300;
   run.changed = 1;
@@ -162,7 +162,7 @@ prov::Status SeedRun(prov::StoreTx& tx, int64_t base) {
   install.task = "install the NPU runtime";
   install.module = "apt";
   install.location = "amd-npu.yml:12";
-  install.status = "changed";
+  install.status = prov::TaskStatus::kChanged;
   install.changed = true;
   install.exit_code = 0;
   install.stdout_tail = "Setting up xrt-npu (2.18)";
@@ -176,7 +176,7 @@ prov::Status SeedRun(prov::StoreTx& tx, int64_t base) {
   check.task = "npu-visible";
   check.module = "health";
   check.location = "profiles/v0.2/profile.yaml";
-  check.status = "failed";
+  check.status = prov::TaskStatus::kFailed;
   check.exit_code = 1;
   check.msg = "exit code 1";
   check.duration_ms = 12;

@@ -56,7 +56,7 @@ HttpResponse RunCommand(const ApiContext& ctx, const HttpRequest& r) {
   json list = json::array();
   int failed = 0;
   for (const auto& c : results) {
-    if (c.status != "ok") ++failed;
+    if (c.status != CommandStatus::kOk) ++failed;
     list.push_back(ToJson(c));
   }
   // Built with append: GCC 12 at -O2 warns (-Warray-bounds, a false
@@ -91,14 +91,14 @@ HttpResponse GatherFiles(const ApiContext& ctx, const HttpRequest& r) {
   for (auto& g : results) {
     // One answer carries at most kGatherAnswerBytes of files: the nodes past
     // it fail with a message rather than growing it without end.
-    if (g.status == "ok" && bytes + g.size > kGatherAnswerBytes) {
-      g.status = "failed";
+    if (g.status == CommandStatus::kOk && bytes + g.size > kGatherAnswerBytes) {
+      g.status = CommandStatus::kFailed;
       g.error = "not sent: the answer would pass " + std::to_string(kGatherAnswerBytes >> 20) +
                 " MiB; gather from fewer nodes at once";
       g.base64.clear();
       g.size = 0;
     }
-    if (g.status != "ok") ++failed;
+    if (g.status != CommandStatus::kOk) ++failed;
     bytes += g.size;
     list.push_back(ToJson(g));
   }

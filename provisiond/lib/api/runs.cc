@@ -22,7 +22,13 @@ HttpResponse ListRuns(const ApiContext& ctx, const HttpRequest& r) {
     if (!n.ok()) return HttpResponse::FromStatus(n.status());
     filter.node_id = n->id;
   }
-  filter.status = r.Query("status");
+  if (std::string status = r.Query("status"); !status.empty()) {
+    filter.status = ParseRunStatus(status);
+    if (!filter.status)
+      return HttpResponse::Error(400, "status '" + status +
+                                          "' must be running, ok, failed, unreachable, "
+                                          "interrupted or rebooted");
+  }
   if (std::string ids = r.Query("ids"); !ids.empty()) {
     std::stringstream ss(ids);
     std::string id;
@@ -41,7 +47,7 @@ HttpResponse ListRuns(const ApiContext& ctx, const HttpRequest& r) {
   json list = json::array();
   for (const auto& run : inv.store().ListRuns(filter)) {
     json j = ToJson(run);
-    if (run.status == "running") {
+    if (run.status == RunStatus::kRunning) {
       auto tasks = inv.store().RunTasks(run.id);
       if (!tasks.empty()) j["last_task"] = tasks.back().task;
     }

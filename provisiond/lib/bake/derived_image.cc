@@ -61,8 +61,9 @@ class ProgressSink : public RunSink {
     if (!progress_) return;
     char took[32];
     snprintf(took, sizeof took, "%.1f s", static_cast<double>(r.duration_ms) / 1000.0);
-    std::string line = "bake " + playbook_ + ": " + r.task + ": " + r.status + " (" + took + ")";
-    if (r.status == "failed" && !r.msg.empty()) line += ": " + r.msg.substr(0, 300);
+    std::string line =
+        "bake " + playbook_ + ": " + r.task + ": " + ToString(r.status) + " (" + took + ")";
+    if (r.status == TaskStatus::kFailed && !r.msg.empty()) line += ": " + r.msg.substr(0, 300);
     progress_(line);
   }
 
@@ -275,7 +276,7 @@ Result<ImageVersion> BuildDerivedImage(const Profile& p, ImageCatalog& catalog,
       out = RunPlaybook(*ref.parsed, plan->name, remote, vars, &sink, run);
     }
     if (opt.cancel && *opt.cancel) return Status::Internal("the build was cancelled");
-    if (out.status != "ok")
+    if (out.status != RunStatus::kOk)
       return Status::Internal("bake playbook " + ref.file + " (" + p.file + ":" +
                               std::to_string(ref.line) +
                               ") failed at image stage: " + out.failed_task);

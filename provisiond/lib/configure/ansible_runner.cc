@@ -98,10 +98,10 @@ std::optional<AnsibleEvent> ParseAnsibleEvent(const std::string& line) {
     r.module = str("module");
     if (r.task.empty()) r.task = r.module;
     r.where = str("where");
-    r.status = str("status");
-    static const std::set<std::string> kStatuses = {"ok", "changed", "failed", "skipped",
-                                                    "unreachable"};
-    if (!kStatuses.count(r.status)) return std::nullopt;
+    // Ansible's words, as the callback plugin writes them; another is no result.
+    std::optional<TaskStatus> status = ParseTaskStatus(str("status"));
+    if (!status) return std::nullopt;
+    r.status = *status;
     r.changed = j.value("changed", false);
     if (auto rc = j.find("rc"); rc != j.end() && rc->is_number_integer()) r.exit_code = *rc;
     r.stdout_tail = OutputTail(str("stdout"));
@@ -253,7 +253,7 @@ std::map<std::string, NodeRunOutcome> RunAnsiblePlaybook(
   }
   auto fail_all = [&](const std::string& why) {
     for (auto& [name, o] : out) {
-      o.status = "failed";
+      o.status = RunStatus::kFailed;
       o.failed_task = RedactSecrets(why, secret_values);
     }
     return out;
@@ -322,10 +322,10 @@ std::map<std::string, NodeRunOutcome> RunAnsiblePlaybook(
     for (std::string* text : {&r.stdout_tail, &r.stderr_tail, &r.msg, &r.item})
       *text = RedactSecrets(*text, secret_values);
     NodeRunOutcome& o = out[e->host];
-    if (r.status == "ok") ++o.ok;
-    if (r.status == "changed") ++o.changed;
-    if (r.status == "skipped") ++o.skipped;
-    if (r.status == "failed" || r.status == "unreachable") {
+    if (r.status == TaskStatus::kOk) ++o.ok;
+    if (r.status == TaskStatus::kChanged) ++o.changed;
+    if (r.status == TaskStatus::kSkipped) ++o.skipped;
+    if (r.status == TaskStatus::kFailed || r.status == TaskStatus::kUnreachable) {
       ++o.failed;
       if (!e->ignored) o.failed_task = r.task + " (" + r.where + "): " + r.msg;
     }
@@ -337,11 +337,11 @@ std::map<std::string, NodeRunOutcome> RunAnsiblePlaybook(
   const bool cancelled = cancel && *cancel;
   for (auto& [name, o] : out) {
     if (cancelled) {
-      o.status = "interrupted";
+      o.status = RunStatus::kInterrupted;
       continue;
     }
     if (!have_stats) {
-      o.status = "failed";
+      o.status = RunStatus::kFailed;
       std::string why =
           result->timed_out
               ? "ansible-playbook did not finish in " + std::to_string(settings.timeout_s) + " s"
@@ -355,12 +355,12 @@ std::map<std::string, NodeRunOutcome> RunAnsiblePlaybook(
     }
     const json s = stats.value(name, json::object());  // absent: no play selected it
     if (s.value("unreachable", 0) > 0) {
-      o.status = "unreachable";
+      o.status = RunStatus::kUnreachable;
     } else if (s.value("failed", 0) > 0) {
-      o.status = "failed";
+      o.status = RunStatus::kFailed;
       if (o.failed_task.empty()) o.failed_task = "a task failed";
     } else {
-      o.status = "ok";
+      o.status = RunStatus::kOk;
       o.failed_task.clear();
     }
   }

@@ -17,7 +17,7 @@ using json = nlohmann::json;
 class AnsibleSink : public RunSink {
  public:
   void OnTask(const std::string& node, const TaskResult& r) override {
-    results.push_back(node + ":" + r.task + "=" + r.status +
+    results.push_back(node + ":" + r.task + "=" + ToString(r.status) +
                       (r.msg.empty() ? "" : "(" + r.msg + ")"));
     stdouts.push_back(r.stdout_tail);
   }
@@ -56,7 +56,7 @@ TEST_CASE("ansible: the callback's lines are read back; others are not events") 
   CHECK(e->kind == AnsibleEvent::Kind::kResult);
   CHECK(e->host == "n1");
   CHECK(e->result.playbook == "site.yml (ansible-playbook)");
-  CHECK(e->result.status == "failed");
+  CHECK(std::string(ToString(e->result.status)) == "failed");
   CHECK(e->result.exit_code == 2);
   CHECK(e->result.where == "/x/site.yml:4");
   CHECK(e->result.duration_ms == 12);
@@ -158,8 +158,8 @@ TEST_CASE("ansible: results per host; a host's failure is its own; secrets redac
                                2);
   auto out = RunAnsiblePlaybook(dir.path() + "/site.yml", hosts, {{"k", "s3cr3t-value"}},
                                 {"s3cr3t-value"}, s, nullptr);
-  CHECK(out["n1"].status == "ok");
-  CHECK(out["n2"].status == "failed");
+  CHECK(std::string(ToString(out["n1"].status)) == "ok");
+  CHECK(std::string(ToString(out["n2"].status)) == "failed");
   CHECK(out["n2"].failed_task.find("a (): bad") == 0);
   REQUIRE(sink.results.size() == 3);  // "other" is not a host of this run
   CHECK(sink.results[0] == "n1:a=changed");
@@ -185,7 +185,7 @@ MemoryError
 )",
       137);
   auto out = RunAnsiblePlaybook(dir.path() + "/site.yml", hosts, json::object(), {}, s, nullptr);
-  CHECK(out["n1"].status == "failed");
+  CHECK(std::string(ToString(out["n1"].status)) == "failed");
   CHECK(out["n1"].failed_task.find("ansible-playbook exited with code 137") == 0);
   CHECK(out["n1"].failed_task.find("MemoryError") != std::string::npos);
   CHECK(sink.results.size() == 1);
@@ -198,7 +198,7 @@ TEST_CASE("ansible: a missing ansible-playbook fails every host, saying so") {
   s.work_dir = dir.path() + "/work";
   s.tool.program = dir.path() + "/no-such-program";
   auto out = RunAnsiblePlaybook(dir.path() + "/site.yml", hosts, json::object(), {}, s, nullptr);
-  CHECK(out["n1"].status == "failed");
+  CHECK(std::string(ToString(out["n1"].status)) == "failed");
   CHECK(out["n1"].failed_task.find("ansible-playbook is not installed") != std::string::npos);
 }
 

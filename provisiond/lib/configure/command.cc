@@ -13,8 +13,9 @@
 namespace prov {
 
 nlohmann::json ToJson(const CommandResult& c) {
-  nlohmann::json j = {{"node", c.node},  {"status", c.status}, {"exit_code", c.exit_code},
-                      {"stdout", c.out}, {"stderr", c.err},    {"duration_ms", c.duration_ms}};
+  nlohmann::json j = {{"node", c.node},           {"status", ToString(c.status)},
+                      {"exit_code", c.exit_code}, {"stdout", c.out},
+                      {"stderr", c.err},          {"duration_ms", c.duration_ms}};
   if (!c.error.empty()) j["error"] = c.error;
   return j;
 }
@@ -29,7 +30,7 @@ CommandResult RunOnNode(Store& store, Sessions& sessions, const std::string& nam
   r.node = name;
   auto node = store.FindNode(name);
   if (!node.ok()) {
-    r.status = "failed";
+    r.status = CommandStatus::kFailed;
     r.error = node.status().message();
     return r;
   }
@@ -37,7 +38,8 @@ CommandResult RunOnNode(Store& store, Sessions& sessions, const std::string& nam
   auto lease = sessions.AcquireOrSpare(node->id);
   auto session = lease.Get(*node);
   if (!session.ok()) {
-    r.status = session.status().code() == Code::kUnavailable ? "unreachable" : "failed";
+    r.status = session.status().code() == Code::kUnavailable ? CommandStatus::kUnreachable
+                                                             : CommandStatus::kFailed;
     r.error = session.status().message();
     r.duration_ms = SinceMs(start);
     return r;
@@ -45,7 +47,7 @@ CommandResult RunOnNode(Store& store, Sessions& sessions, const std::string& nam
   auto out = (*session)->Run(command, "", user, timeout_ms);
   r.duration_ms = SinceMs(start);
   if (!out.ok()) {
-    r.status = "unreachable";
+    r.status = CommandStatus::kUnreachable;
     r.error = out.status().message();
     lease.Drop();
     return r;
@@ -60,7 +62,9 @@ CommandResult RunOnNode(Store& store, Sessions& sessions, const std::string& nam
   };
   r.out = tail(out->out);
   r.err = tail(out->err);
-  r.status = out->timed_out ? "timeout" : out->exit_code == 0 ? "ok" : "failed";
+  r.status = out->timed_out        ? CommandStatus::kTimeout
+             : out->exit_code == 0 ? CommandStatus::kOk
+                                   : CommandStatus::kFailed;
   if (out->timed_out) r.error = "timed out after " + std::to_string(timeout_ms / 1000) + " s";
   return r;
 }
@@ -77,12 +81,14 @@ std::vector<CommandResult> RunCommandOnNodes(Store& store, Sessions& sessions,
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next++) < nodes.size();) {
+      bool ran = false;
       RunGuarded("command", [&] {
         results[i] = RunOnNode(store, sessions, nodes[i], command, user, timeout_ms, output_bytes);
+        ran = true;
       });
-      if (results[i].status.empty()) {  // it threw: a failure of this node's alone
+      if (!ran) {  // it threw: a failure of this node's alone
         results[i].node = nodes[i];
-        results[i].status = "failed";
+        results[i].status = CommandStatus::kFailed;
         results[i].error = "internal error (see provisiond's log)";
       }
     }
@@ -96,8 +102,9 @@ std::vector<CommandResult> RunCommandOnNodes(Store& store, Sessions& sessions,
 }
 
 nlohmann::json ToJson(const GatherResult& g) {
-  nlohmann::json j = {{"node", g.node}, {"status", g.status}, {"duration_ms", g.duration_ms}};
-  if (g.status == "ok") {
+  nlohmann::json j = {
+      {"node", g.node}, {"status", ToString(g.status)}, {"duration_ms", g.duration_ms}};
+  if (g.status == CommandStatus::kOk) {
     j["size"] = g.size;
     j["content_base64"] = g.base64;
   }
@@ -152,12 +159,12 @@ std::vector<GatherResult> GatherFromNodes(Store& store, Sessions& sessions,
     g.duration_ms = c.duration_ms;
     g.status = c.status;
     g.error = c.error;
-    if (c.status == "failed" && c.exit_code == 3) {
+    if (c.status == CommandStatus::kFailed && c.exit_code == 3) {
       g.error = OutputTail(c.err, 500);
       while (!g.error.empty() && g.error.back() == '\n') g.error.pop_back();
-    } else if (c.status == "failed" && g.error.empty()) {
+    } else if (c.status == CommandStatus::kFailed && g.error.empty()) {
       g.error = "exit code " + std::to_string(c.exit_code) + ": " + OutputTail(c.err, 500);
-    } else if (c.status == "ok") {
+    } else if (c.status == CommandStatus::kOk) {
       size_t pad = 0;
       while (pad < c.out.size() && pad < 2 && c.out[c.out.size() - 1 - pad] == '=') ++pad;
       const bool whole = c.out.size() % 4 == 0 && c.out.size() <= output_bytes &&
@@ -165,7 +172,7 @@ std::vector<GatherResult> GatherFromNodes(Store& store, Sessions& sessions,
                              "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
                              "vwxyz0123456789+/=") == std::string::npos;
       if (!whole) {
-        g.status = "failed";
+        g.status = CommandStatus::kFailed;
         g.error = "the file changed while it was read (its content did not arrive whole)";
       } else {
         g.size = static_cast<int64_t>(c.out.size() / 4 * 3 - pad);

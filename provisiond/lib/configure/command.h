@@ -15,7 +15,7 @@ namespace prov {
 
 struct CommandResult {
   std::string node;
-  std::string status;  // ok | failed | unreachable | timeout
+  CommandStatus status = CommandStatus::kOk;
   int exit_code = -1;
   std::string out, err;
   std::string error;  // why it could not run
@@ -44,7 +44,7 @@ std::vector<CommandResult> RunCommandOnNodes(Store& store, Sessions& sessions,
 // results from the whole cluster), read over the same sessions.
 struct GatherResult {
   std::string node;
-  std::string status;  // ok | failed | unreachable | timeout
+  CommandStatus status = CommandStatus::kOk;
   std::string base64;  // the file's content (ok)
   int64_t size = 0;    // its size in bytes (ok)
   std::string error;   // why not: "no such file: /var/log/x", ...

@@ -51,7 +51,7 @@ TEST_CASE("command: every node's result, in the order asked, by the node's name"
   CHECK(results[0].node == "a1");  // asked by MAC, named by hostname
   CHECK(results[1].node == "a2");
   for (const auto& r : results) {
-    CHECK(r.status == "ok");
+    CHECK(std::string(ToString(r.status)) == "ok");
     CHECK(r.exit_code == 0);
     CHECK(r.out == "out\n");
     CHECK(r.err == "err\n");
@@ -73,7 +73,7 @@ TEST_CASE("command: more nodes than workers all run; each stream keeps its end, 
   auto results = f.Run(names, "head -c 100000 /dev/zero | tr '\\0' x; echo END");
   REQUIRE(results.size() == names.size());
   for (const auto& r : results) {
-    CHECK(r.status == "ok");
+    CHECK(std::string(ToString(r.status)) == "ok");
     CHECK(r.out.size() < kCommandOutputBytes + 64);
     CHECK(r.out.rfind("[", 0) == 0);  // "[N bytes cut]"
     CHECK(r.out.size() > 4);
@@ -89,15 +89,15 @@ TEST_CASE("command: failures per node, never for the others") {
   f.Add("noip", "");
   auto results = f.Run({"ok1", "down", "ghost", "noip"}, "exit 7");
   REQUIRE(results.size() == 4);
-  CHECK(results[0].status == "failed");
+  CHECK(std::string(ToString(results[0].status)) == "failed");
   CHECK(results[0].exit_code == 7);
   CHECK(results[0].error.empty());
-  CHECK(results[1].status == "unreachable");
+  CHECK(std::string(ToString(results[1].status)) == "unreachable");
   CHECK(results[1].error.find("no SSH connection") != std::string::npos);
   CHECK(results[2].node == "ghost");
-  CHECK(results[2].status == "failed");
+  CHECK(std::string(ToString(results[2].status)) == "failed");
   CHECK(!results[2].error.empty());
-  CHECK(results[3].status == "unreachable");
+  CHECK(std::string(ToString(results[3].status)) == "unreachable");
   CHECK(results[3].error.find("has no address") != std::string::npos);
 }
 
@@ -108,7 +108,7 @@ TEST_CASE("command: a command past its timeout") {
   auto results = f.Run({"slow"}, "sleep 30", 1000);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
   REQUIRE(results.size() == 1);
-  CHECK(results[0].status == "timeout");
+  CHECK(std::string(ToString(results[0].status)) == "timeout");
   CHECK(results[0].error == "timed out after 1 s");
 }
 
@@ -117,17 +117,17 @@ TEST_CASE("command: a host key other than the pinned one is refused") {
   f.Add("moved", "10.0.0.1");
   f.net.Add("10.0.0.1", "ssh-ed25519 AAAAimpostor");
   auto results = f.Run({"moved"}, "true");
-  CHECK(results[0].status == "failed");
+  CHECK(std::string(ToString(results[0].status)) == "failed");
   CHECK(results[0].error.find("host key changed") != std::string::npos);
 }
 
 TEST_CASE("command: a broken session is replaced by the next command") {
   CommandFixture f;
   f.Add("n1", "10.0.0.1");
-  CHECK(f.Run({"n1"}, "true")[0].status == "ok");
+  CHECK(std::string(ToString(f.Run({"n1"}, "true")[0].status)) == "ok");
   f.net.Unplug("10.0.0.1");
   f.net.Plug("10.0.0.1");  // the old session stays broken; a new one works
-  CHECK(f.Run({"n1"}, "true")[0].status == "ok");
+  CHECK(std::string(ToString(f.Run({"n1"}, "true")[0].status)) == "ok");
   CHECK(f.net.connects() == 2);
 }
 
@@ -137,7 +137,7 @@ TEST_CASE("command: a node busy with a run gets a session of its own") {
   auto run = f.sessions.Acquire(n.id);  // a run holds the node's session
   REQUIRE(run.Get(n).ok());
   auto results = f.Run({"busy"}, "echo hi");
-  CHECK(results[0].status == "ok");
+  CHECK(std::string(ToString(results[0].status)) == "ok");
   CHECK(results[0].out == "hi\n");
   CHECK(f.net.connects() == 2);
 }
@@ -145,7 +145,7 @@ TEST_CASE("command: a node busy with a run gets a session of its own") {
 TEST_CASE("command: results as JSON") {
   CommandResult r;
   r.node = "n1";
-  r.status = "ok";
+  r.status = CommandStatus::kOk;
   r.exit_code = 0;
   r.out = "hi\n";
   auto j = ToJson(r);

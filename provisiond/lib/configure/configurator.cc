@@ -38,7 +38,7 @@ SessionSettings SessionSettingsOf(const ConfigureSettings& s) {
 // A run that could not get its session: no answer is "unreachable", a
 // refusal (host key, control key) "failed".
 void SessionFailed(RunRecord& run, const Status& why) {
-  run.status = why.code() == Code::kUnavailable ? "unreachable" : "failed";
+  run.status = why.code() == Code::kUnavailable ? RunStatus::kUnreachable : RunStatus::kFailed;
   run.message = "ssh: " + why.message();
 }
 
@@ -272,13 +272,13 @@ struct Configurator::Impl {
     }
     if (!session.ok()) return SessionFailed(run, session.status());
     if (!WaitForPeers(node, profile, options)) {
-      run.status = "interrupted";
+      run.status = RunStatus::kInterrupted;
       return;
     }
     json vars = node_vars.For(node, Group(node.profile_version));
     for (const auto& ref : profile.playbooks) {
       if (!ref.parsed && ref.runs_on != PlaybookRunner::kAnsible) {
-        run.status = "failed";
+        run.status = RunStatus::kFailed;
         run.message = ref.file + ": not loaded with profile " + profile.version;
         return;
       }
@@ -286,7 +286,7 @@ struct Configurator::Impl {
       // those that name a secret are filled from the store.
       auto resolved = ResolveSecretVars(profile, ref.vars, settings.secrets);
       if (!resolved.ok()) {
-        run.status = "failed";
+        run.status = RunStatus::kFailed;
         run.message = ref.file + ": " + resolved.status().message();
         return;
       }
@@ -302,21 +302,21 @@ struct Configurator::Impl {
       } else {
         out = RunPlaybook(*ref.parsed, node.name(), **session, vars, &recorder, options);
       }
-      if (out.status != "ok") {
+      if (out.status != RunStatus::kOk) {
         run.status = out.status;
         run.message = ref.file + ": " + out.failed_task;
-        if (out.status == "unreachable") lease.Drop();
+        if (out.status == RunStatus::kUnreachable) lease.Drop();
         return;
       }
     }
     HealthOutcome health = RunHealthChecks(profile, node, **session, recorder, store);
     if (!profile.health_checks.empty()) KeepHealth(store, *session, profile, node, run.id, health);
-    if (health.status != "ok") {
+    if (health.status != RunStatus::kOk) {
       run.status = health.status;
       run.message = health.message;
       return;
     }
-    run.status = cancel ? "interrupted" : "ok";
+    run.status = cancel ? RunStatus::kInterrupted : RunStatus::kOk;
   }
 
   // `node check`: the profile's health checks on one node, all of them,
@@ -331,7 +331,7 @@ struct Configurator::Impl {
       if (p.ok()) profile = *p;
     }
     if (!node.ok() || !profile) {
-      run.status = "failed";
+      run.status = RunStatus::kFailed;
       run.message = node.ok() ? "profile " + node->profile_version + " cannot be loaded"
                               : node.status().message();
       FinishRun(store, run, clock.SinceMs(start));
@@ -342,12 +342,12 @@ struct Configurator::Impl {
     HealthOutcome health;
     if (!session.ok()) {
       SessionFailed(run, session.status());
-      health.status = "unreachable";
+      health.status = RunStatus::kUnreachable;
       health.message = run.message;
     } else {
       health = RunHealthChecks(*profile, *node, **session, recorder, store,
                                /*stop_at_failure=*/false);
-      if (health.status == "unreachable") lease.Drop();
+      if (health.status == RunStatus::kUnreachable) lease.Drop();
       run.status = health.status;
       run.message = health.message;
     }
@@ -362,7 +362,7 @@ struct Configurator::Impl {
     auto lease = sessions.Acquire(run.node_id);
     auto node = store.FindNode(run.node);
     if (!node.ok()) {
-      run.status = "failed";
+      run.status = RunStatus::kFailed;
       run.message = node.status().message();
       FinishRun(store, run, clock.SinceMs(start));
       return;
@@ -378,7 +378,7 @@ struct Configurator::Impl {
       NodeRunOutcome out = RunPlaybook(playbook, node->name(), **session, vars, &recorder, options);
       run.status = out.status;
       run.message = out.failed_task;
-      if (out.status == "unreachable") lease.Drop();
+      if (out.status == RunStatus::kUnreachable) lease.Drop();
     }
     FinishRun(store, run, clock.SinceMs(start));
   }
@@ -402,7 +402,7 @@ struct Configurator::Impl {
       leases.push_back(sessions.Acquire(runs[i].node_id));
       auto node = store.FindNode(runs[i].node);
       if (!node.ok()) {
-        runs[i].status = "failed";
+        runs[i].status = RunStatus::kFailed;
         runs[i].message = node.status().message();
         continue;
       }

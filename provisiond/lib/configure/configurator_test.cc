@@ -104,7 +104,8 @@ struct ConfigureWorld {
     return out;
   }
   RunRecord LastRun(const NodeRecord& n) {
-    auto runs = store->ListRuns(RunFilter{.node_id = n.id, .status = "", .ids = {}, .limit = 1});
+    auto runs =
+        store->ListRuns(RunFilter{.node_id = n.id, .status = std::nullopt, .ids = {}, .limit = 1});
     REQUIRE(runs.size() == 1);
     return runs.front();
   }
@@ -131,7 +132,7 @@ TEST_CASE("configurator: a node that phoned home is configured over its session,
   CHECK(fs::exists(w.marks + "/n1"));  // the playbook ran through the session
   RunRecord run = w.LastRun(n1);
   CHECK(run.kind == "configure");
-  CHECK(run.status == "ok");
+  CHECK(std::string(ToString(run.status)) == "ok");
   CHECK(run.who == "hello");
   auto states = w.Events(n1, "state");
   CHECK(Has(states, "booted -> configuring: profile c1: site.yml"));
@@ -156,7 +157,7 @@ TEST_CASE("configurator: a failing health check fails the node, naming the check
   CHECK(done.state == NodeState::kFailed);
   CHECK_MESSAGE(done.reason.find("own check") != std::string::npos, done.reason);
   CHECK(fs::exists(w.marks + "/n1"));  // the playbook had run
-  CHECK(w.LastRun(n1).status == "failed");
+  CHECK(std::string(ToString(w.LastRun(n1).status)) == "failed");
 }
 
 TEST_CASE("configurator: a node that does not answer is tried again, backing off, then failed") {
@@ -171,7 +172,7 @@ TEST_CASE("configurator: a node that does not answer is tried again, backing off
   CHECK(w.net.connects() == 5);
   CHECK(done.state == NodeState::kFailed);
   CHECK_MESSAGE(done.reason.find("ssh: node n1") != std::string::npos, done.reason);
-  CHECK(w.LastRun(n1).status == "unreachable");
+  CHECK(std::string(ToString(w.LastRun(n1).status)) == "unreachable");
   CHECK_FALSE(fs::exists(w.marks + "/n1"));
 }
 
@@ -208,12 +209,12 @@ TEST_CASE("configurator: a run cut off by a stop is marked interrupted and resum
   REQUIRE_MESSAGE(s.ok(), s.message());
   w.Start();  // marks the run interrupted
   RunRecord cut = w.LastRun(n1);
-  CHECK(cut.status == "interrupted");
+  CHECK(std::string(ToString(cut.status)) == "interrupted");
   CHECK(cut.message == "provisiond stopped while it ran");
   CHECK(w.configurator->ResumeCutOff("provisiond") == 1);
   NodeRecord done = w.Settled("n1");
   CHECK(done.state == NodeState::kReady);
-  CHECK(w.LastRun(n1).status == "ok");
+  CHECK(std::string(ToString(w.LastRun(n1).status)) == "ok");
   CHECK(w.LastRun(n1).id > cut.id);
 }
 

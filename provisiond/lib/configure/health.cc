@@ -27,37 +27,41 @@ HealthOutcome RunHealthChecks(const Profile& profile, const NodeRecord& node, Re
                         std::chrono::steady_clock::now() - start)
                         .count();
     if (!result.ok()) {
-      r.status = "unreachable";
+      r.status = TaskStatus::kUnreachable;
       r.msg = result.status().message();
     } else {
       r.exit_code = result->exit_code;
       r.stdout_tail = OutputTail(result->out);
       r.stderr_tail = OutputTail(result->err);
-      r.status = result->exit_code == 0 ? "ok" : "failed";
+      r.status = result->exit_code == 0 ? TaskStatus::kOk : TaskStatus::kFailed;
       if (result->timed_out)
         r.msg = "timed out after " + std::to_string(check.timeout_s) + " s";
       else if (result->exit_code != 0)
         r.msg = "exit code " + std::to_string(result->exit_code);
     }
     sink.OnTask(node.name(), r);
-    EventRecord e{
-        .node_id = node.id,
-        .node = node.name(),
-        .kind = "health",
-        .detail = check.name + ": " + (r.status == "ok" ? "ok" : r.status + " (" + r.msg + ")"),
-        .who = "provisiond"};
+    EventRecord e{.node_id = node.id,
+                  .node = node.name(),
+                  .kind = "health",
+                  .detail = check.name + ": " +
+                            (r.status == TaskStatus::kOk
+                                 ? std::string("ok")
+                                 : ToString(r.status) + std::string(" (") + r.msg + ")"),
+                  .who = "provisiond"};
     store.RecordEvent(e);
     HealthCheckResult c{check.name, r.status, ""};
-    if (r.status != "ok") {
+    if (r.status != TaskStatus::kOk) {
       std::string output = OutputTail(r.stderr_tail.empty() ? r.stdout_tail : r.stderr_tail, 300);
       c.detail = r.msg + (output.empty() ? "" : ": " + output);
-      if (out.status == "ok") {
-        out.status = r.status == "unreachable" ? "unreachable" : "failed";
+      if (out.status == RunStatus::kOk) {
+        out.status =
+            r.status == TaskStatus::kUnreachable ? RunStatus::kUnreachable : RunStatus::kFailed;
         out.message = "health check " + check.name + ": " + c.detail;
       }
     }
     out.checks.push_back(std::move(c));
-    if (r.status != "ok" && (stop_at_failure || r.status == "unreachable")) break;
+    if (r.status != TaskStatus::kOk && (stop_at_failure || r.status == TaskStatus::kUnreachable))
+      break;
   }
   return out;
 }
@@ -65,9 +69,9 @@ HealthOutcome RunHealthChecks(const Profile& profile, const NodeRecord& node, Re
 std::string HealthJson(const HealthOutcome& outcome, int64_t run_id, int64_t time_ms) {
   nlohmann::json checks = nlohmann::json::array();
   for (const auto& c : outcome.checks)
-    checks.push_back({{"name", c.name}, {"status", c.status}, {"detail", c.detail}});
+    checks.push_back({{"name", c.name}, {"status", ToString(c.status)}, {"detail", c.detail}});
   return nlohmann::json{
-      {"time", time_ms}, {"status", outcome.status}, {"run", run_id}, {"checks", checks}}
+      {"time", time_ms}, {"status", ToString(outcome.status)}, {"run", run_id}, {"checks", checks}}
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -91,12 +95,12 @@ void WriteHealthLog(Remote& remote, const Profile& profile, const NodeRecord& no
   std::string lines, failed;
   const std::string stamp = UtcStamp(now);
   for (const auto& c : outcome.checks) {
-    std::string line = stamp + " " + node.name() + " " + c.name + " " + c.status +
+    std::string line = stamp + " " + node.name() + " " + c.name + " " + ToString(c.status) +
                        (c.detail.empty() ? "" : " (" + c.detail + ")");
     for (char& ch : line)
       if (ch == '\n' || ch == '\r') ch = ' ';
     lines += line + "\n";
-    if (c.status != "ok") failed += (failed.empty() ? "" : ", ") + c.name;
+    if (c.status != TaskStatus::kOk) failed += (failed.empty() ? "" : ", ") + c.name;
   }
   const std::string status = failed.empty() ? "ok" : "failed: " + failed;
   const std::string script = "set -e\nlog=" + ShlexQuote(profile.health_log) +
@@ -123,21 +127,23 @@ void KeepHealth(Store& store, Remote* remote, const Profile& profile, const Node
     return tx.UpdateNode(*n);
   });
   if (!s.ok()) spdlog::warn("{}: health not kept: {}", node.name(), s.message());
-  if (!remote || outcome.status == "unreachable" || outcome.checks.empty()) return;
+  if (!remote || outcome.status == RunStatus::kUnreachable || outcome.checks.empty()) return;
   if (!profile.health_log.empty()) WriteHealthLog(*remote, profile, node, outcome, now);
   if (!profile.health_hook.empty()) RunHealthHook(store, *remote, profile, node, outcome);
 }
 
 void RunHealthHook(Store& store, Remote& remote, const Profile& profile, const NodeRecord& node,
                    const HealthOutcome& outcome) {
-  if (profile.health_hook.empty() || outcome.status == "unreachable" || outcome.checks.empty())
+  if (profile.health_hook.empty() || outcome.status == RunStatus::kUnreachable ||
+      outcome.checks.empty())
     return;
   std::string reason = outcome.message;
   const std::string prefix = "health check ";
   if (reason.rfind(prefix, 0) == 0) reason.erase(0, prefix.size());
   for (char& ch : reason)  // one line
     if (ch == '\n' || ch == '\r') ch = ' ';
-  const std::string input = outcome.status + "\n" + reason + "\n" + node.name() + "\n";
+  const std::string input =
+      std::string(ToString(outcome.status)) + "\n" + reason + "\n" + node.name() + "\n";
   const std::string script =
       "IFS= read -r PROVISION_HEALTH_STATUS || exit 97\n"
       "IFS= read -r PROVISION_HEALTH_REASON || true\n"
@@ -167,15 +173,15 @@ void RunHealthHook(Store& store, Remote& remote, const Profile& profile, const N
 
 Status MoveNodeOn(StoreTx& tx, const RunRecord& run, const std::string& profile_sha,
                   const std::string& summary) {
-  if (run.kind != "configure" || run.status == "interrupted") return Status::Ok();
+  if (run.kind != "configure" || run.status == RunStatus::kInterrupted) return Status::Ok();
   auto n = tx.NodeById(run.node_id);
   if (!n.ok() || n->state != NodeState::kConfiguring) return Status::Ok();
-  if (run.status == "ok") {
+  if (run.status == RunStatus::kOk) {
     n->configured = profile_sha;
     return tx.Transition(*n, NodeState::kReady,
                          "profile " + run.what + " configured (" + summary + ")", run.who);
   }
-  if (run.status == "rebooted") return Status::Ok();
+  if (run.status == RunStatus::kRebooted) return Status::Ok();
   return tx.Transition(*n, NodeState::kFailed, "configure: " + run.message, run.who);
 }
 

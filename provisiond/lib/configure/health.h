@@ -18,12 +18,12 @@ namespace prov {
 
 struct HealthCheckResult {
   std::string name;
-  std::string status;  // ok | failed | unreachable
-  std::string detail;  // why not ok: "exit code 1: the end of its output"
+  TaskStatus status = TaskStatus::kOk;  // ok, failed or unreachable
+  std::string detail;                   // why not ok: "exit code 1: the end of its output"
 };
 
 struct HealthOutcome {
-  std::string status = "ok";  // ok | failed | unreachable
+  RunStatus status = RunStatus::kOk;  // ok, failed or unreachable
   // "health check NAME: why[: the end of its output]" when not ok (the
   // first check that did not pass).
   std::string message;

@@ -73,7 +73,7 @@ struct HealthFixture {
     return out;
   }
   // Ends the run as a configure run does, through the gate.
-  NodeRecord Finish(const std::string& status, const std::string& message = "") {
+  NodeRecord Finish(RunStatus status, const std::string& message = "") {
     run.status = status;
     run.message = message;
     FinishRun(*store, run, 10, [&](StoreTx& tx, const std::string& summary) {
@@ -90,7 +90,7 @@ TEST_CASE("health: passing checks are tasks of the run and events; the node is r
   f.Check("disk", "echo plenty");
   f.Check("gpu", "true");
   HealthOutcome out = f.RunChecks(f.local);
-  CHECK(out.status == "ok");
+  CHECK(std::string(ToString(out.status)) == "ok");
   CHECK(out.message.empty());
   auto tasks = f.store->RunTasks(f.run.id);
   REQUIRE(tasks.size() == 2);
@@ -99,14 +99,14 @@ TEST_CASE("health: passing checks are tasks of the run and events; the node is r
   CHECK(tasks[0].task == "disk");
   CHECK(tasks[0].module == "health");
   CHECK(tasks[0].location == "profiles/v0.1/profile.yaml");
-  CHECK(tasks[0].status == "ok");
+  CHECK(std::string(ToString(tasks[0].status)) == "ok");
   CHECK(tasks[0].exit_code == 0);
   CHECK(tasks[0].stdout_tail == "plenty\n");
   CHECK(tasks[1].task == "gpu");
   CHECK(f.run.ok == 2);
   CHECK(f.HealthEvents() == std::vector<std::string>{"disk: ok", "gpu: ok"});
 
-  NodeRecord n = f.Finish("ok");
+  NodeRecord n = f.Finish(RunStatus::kOk);
   CHECK(n.state == NodeState::kReady);
   CHECK(n.configured == "abc123");
 }
@@ -117,11 +117,11 @@ TEST_CASE("health: a failing check fails the run with its output; later checks d
   f.Check("broken", "echo partial; echo 'no GPU found' >&2; exit 3");
   f.Check("never", "touch /nonexistent/never-run");
   HealthOutcome out = f.RunChecks(f.local);
-  CHECK(out.status == "failed");
+  CHECK(std::string(ToString(out.status)) == "failed");
   CHECK(out.message == "health check broken: exit code 3: no GPU found\n");
   auto tasks = f.store->RunTasks(f.run.id);
   REQUIRE(tasks.size() == 2);
-  CHECK(tasks[1].status == "failed");
+  CHECK(std::string(ToString(tasks[1].status)) == "failed");
   CHECK(tasks[1].exit_code == 3);
   CHECK(tasks[1].msg == "exit code 3");
   CHECK(tasks[1].stdout_tail == "partial\n");
@@ -139,7 +139,7 @@ TEST_CASE("health: the message keeps the last 300 bytes of stdout when stderr is
   HealthFixture f;
   f.Check("long", "printf 'x%.0s' $(seq 1 500); printf END; exit 1");
   HealthOutcome out = f.RunChecks(f.local);
-  CHECK(out.status == "failed");
+  CHECK(std::string(ToString(out.status)) == "failed");
   const std::string head = "health check long: exit code 1: ";
   REQUIRE(out.message.rfind(head, 0) == 0);
   CHECK(out.message.size() == head.size() + 300);
@@ -152,11 +152,11 @@ TEST_CASE("health: a check that runs past its timeout fails") {
   auto start = std::chrono::steady_clock::now();
   HealthOutcome out = f.RunChecks(f.local);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
-  CHECK(out.status == "failed");
+  CHECK(std::string(ToString(out.status)) == "failed");
   CHECK(out.message.rfind("health check slow: timed out after 1 s", 0) == 0);
   auto tasks = f.store->RunTasks(f.run.id);
   REQUIRE(tasks.size() == 1);
-  CHECK(tasks[0].status == "failed");
+  CHECK(std::string(ToString(tasks[0].status)) == "failed");
   CHECK(tasks[0].msg == "timed out after 1 s");
   CHECK(tasks[0].duration_ms >= 900);
   CHECK(f.HealthEvents() == std::vector<std::string>{"slow: failed (timed out after 1 s)"});
@@ -168,11 +168,11 @@ TEST_CASE("health: a node that stops answering is unreachable") {
   f.Check("disk", "true");
   GoneRemote gone;
   HealthOutcome out = f.RunChecks(gone);
-  CHECK(out.status == "unreachable");
+  CHECK(std::string(ToString(out.status)) == "unreachable");
   CHECK(out.message == "health check disk: node n1: the session broke");
   auto tasks = f.store->RunTasks(f.run.id);
   REQUIRE(tasks.size() == 1);
-  CHECK(tasks[0].status == "unreachable");
+  CHECK(std::string(ToString(tasks[0].status)) == "unreachable");
   CHECK(tasks[0].exit_code == -1);
   CHECK(f.run.failed == 1);
   NodeRecord n = f.Finish(out.status, out.message);
@@ -183,18 +183,18 @@ TEST_CASE("health: a node that stops answering is unreachable") {
 TEST_CASE("health: a profile without checks passes") {
   HealthFixture f;
   GoneRemote gone;  // never asked
-  CHECK(f.RunChecks(gone).status == "ok");
+  CHECK(std::string(ToString(f.RunChecks(gone).status)) == "ok");
   CHECK(f.store->RunTasks(f.run.id).empty());
 }
 
 TEST_CASE("health: the gate leaves the node alone when the run is not its to judge") {
   SUBCASE("interrupted: provisiond stopped") {
     HealthFixture f;
-    CHECK(f.Finish("interrupted").state == NodeState::kConfiguring);
+    CHECK(f.Finish(RunStatus::kInterrupted).state == NodeState::kConfiguring);
   }
   SUBCASE("rebooted: configured again after its hello") {
     HealthFixture f;
-    CHECK(f.Finish("rebooted").state == NodeState::kConfiguring);
+    CHECK(f.Finish(RunStatus::kRebooted).state == NodeState::kConfiguring);
   }
   SUBCASE("the node left `configuring` meanwhile (a new hello)") {
     HealthFixture f;
@@ -204,16 +204,16 @@ TEST_CASE("health: the gate leaves the node alone when the run is not its to jud
                   return tx.Transition(*n, NodeState::kBooting, "rebooted", "test");
                 })
                 .ok());
-    CHECK(f.Finish("ok").state == NodeState::kBooting);
+    CHECK(f.Finish(RunStatus::kOk).state == NodeState::kBooting);
   }
   SUBCASE("a playbook run changes no node") {
     HealthFixture f;
     f.run.kind = "playbook";
-    CHECK(f.Finish("failed", "site.yml: breaks").state == NodeState::kConfiguring);
+    CHECK(f.Finish(RunStatus::kFailed, "site.yml: breaks").state == NodeState::kConfiguring);
   }
   SUBCASE("ok: ready, with the profile's hash and the summary in the event") {
     HealthFixture f;
-    CHECK(f.Finish("ok").state == NodeState::kReady);
+    CHECK(f.Finish(RunStatus::kOk).state == NodeState::kReady);
     auto events = f.store->ListEvents(0, f.node.id, 100);
     CHECK(events.back().kind == "state");
     CHECK(events.back().detail ==
@@ -233,7 +233,7 @@ TEST_CASE("health: the hook gets the outcome in its environment, its output is a
       "\"$PROVISION_HEALTH_REASON\" \"$PROVISION_NODE\" >" +
       seen + "; echo drained \"$PROVISION_NODE\"";
   HealthOutcome out = f.RunChecks(f.local);
-  REQUIRE(out.status == "failed");
+  REQUIRE(std::string(ToString(out.status)) == "failed");
   KeepHealth(*f.store, &f.local, f.profile, f.node, f.run.id, out);
   std::ifstream in(seen);
   std::string line, more;
@@ -263,7 +263,7 @@ TEST_CASE("health: a hook that fails is an event, not an error; no hook when unr
   CHECK(f.HealthEvents().back() == "hook failed (exit code 3): scontrol: cannot reach slurmctld");
   GoneRemote gone;
   HealthOutcome lost = f.RunChecks(gone);
-  REQUIRE(lost.status == "unreachable");
+  REQUIRE(std::string(ToString(lost.status)) == "unreachable");
   const size_t before = f.HealthEvents().size();
   RunHealthHook(*f.store, gone, f.profile, f.node, lost);
   CHECK(f.HealthEvents().size() == before);

@@ -142,32 +142,32 @@ class NodeRun {
       auto holds = EvalCondition(cond, *vars);
       if (!holds.ok()) return TaskFailed(base, block, "when: " + holds.status().message(), {});
       if (!*holds) {
-        base.status = "skipped";
+        base.status = TaskStatus::kSkipped;
         base.msg = "when: " + cond + " is false";
         Report(base);
         return true;
       }
     }
     bool ok = RunTasks(play, block.block, notified);
-    if (!ok && outcome_.status == "failed" && !block.rescue.empty()) {
+    if (!ok && outcome_.status == RunStatus::kFailed && !block.rescue.empty()) {
       // Rescued: the failure is the rescue's to handle.
       registered_["ansible_failed_task"] = {{"name", last_failed_.task},
                                             {"where", last_failed_.where}};
       registered_["ansible_failed_result"] = {{"failed", true}, {"msg", last_failed_.msg}};
-      outcome_.status = "ok";
+      outcome_.status = RunStatus::kOk;
       outcome_.failed_task.clear();
       ok = RunTasks(play, block.rescue, notified);
     }
-    if (!block.always.empty() && (ok || outcome_.status == "failed")) {
+    if (!block.always.empty() && (ok || outcome_.status == RunStatus::kFailed)) {
       // The failure stands aside while the always tasks run, and comes back
       // unless one of them fails in its turn.
-      std::string status = std::move(outcome_.status);
+      const RunStatus status = outcome_.status;
       std::string failed_task = std::move(outcome_.failed_task);
-      outcome_.status = "ok";
+      outcome_.status = RunStatus::kOk;
       outcome_.failed_task.clear();
       bool always_ok = RunTasks(play, block.always, notified);
       if (always_ok) {
-        outcome_.status = std::move(status);
+        outcome_.status = status;
         outcome_.failed_task = std::move(failed_task);
       }
       ok = ok && always_ok;
@@ -181,16 +181,16 @@ class NodeRun {
     r.play = play.name;
     r.task = "(play)";
     r.where = play.file + ":" + std::to_string(play.line);
-    r.status = "failed";
+    r.status = TaskStatus::kFailed;
     r.msg = msg;
     Report(r);
-    outcome_.status = "failed";
+    outcome_.status = RunStatus::kFailed;
     outcome_.failed_task = "play " + play.name + " (" + r.where + "): " + r.msg;
     return false;
   }
 
   bool Interrupted() {
-    outcome_.status = "interrupted";
+    outcome_.status = RunStatus::kInterrupted;
     return false;
   }
 
@@ -219,10 +219,10 @@ class NodeRun {
       for (std::string* field : {&r.task, &r.msg, &r.stdout_tail, &r.stderr_tail, &r.item})
         *field = RedactSecrets(std::move(*field), options_.secret_values);
     }
-    if (r.status == "ok") ++outcome_.ok;
-    if (r.status == "changed") ++outcome_.changed;
-    if (r.status == "failed") ++outcome_.failed;
-    if (r.status == "skipped") ++outcome_.skipped;
+    if (r.status == TaskStatus::kOk) ++outcome_.ok;
+    if (r.status == TaskStatus::kChanged) ++outcome_.changed;
+    if (r.status == TaskStatus::kFailed) ++outcome_.failed;
+    if (r.status == TaskStatus::kSkipped) ++outcome_.skipped;
     if (sink_) sink_->OnTask(hostname_, r);
   }
 
@@ -314,14 +314,14 @@ class NodeRun {
       case RunOnceTable::Turn::kCancelled:
         return Interrupted();
       case RunOnceTable::Turn::kRun: {
-        last_status_.clear();
+        last_status_.reset();
         bool go_on = RunTaskBody(play, task, vars, base, notified);
-        if (last_status_.empty() || outcome_.status == "unreachable" ||
-            outcome_.status == "interrupted") {
+        if (!last_status_ || outcome_.status == RunStatus::kUnreachable ||
+            outcome_.status == RunStatus::kInterrupted) {
           options_.once->Finish(key, std::nullopt);
         } else {
           options_.once->Finish(
-              key, RunOnceTable::Done{hostname_, last_status_, last_msg_, last_result_});
+              key, RunOnceTable::Done{hostname_, *last_status_, last_msg_, last_result_});
         }
         return go_on;
       }
@@ -329,10 +329,10 @@ class NodeRun {
         break;
     }
     TaskResult r = base;
-    r.msg = "run_once: ran on " + done.node + " (" + done.status + ")" +
+    r.msg = "run_once: ran on " + done.node + " (" + ToString(done.status) + ")" +
             (done.msg.empty() ? "" : ": " + done.msg);
-    if (done.status == "failed") return TaskFailed(r, task, r.msg, done.result);
-    r.status = done.status == "skipped" ? "skipped" : "ok";
+    if (done.status == TaskStatus::kFailed) return TaskFailed(r, task, r.msg, done.result);
+    r.status = done.status == TaskStatus::kSkipped ? TaskStatus::kSkipped : TaskStatus::kOk;
     Report(r);
     return Finish(task, done.result, notified);
   }
@@ -389,10 +389,10 @@ class NodeRun {
   // After a task (all its items): register, set_fact, notify.
   bool Finish(const Task& task, const json& result, std::set<std::string>& notified) {
     last_result_ = result;
-    if (last_status_.empty()) {
-      last_status_ = result.value("skipped", false)   ? "skipped"
-                     : result.value("changed", false) ? "changed"
-                                                      : "ok";
+    if (!last_status_) {
+      last_status_ = result.value("skipped", false)   ? TaskStatus::kSkipped
+                     : result.value("changed", false) ? TaskStatus::kChanged
+                                                      : TaskStatus::kOk;
       last_msg_ = result.contains("msg") && result["msg"].is_string() ? result["msg"] : "";
     }
     if (!task.register_as.empty()) registered_[task.register_as] = result;
@@ -404,11 +404,11 @@ class NodeRun {
   }
 
   bool TaskFailed(TaskResult r, const Task& task, const std::string& msg, const json& result) {
-    r.status = "failed";
+    r.status = TaskStatus::kFailed;
     r.msg = msg;
     Report(r);
     last_failed_ = r;
-    last_status_ = "failed";
+    last_status_ = TaskStatus::kFailed;
     last_msg_ = msg;
     last_result_ = result.is_object() ? result : json::object();
     last_result_["failed"] = true;
@@ -424,7 +424,7 @@ class NodeRun {
       }
       return true;
     }
-    outcome_.status = "failed";
+    outcome_.status = RunStatus::kFailed;
     outcome_.failed_task = r.task + " (" + r.where + "): " + r.msg;
     return false;
   }
@@ -445,7 +445,7 @@ class NodeRun {
       }
       if (!*holds) {
         result = {{"changed", false}, {"skipped", true}, {"skip_reason", "when: " + cond}};
-        r.status = "skipped";
+        r.status = TaskStatus::kSkipped;
         r.msg = "when: " + cond + " is false";
         Report(r);
         return Step::kContinue;
@@ -492,11 +492,11 @@ class NodeRun {
                         task.files_dir.empty() ? playbook_.dir : task.files_dir, vars};
       outcome = spec->run(*args, ctx);
       if (outcome.unreachable) {
-        r.status = "unreachable";
+        r.status = TaskStatus::kUnreachable;
         r.msg = outcome.msg;
         r.duration_ms = SinceMs(start);
         Report(r);
-        outcome_.status = "unreachable";
+        outcome_.status = RunStatus::kUnreachable;
         outcome_.failed_task = r.task + " (" + r.where + "): " + r.msg;
         result = {{"unreachable", true}, {"msg", outcome.msg}};
         return Step::kStop;
@@ -566,13 +566,15 @@ class NodeRun {
       return TaskFailed(r, task, msg, result) ? Step::kContinue : Step::kStop;
     }
     // A module may skip itself (a service's state at image stage).
-    r.status = result.value("skipped", false) ? "skipped" : r.changed ? "changed" : "ok";
+    r.status = result.value("skipped", false) ? TaskStatus::kSkipped
+               : r.changed                    ? TaskStatus::kChanged
+                                              : TaskStatus::kOk;
     if (result.contains("msg") && result["msg"].is_string()) r.msg = result["msg"];
     Report(r);
     if (result.value("rebooted", false)) {
       // The node's root lives in RAM: after a reboot it netboots, phones home
       // and is configured again from the start.
-      outcome_.status = "rebooted";
+      outcome_.status = RunStatus::kRebooted;
       return Step::kStop;
     }
     return Step::kContinue;
@@ -590,7 +592,8 @@ class NodeRun {
   // The last task's result and status (ok, changed, skipped, failed), which a
   // run_once task hands to the other nodes.
   json last_result_;
-  std::string last_status_, last_msg_;
+  std::optional<TaskStatus> last_status_;  // none yet
+  std::string last_msg_;
   std::map<const Task*, int> once_seen_;  // run_once tasks reached so far, by task
   RunSink* sink_;
   const RunOptions& options_;

@@ -20,6 +20,7 @@
 
 #include "playbook/playbook.h"
 #include "playbook/remote.h"
+#include "store/run_status.h"
 
 namespace prov {
 
@@ -33,8 +34,8 @@ struct TaskResult {
   std::string play;
   std::string task;  // name, or "module: args" when unnamed
   std::string module;
-  std::string where;   // file:line
-  std::string status;  // ok | changed | failed | skipped | unreachable
+  std::string where;  // file:line
+  TaskStatus status = TaskStatus::kOk;
   bool changed = false;
   int exit_code = -1;       // -1: no command ran
   std::string stdout_tail;  // the last 4 KiB
@@ -59,7 +60,7 @@ struct NodeRunOutcome {
   // failed: a task failed; unreachable: the session broke; rebooted: a
   // reboot task restarted the node (it is configured again at its next
   // phone-home); interrupted: cancelled.
-  std::string status = "ok";
+  RunStatus status = RunStatus::kOk;
   int ok = 0, changed = 0, failed = 0, skipped = 0;
   std::string failed_task;                               // "task (file:line): msg" of the failure
   nlohmann::json registered = nlohmann::json::object();  // vars set by register
@@ -74,8 +75,8 @@ struct NodeRunOutcome {
 class RunOnceTable {
  public:
   struct Done {
-    std::string node;    // who ran it
-    std::string status;  // ok | changed | skipped | failed
+    std::string node;                     // who ran it
+    TaskStatus status = TaskStatus::kOk;  // ok, changed, skipped or failed
     std::string msg;
     nlohmann::json result;
   };

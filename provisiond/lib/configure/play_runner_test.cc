@@ -30,7 +30,7 @@ class Recorder : public RunSink {
   std::vector<TaskResult> results;
   std::string Statuses() const {
     std::string out;
-    for (const auto& r : results) out += (out.empty() ? "" : " ") + r.status;
+    for (const auto& r : results) out += (out.empty() ? "" : " ") + std::string(ToString(r.status));
     return out;
   }
 };
@@ -86,7 +86,7 @@ TEST_CASE("runner: changed then ok on a second run, register and when") {
 )";
   Recorder first;
   auto out = Run(d.path(), play, first);
-  CHECK(out.status == "ok");
+  CHECK(std::string(ToString(out.status)) == "ok");
   CHECK(first.Statuses() == "changed ok changed skipped");
   CHECK(Read(d.path() + "/a.txt") == "hello node1\n");
   CHECK(std::filesystem::exists(d.path() + "/said-hello"));
@@ -95,10 +95,10 @@ TEST_CASE("runner: changed then ok on a second run, register and when") {
 
   Recorder second;
   out = Run(d.path(), play, second);
-  CHECK(out.status == "ok");
+  CHECK(std::string(ToString(out.status)) == "ok");
   // touch always changes (as in Ansible); the copy does not.
-  CHECK(second.results[0].status == "ok");
-  CHECK(second.results[1].status == "ok");
+  CHECK(std::string(ToString(second.results[0].status)) == "ok");
+  CHECK(std::string(ToString(second.results[1].status)) == "ok");
 }
 
 TEST_CASE("runner: a failing task stops the node and names the task and file:line") {
@@ -115,9 +115,9 @@ TEST_CASE("runner: a failing task stops the node and names the task and file:lin
         state: touch
 )",
                  rec);
-  CHECK(out.status == "failed");
+  CHECK(std::string(ToString(out.status)) == "failed");
   REQUIRE(rec.results.size() == 1);
-  CHECK(rec.results[0].status == "failed");
+  CHECK(std::string(ToString(rec.results[0].status)) == "failed");
   CHECK(rec.results[0].exit_code == 3);
   CHECK(rec.results[0].stderr_tail.find("oops") != std::string::npos);
   CHECK(rec.results[0].where == d.path() + "/play.yml:4");
@@ -158,7 +158,7 @@ TEST_CASE("runner: ignore_errors, failed_when, loop, until, notify and handlers"
 )";
   Recorder rec;
   auto out = Run(d.path(), play, rec);
-  CHECK(out.status == "ok");
+  CHECK(std::string(ToString(out.status)) == "ok");
   CHECK(rec.Statuses() == "failed changed changed changed changed changed changed");
   CHECK(out.registered["ignored"]["failed"] == true);
   CHECK(Read(d.path() + "/b.txt") == "b");
@@ -170,7 +170,7 @@ TEST_CASE("runner: ignore_errors, failed_when, loop, until, notify and handlers"
   std::filesystem::remove(d.path() + "/count");
   Recorder again;
   out = Run(d.path(), play, again);
-  CHECK(out.status == "ok");
+  CHECK(std::string(ToString(out.status)) == "ok");
   CHECK(Read(d.path() + "/handler.log") == "restarted\n");
 }
 
@@ -188,7 +188,7 @@ TEST_CASE("runner: until that never holds fails after its retries") {
       delay: 1
 )",
                  rec);
-  CHECK(out.status == "failed");
+  CHECK(std::string(ToString(out.status)) == "failed");
   REQUIRE(rec.results.size() == 1);
   CHECK(rec.results[0].msg.find("after 3 attempts") != std::string::npos);
 }
@@ -211,7 +211,7 @@ TEST_CASE("runner: plays for other hosts are skipped; play and extra vars are se
         content: "{{ greeting }}"
 )",
                  rec, json{{"who", "there"}});
-  CHECK(out.status == "ok");
+  CHECK(std::string(ToString(out.status)) == "ok");
   CHECK_FALSE(std::filesystem::exists(d.path() + "/other"));
   CHECK(Read(d.path() + "/greeting") == "hi there");
 }
@@ -234,7 +234,7 @@ TEST_CASE("runner: extra vars win over play and task vars, host vars lose to the
 )",
                  rec, json{{"shape", "host"}, {"name", "host"}},
                  json{{"color", "extra"}, {"size", "extra"}});
-  CHECK(out.status == "ok");
+  CHECK(std::string(ToString(out.status)) == "ok");
   CHECK(Read(d.path() + "/seen") == "extra extra play host");
 }
 
@@ -250,7 +250,7 @@ TEST_CASE("runner: an undefined variable fails the task with its name") {
         content: "{{ nope }}"
 )",
                  rec);
-  CHECK(out.status == "failed");
+  CHECK(std::string(ToString(out.status)) == "failed");
   REQUIRE(rec.results.size() == 1);
   CHECK(rec.results[0].msg.find("nope") != std::string::npos);
 }
@@ -291,12 +291,12 @@ TEST_CASE("runner: no_log and secrets: a task's output is hidden, no value is ev
   CHECK(rec.results[0].stdout_tail.empty());
   CHECK(rec.results[0].msg == "(output hidden: no_log)");
   CHECK(rec.results[1].no_log);  // implied: it names the secret var
-  CHECK(rec.results[1].status == "changed");
+  CHECK(std::string(ToString(rec.results[1].status)) == "changed");
   CHECK_FALSE(rec.results[2].no_log);  // does not name it: recorded, the value redacted
   CHECK(rec.results[2].stdout_tail == "********");
   CHECK(rec.results[3].no_log);
   CHECK(rec.results[3].exit_code == 3);
-  CHECK(out.status == "failed");
+  CHECK(std::string(ToString(out.status)) == "failed");
   CHECK(rec.results[4].stdout_tail == "********");
   CHECK(out.failed_task.find(secret) == std::string::npos);
   for (const auto& r : rec.results)
@@ -310,7 +310,7 @@ TEST_CASE("runner: a play's no_log covers its tasks") {
   Run(d.path(), "- hosts: all\n  no_log: true\n  tasks:\n    - command: echo hi\n", rec);
   REQUIRE(rec.results.size() == 1);
   CHECK(rec.results[0].stdout_tail.empty());
-  CHECK(rec.results[0].status == "changed");
+  CHECK(std::string(ToString(rec.results[0].status)) == "changed");
 }
 
 void WriteFile(const std::string& path, const std::string& text) {
@@ -384,7 +384,7 @@ TEST_CASE("runner: roles with dependencies, defaults, vars, handlers; includes; 
       file: path=DIR/post state=touch
 )",
                  rec);
-  CHECK_MESSAGE(out.status == "ok", out.failed_task);
+  CHECK_MESSAGE(std::string(ToString(out.status)) == "ok", out.failed_task);
   CHECK(Read(dir + "/out/app.conf") ==
         "port=80 name=from-params label=from-params-80 owner=role-vars\n");
   CHECK(Read(dir + "/out/extra") == "included\n");
@@ -399,7 +399,7 @@ TEST_CASE("runner: roles with dependencies, defaults, vars, handlers; includes; 
   // vars; `base` ran once, though both roles depend on it.
   CHECK(Read(dir + "/out/handler.log") == "from-params\nlistened\n");
   std::string titles;
-  for (const auto& r : rec.results) titles += r.task + "=" + r.status + ";";
+  for (const auto& r : rec.results) titles += r.task + "=" + ToString(r.status) + ";";
   CHECK_MESSAGE(titles.find("fails=failed;") != std::string::npos, titles);
   CHECK_MESSAGE(titles.find("a block for RedHat only=skipped;") != std::string::npos, titles);
   size_t first = titles.find("the folder=");
@@ -424,7 +424,7 @@ TEST_CASE("runner: a failure in a rescue fails the node, after always") {
       file: path=DIR/after state=touch
 )",
                  rec);
-  CHECK(out.status == "failed");
+  CHECK(std::string(ToString(out.status)) == "failed");
   CHECK(out.failed_task.find("the rescue fails too") != std::string::npos);
   CHECK(std::filesystem::exists(d.path() + "/cleaned"));
   CHECK(!std::filesystem::exists(d.path() + "/after"));
@@ -505,13 +505,13 @@ TEST_CASE("runner: run_once runs on one node of the run; the others take its res
   const std::string ran = log.substr(std::string("token-from-").size(),
                                      log.size() - 1 - std::string("token-from-").size());
   for (const std::string n : {"n1", "n2", "n3"}) {
-    CHECK(outs[n].status == "ok");
+    CHECK(std::string(ToString(outs[n].status)) == "ok");
     CHECK(Read(d.path() + "/" + n + ".txt") == "token-from-" + ran);
     const TaskResult& first = rec.by_node[n].at(0);
     if (n == ran) {
-      CHECK(first.status == "changed");
+      CHECK(std::string(ToString(first.status)) == "changed");
     } else {
-      CHECK(first.status == "ok");
+      CHECK(std::string(ToString(first.status)) == "ok");
       CHECK_MESSAGE(first.msg.find("run_once: ran on " + ran) == 0, first.msg);
     }
   }
@@ -531,7 +531,7 @@ TEST_CASE("runner: a run_once task that fails fails every node of the run") {
 )",
                        {"n1", "n2"}, rec);
   for (const std::string n : {"n1", "n2"}) {
-    CHECK(outs[n].status == "failed");
+    CHECK(std::string(ToString(outs[n].status)) == "failed");
     CHECK(!std::filesystem::exists(d.path() + "/" + n));
   }
 }
@@ -559,7 +559,7 @@ TEST_CASE("runner: delegate_to localhost runs on the control node with the node'
   RunOptions options;
   options.local = &control;
   auto out = RunPlaybook(*pb, "node1", node, {{"inventory_hostname", "node1"}}, &rec, options);
-  CHECK(out.status == "ok");
+  CHECK(std::string(ToString(out.status)) == "ok");
   CHECK(Read(d.path() + "/from-node1") == "node1");
   CHECK(control.runs > 0);
   CHECK(node.runs == 1);  // the command only
@@ -568,7 +568,7 @@ TEST_CASE("runner: delegate_to localhost runs on the control node with the node'
   Recorder rec2;
   options.local = nullptr;
   out = RunPlaybook(*pb, "node1", node, {{"inventory_hostname", "node1"}}, &rec2, options);
-  CHECK(out.status == "failed");
+  CHECK(std::string(ToString(out.status)) == "failed");
   CHECK(out.failed_task.find("delegate_to: localhost is not available") != std::string::npos);
 
   // Any other host is left to ansible-playbook.
@@ -598,7 +598,7 @@ TEST_CASE("runner: loop_control's index_var and label") {
         label: "{{ item.name }}"
 )",
                  rec);
-  CHECK(out.status == "ok");
+  CHECK(std::string(ToString(out.status)) == "ok");
   CHECK(Read(d.path() + "/0-a") == "s1");
   CHECK(Read(d.path() + "/1-b") == "s2");
   REQUIRE(rec.results.size() == 2);
@@ -624,7 +624,7 @@ TEST_CASE("runner: set_fact in a loop adds up item by item and lasts into the ne
         content: "{{ acc | trim }}\n"
 )",
                  rec);
-  CHECK(out.status == "ok");
+  CHECK(std::string(ToString(out.status)) == "ok");
   CHECK(Read(d.path() + "/acc.txt") == "a= b= c=\n");
 }
 
@@ -695,7 +695,7 @@ esac
   CHECK(image.results[1].msg.find("state: started not applied at image stage") == 0);
   CHECK(image.results[2].task == "restart web");  // the handler
   CHECK(image.results[2].msg.find("state: restarted not applied at image stage") == 0);
-  CHECK(out.status == "failed");
+  CHECK(std::string(ToString(out.status)) == "failed");
   CHECK(out.skipped == 2);
   CHECK(out.failed_task.find("reboot into the new kernel (" + dir + "/play.yml:") == 0);
   CHECK(out.failed_task.find("reboot cannot run at image stage") != std::string::npos);
@@ -707,7 +707,7 @@ esac
     Recorder node;
     out = Run(dir, play, node, vars);
     INFO(vars.dump());
-    CHECK(out.status == "ok");
+    CHECK(std::string(ToString(out.status)) == "ok");
     CHECK(node.Statuses() == "changed ok changed skipped");
     CHECK(verbs() == std::vector<std::string>{"enable", "start", "restart"});
     std::filesystem::remove(dir + "/unit.enabled");

@@ -14,7 +14,7 @@ json ToJson(const RunRecord& r) {
           {"kind", r.kind},
           {"what", r.what},
           {"profile_sha256", r.profile_sha256},
-          {"status", r.status},
+          {"status", ToString(r.status)},
           {"started_ms", r.started_ms},
           {"finished_ms", r.finished_ms},
           {"ok", r.ok},
@@ -33,7 +33,7 @@ json ToJson(const RunTaskRecord& t) {
           {"module", t.module},
           {"location", t.location},
           {"item", t.item},
-          {"status", t.status},
+          {"status", ToString(t.status)},
           {"changed", t.changed},
           {"exit_code", t.exit_code},
           {"stdout", t.stdout_tail},
@@ -58,24 +58,25 @@ void RunRecorder::OnTask(const std::string& node, const TaskResult& r) {
   t.stderr_tail = r.stderr_tail;
   t.msg = r.msg;
   t.duration_ms = r.duration_ms;
-  if (r.status == "ok") ++run_.ok;
-  if (r.status == "changed") ++run_.changed;
-  if (r.status == "failed" || r.status == "unreachable") ++run_.failed;
-  if (r.status == "skipped") ++run_.skipped;
+  if (r.status == TaskStatus::kOk) ++run_.ok;
+  if (r.status == TaskStatus::kChanged) ++run_.changed;
+  if (r.status == TaskStatus::kFailed || r.status == TaskStatus::kUnreachable) ++run_.failed;
+  if (r.status == TaskStatus::kSkipped) ++run_.skipped;
   Status s = store_.Transact([&](StoreTx& tx) -> Status {
     Status a = tx.AppendRunTask(t);
     return a.ok() ? tx.UpdateRun(run_) : a;
   });
   if (!s.ok()) spdlog::error("{}: cannot record task {}: {}", node, r.task, s.message());
-  spdlog::debug("{}: {} [{}] {}", node, r.status, r.where, r.task);
+  spdlog::debug("{}: {} [{}] {}", node, ToString(r.status), r.where, r.task);
 }
 
 std::string RunSummary(const RunRecord& run, int64_t elapsed_ms) {
   char seconds[32];
   snprintf(seconds, sizeof seconds, "%.1f s", static_cast<double>(elapsed_ms) / 1000.0);
-  std::string summary = run.status + ": " + std::to_string(run.ok) + " ok, " +
-                        std::to_string(run.changed) + " changed, " + std::to_string(run.failed) +
-                        " failed, " + std::to_string(run.skipped) + " skipped in " + seconds;
+  std::string summary = std::string(ToString(run.status)) + ": " + std::to_string(run.ok) +
+                        " ok, " + std::to_string(run.changed) + " changed, " +
+                        std::to_string(run.failed) + " failed, " + std::to_string(run.skipped) +
+                        " skipped in " + seconds;
   if (!run.message.empty()) summary += "; " + run.message;
   return summary;
 }

@@ -37,7 +37,7 @@ TaskResult TaskNamed(const std::string& name, const std::string& status) {
   r.task = name;
   r.module = "command";
   r.where = "site.yml:" + std::to_string(name.size());
-  r.status = status;
+  r.status = ParseTaskStatus(status).value();
   r.changed = status == "changed";
   r.exit_code = status == "failed" ? 2 : 0;
   r.stdout_tail = name + " out";
@@ -56,7 +56,7 @@ TEST_CASE("run recorder: each task is a row the moment it ends, with the run's c
   recorder.OnTask("n1", TaskNamed("first", "ok"));
   // Live: the run's row counts it already.
   CHECK(f.Stored().ok == 1);
-  CHECK(f.Stored().status == "running");
+  CHECK(std::string(ToString(f.Stored().status)) == "running");
   recorder.OnTask("n1", TaskNamed("second", "changed"));
   recorder.OnTask("n1", TaskNamed("third", "skipped"));
   recorder.OnTask("n1", TaskNamed("fourth", "failed"));
@@ -81,7 +81,7 @@ TEST_CASE("run recorder: each task is a row the moment it ends, with the run's c
   CHECK(t.play == "base");
   CHECK(t.module == "command");
   CHECK(t.location == "site.yml:6");
-  CHECK(t.status == "failed");
+  CHECK(std::string(ToString(t.status)) == "failed");
   CHECK(!t.changed);
   CHECK(t.exit_code == 2);
   CHECK(t.stdout_tail == "fourth out");
@@ -94,7 +94,7 @@ TEST_CASE("run recorder: each task is a row the moment it ends, with the run's c
 
 TEST_CASE("run recorder: the summary of a run") {
   RunRecord run;
-  run.status = "failed";
+  run.status = RunStatus::kFailed;
   run.ok = 3;
   run.changed = 1;
   run.failed = 1;
@@ -108,11 +108,11 @@ TEST_CASE("run recorder: the end of a run is its row and its event") {
   RecorderFixture f;
   RunRecorder recorder(*f.store, f.run);
   recorder.OnTask("n1", TaskNamed("first", "ok"));
-  f.run.status = "failed";
+  f.run.status = RunStatus::kFailed;
   f.run.message = "site.yml: breaks";
   FinishRun(*f.store, f.run, 2000);
   RunRecord stored = f.Stored();
-  CHECK(stored.status == "failed");
+  CHECK(std::string(ToString(stored.status)) == "failed");
   CHECK(stored.message == "site.yml: breaks");
   CHECK(stored.finished_ms >= stored.started_ms);
   CHECK(stored.finished_ms > 0);
@@ -128,7 +128,7 @@ TEST_CASE("run recorder: the end of a run is its row and its event") {
 
 TEST_CASE("run recorder: what `also` writes shares the run's transaction") {
   RecorderFixture f;
-  f.run.status = "ok";
+  f.run.status = RunStatus::kOk;
   std::string seen;
   FinishRun(*f.store, f.run, 0, [&](StoreTx& tx, const std::string& summary) -> Status {
     seen = summary;
@@ -138,15 +138,15 @@ TEST_CASE("run recorder: what `also` writes shares the run's transaction") {
   });
   CHECK(seen == "ok: 0 ok, 0 changed, 0 failed, 0 skipped in 0.0 s");
   CHECK(f.store->FindNode("n1")->reason == "touched");
-  CHECK(f.Stored().status == "ok");
+  CHECK(std::string(ToString(f.Stored().status)) == "ok");
 
   // A failure there rolls the whole end back: the run stays as it was.
   RecorderFixture g;
-  g.run.status = "ok";
+  g.run.status = RunStatus::kOk;
   size_t events = g.store->ListEvents(0, g.node.id, 100).size();
   FinishRun(*g.store, g.run, 0,
             [](StoreTx&, const std::string&) { return Status::Conflict("refused"); });
-  CHECK(g.Stored().status == "running");
+  CHECK(std::string(ToString(g.Stored().status)) == "running");
   CHECK(g.store->ListEvents(0, g.node.id, 100).size() == events);
 }
 
@@ -156,7 +156,7 @@ TEST_CASE("run recorder: runs and tasks as JSON") {
   r.node = "n1";
   r.kind = "configure";
   r.what = "v0.1";
-  r.status = "ok";
+  r.status = RunStatus::kOk;
   r.changed = 4;
   auto j = ToJson(r);
   CHECK(j["id"] == 9);

@@ -32,6 +32,7 @@
 #include "store/boot_stage.h"
 #include "store/node_cache.h"
 #include "store/node_state.h"
+#include "store/run_status.h"
 #include "store/store_metrics.h"
 
 namespace prov {
@@ -102,8 +103,7 @@ struct RunRecord {
   std::string kind;  // configure | playbook | cmd
   std::string what;  // profile version, playbook file or command
   std::string profile_sha256;
-  // running | ok | failed | unreachable | interrupted | rebooted
-  std::string status = "running";
+  RunStatus status = RunStatus::kRunning;
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
   int64_t ok = 0, changed = 0, failed = 0, skipped = 0;
@@ -117,7 +117,7 @@ struct RunTaskRecord {
   std::string playbook, play, task, module;
   std::string location;  // file:line
   std::string item;
-  std::string status;  // ok | changed | failed | skipped | unreachable
+  TaskStatus status = TaskStatus::kOk;
   bool changed = false;
   int64_t exit_code = -1;
   std::string stdout_tail, stderr_tail, msg;
@@ -139,10 +139,10 @@ struct AddressBook {
 };
 
 struct RunFilter {
-  int64_t node_id = 0;       // 0: all nodes
-  std::string status;        // "": any
-  std::vector<int64_t> ids;  // empty: any
-  int64_t limit = 100;       // the newest ones
+  int64_t node_id = 0;              // 0: all nodes
+  std::optional<RunStatus> status;  // nullopt: any
+  std::vector<int64_t> ids;         // empty: any
+  int64_t limit = 100;              // the newest ones
 };
 
 struct NodeFilter {

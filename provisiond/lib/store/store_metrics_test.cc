@@ -84,7 +84,7 @@ TEST_CASE("metrics: boot stages timed from the previous stage of the same boot")
   run.started_ms = t0;
   REQUIRE(store.Transact([&](StoreTx& tx) { return tx.InsertRun(run); }).ok());
   CHECK(Line(store.MetricsText(), "provisiond_run_seconds_count").empty());  // still running
-  run.status = "ok";
+  run.status = RunStatus::kOk;
   run.finished_ms = t0 + 42000;
   REQUIRE(store.Transact([&](StoreTx& tx) { return tx.UpdateRun(run); }).ok());
   const std::string after = store.MetricsText();

@@ -57,7 +57,7 @@ void BindRun(sql::Statement& s, const RunRecord& r) {
   BindText(s, 4, r.kind);
   BindText(s, 5, r.what);
   BindText(s, 6, r.profile_sha256);
-  BindText(s, 7, r.status);
+  BindText(s, 7, ToString(r.status));
   s.Bind(8, r.started_ms);
   s.Bind(9, r.finished_ms);
   s.Bind(10, r.ok);
@@ -76,7 +76,8 @@ RunRecord ReadRun(const sql::Statement& s) {
   r.kind = s.Text(3);
   r.what = s.Text(4);
   r.profile_sha256 = s.Text(5);
-  r.status = s.Text(6);
+  // A word this provisiond does not know (a newer one wrote it) reads as failed.
+  r.status = ParseRunStatus(s.Text(6)).value_or(RunStatus::kFailed);
   r.started_ms = s.Int(7);
   r.finished_ms = s.Int(8);
   r.ok = s.Int(9);
@@ -125,9 +126,9 @@ Status StoreTx::UpdateRun(const RunRecord& run) {
   Store::Stmt s(store_, kUpdateRun);
   BindRun(*s, run);
   if (Status e = s->Run("cannot update run " + std::to_string(run.id)); !e.ok()) return e;
-  if (run.status != "running" && run.started_ms > 0 && run.finished_ms >= run.started_ms)
+  if (run.status != RunStatus::kRunning && run.started_ms > 0 && run.finished_ms >= run.started_ms)
     store_.pending_metrics_.push_back(
-        {MetricObservation::Kind::kRun, run.node_id, run.kind, run.status, 0,
+        {MetricObservation::Kind::kRun, run.node_id, run.kind, ToString(run.status), 0,
          static_cast<double>(run.finished_ms - run.started_ms) / 1000.0});
   return Status::Ok();
 }
@@ -141,7 +142,7 @@ Status StoreTx::AppendRunTask(RunTaskRecord& t) {
   BindText(*s, 5, t.module);
   BindText(*s, 6, t.location);
   BindText(*s, 7, t.item);
-  BindText(*s, 8, t.status);
+  BindText(*s, 8, ToString(t.status));
   s->Bind(9, t.changed ? 1 : 0);
   s->Bind(10, t.exit_code);
   BindText(*s, 11, t.stdout_tail);
@@ -172,14 +173,14 @@ std::vector<RunRecord> Store::ListRuns(const RunFilter& filter) {
   }
   Stmt s(*this, kSelectRuns.c_str());
   s->Bind(1, filter.node_id);
-  BindText(*s, 2, filter.status);
+  BindText(*s, 2, filter.status ? ToString(*filter.status) : "");
   s->Bind(3, filter.limit);
   while (ReadRow(*s, "cannot list the runs")) out.push_back(ReadRun(*s));
   return out;
 }
 
 Result<RunRecord> Store::GetRun(int64_t id) {
-  auto runs = ListRuns(RunFilter{0, "", {id}, 1});
+  auto runs = ListRuns(RunFilter{0, std::nullopt, {id}, 1});
   if (runs.empty()) return Status::NotFound("no run with id " + std::to_string(id));
   return runs.front();
 }
@@ -199,7 +200,7 @@ std::vector<RunTaskRecord> Store::RunTasks(int64_t run_id) {
     t.module = s->Text(5);
     t.location = s->Text(6);
     t.item = s->Text(7);
-    t.status = s->Text(8);
+    t.status = ParseTaskStatus(s->Text(8)).value_or(TaskStatus::kFailed);
     t.changed = s->Int(9) != 0;
     t.exit_code = s->Int(10);
     t.stdout_tail = s->Text(11);
@@ -222,7 +223,7 @@ int64_t Store::InterruptRunningRuns() {
       if (!read.ok()) return read;
     }
     for (RunRecord& r : running) {
-      r.status = "interrupted";
+      r.status = RunStatus::kInterrupted;
       r.finished_ms = NowMs();
       r.message = "provisiond stopped while it ran";
       Status u = tx.UpdateRun(r);

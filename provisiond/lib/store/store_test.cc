@@ -326,13 +326,14 @@ TEST_CASE("store: retention keeps the newest events and runs, not more than 256 
   for (int i = 0; i < 600; ++i) {
     RunRecord run;
     run.node_id = node->id, run.node = "n0", run.kind = "cmd", run.what = "true";
-    run.status = i == 0 ? "running" : "ok";
+    run.status = i == 0 ? RunStatus::kRunning : RunStatus::kOk;
     REQUIRE(store
                 .Transact([&](StoreTx& tx) {
                   Status s = tx.InsertRun(run);
                   if (!s.ok()) return s;
                   RunTaskRecord t;
-                  t.run_id = run.id, t.task = "t", t.status = "ok", t.stdout_tail = "out";
+                  t.run_id = run.id, t.task = "t", t.status = TaskStatus::kOk,
+                  t.stdout_tail = "out";
                   return tx.AppendRunTask(t);
                 })
                 .ok());
