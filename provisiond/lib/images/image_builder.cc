@@ -9,17 +9,13 @@
 
 namespace prov {
 
-// Every manifest is a package list for mmdebstrap today; a manifest naming
-// another source (an OCI image, a tarball) will choose it here.
-constexpr std::string_view kImageSource = "mmdebstrap";
-
 Result<ImageVersion> BuildImage(const ImageManifest& m, ImageCatalog& catalog,
                                 const ImageBuildOptions& opt, const BuildProgress& progress) {
   const auto started = std::chrono::steady_clock::now();
   // What goes into every image must be there before minutes of the source.
   Status s = CheckFinishingInputs(opt);
   if (!s.ok()) return s;
-  auto source = CreateImageSource(kImageSource, opt);
+  auto source = CreateImageSource(m.source, opt);
   if (!source.ok()) return source.status();
   s = (*source)->Check(m, progress);
   if (!s.ok()) return s;

@@ -1,8 +1,12 @@
-// Image manifests: images/<name>/image.yaml names the distribution, suite,
-// mirror, packages, extra apt sources (e.g. an Ubuntu PPA), the kernel
-// package and files to add. Parsed strictly, every error with file:line:col.
+// Image manifests: images/<name>/image.yaml names the image, its source
+// (`source:`, mmdebstrap by default) with the source's own keys (for
+// mmdebstrap: distribution, suite, mirror, packages, apt sources, the kernel
+// package: images/mmdebstrap_source.h), the initrd's extra modules and files
+// to add. Parsed strictly, every error with file:line:col; each source
+// parses its own keys.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,44 +14,39 @@
 
 namespace prov {
 
-struct AptSource {
-  std::string ppa;   // "kobuk-team/intel-graphics" (Ubuntu only)
-  std::string line;  // a full "deb ..." line
-  // The key the source is signed with: a file beside the manifest, copied
-  // into the image as /etc/apt/keyrings/<signed_by> and named by the line.
-  std::string signed_by;
-  // The apt source line, for the image's sources.list.d.
-  std::string Render(const std::string& suite) const;
-};
-
 struct ImageFile {
   std::string path;
   std::string content;
   std::string mode = "0644";
 };
 
+// The part of a manifest its image source reads (its own keys: a package
+// list and a mirror for mmdebstrap); the source that parsed it knows its
+// type (images/<name>_source.h).
+struct SourceSettings {
+  virtual ~SourceSettings() = default;
+  // What a build's first event says of it ("debian bookworm, 9 packages").
+  virtual std::string Summary() const = 0;
+};
+
 struct ImageManifest {
   std::string name;
   std::string description;
-  std::string distribution;  // debian | ubuntu
-  std::string suite;
-  std::string mirror;
-  std::vector<std::string> components;
+  // `source:`, the image source that makes the root tree (images/source.h's
+  // registry): mmdebstrap when the manifest does not say.
+  std::string source = "mmdebstrap";
   std::string architecture = "amd64";
+  // The package (or, for a derived image, the base) the kernel comes from:
+  // what finishing names when /boot has no kernel.
   std::string kernel_package;
-  std::vector<std::string> packages;
-  std::vector<AptSource> apt_sources;
   std::vector<ImageFile> files;
-  // The distribution's archive key (e.g. Ubuntu's, which Debian does not
-  // ship): a file beside the manifest, trusted while the image is built and
-  // kept in its /etc/apt/trusted.gpg.d. Empty: the build host's keys.
-  std::string keyring;
   // Modules the initrd carries and loads besides every NIC driver of the
   // kernel (e.g. a storage or USB driver a machine needs before its NIC).
   std::vector<std::string> initrd_modules;
-  std::string sha256;  // of the manifest text
+  std::shared_ptr<const SourceSettings> settings;  // the source's part
+  std::string sha256;                              // of the manifest text
   std::string file;
-  // Where a file the manifest names (keyring, signed_by) is: beside it.
+  // Where a file the manifest names (a key) is: beside it.
   std::string Beside(const std::string& name) const;
 };
 

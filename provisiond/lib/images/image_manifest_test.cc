@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "images/mmdebstrap_source.h"
+
 namespace prov {
 
 TEST_CASE("image manifests: every shipped manifest loads") {
@@ -13,7 +15,7 @@ TEST_CASE("image manifests: every shipped manifest loads") {
     CHECK_FALSE(m->kernel_package.empty());
   }
   auto arc = LoadImageManifest(PROVISION_SOURCE_DIR "/images", "ubuntu-arc");
-  CHECK(arc->apt_sources.at(0).Render("noble") ==
+  CHECK(AptSettingsOf(*arc).apt_sources.at(0).Render("noble") ==
         "deb http://ppa.launchpadcontent.net/kobuk-team/intel-graphics/ubuntu noble main");
 }
 

@@ -36,8 +36,8 @@ std::vector<std::string> ImageService::Running() {
 Status ImageService::StartBuild(const std::string& name, const std::string& who) {
   auto manifest = LoadImageManifest(images_dir_, name);
   if (!manifest.ok()) return manifest.status();
-  const std::string started = "started (" + manifest->distribution + " " + manifest->suite + ", " +
-                              std::to_string(manifest->packages.size()) + " packages)";
+  const std::string started =
+      "started (" + (manifest->settings ? manifest->settings->Summary() : manifest->source) + ")";
   return StartJob(
       name, started,
       [this, m = std::move(*manifest)](const ImageBuildOptions& opt,

@@ -9,18 +9,127 @@
 
 #include <filesystem>
 #include <memory>
+#include <regex>
 
 #include "images/source.h"
 
 namespace prov {
 namespace fs = std::filesystem;
 
+namespace {
+
+// Names in a manifest, checked character by character: std::regex recursed
+// once per character of a name and overflowed the stack on a long one.
+constexpr std::string_view kSuiteChars = "abcdefghijklmnopqrstuvwxyz0123456789-";
+constexpr std::string_view kPackageChars = "abcdefghijklmnopqrstuvwxyz0123456789+.-";
+constexpr std::string_view kPpaChars = "abcdefghijklmnopqrstuvwxyz0123456789.+-";
+
+// A key file's name: a word, no directory, ending in .gpg or .asc.
+bool IsKeyFileName(const std::string& s) {
+  constexpr std::string_view kChars =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+  return s.size() > 4 && s.size() < 200 && s[0] != '.' &&
+         s.find_first_not_of(kChars) == std::string::npos &&
+         (s.ends_with(".gpg") || s.ends_with(".asc"));
+}
+
+// One or more characters, all of `chars`.
+bool IsManifestWord(std::string_view s, std::string_view chars) {
+  return !s.empty() && s.find_first_not_of(chars) == std::string_view::npos;
+}
+
+// [a-z0-9][a-z0-9+.-]*(/[a-z0-9-]+)? (a package, or package/release).
+bool IsDebianPackageName(std::string_view p) {
+  const size_t slash = p.find('/');
+  std::string_view name = p.substr(0, slash);
+  if (!IsManifestWord(name, kPackageChars) || name[0] == '+' || name[0] == '.' || name[0] == '-')
+    return false;
+  return slash == std::string_view::npos || IsManifestWord(p.substr(slash + 1), kSuiteChars);
+}
+
+// [a-z0-9.+-]+/[a-z0-9.+-]+ (owner/name).
+bool IsPpaName(std::string_view p) {
+  const size_t slash = p.find('/');
+  return slash != std::string_view::npos && IsManifestWord(p.substr(0, slash), kPpaChars) &&
+         IsManifestWord(p.substr(slash + 1), kPpaChars);
+}
+
+}  // namespace
+
+std::string AptSource::Render(const std::string& suite) const {
+  const std::string options =
+      signed_by.empty() ? "" : "[signed-by=/etc/apt/keyrings/" + signed_by + "] ";
+  if (!line.empty()) return "deb " + options + line.substr(4);
+  return "deb " + options + "http://ppa.launchpadcontent.net/" + ppa + "/ubuntu " + suite + " main";
+}
+
+void ParseMmdebstrapManifest(MapReader& top, ImageManifest& m) {
+  auto settings = std::make_shared<AptSettings>();
+  AptSettings& a = *settings;
+  if (top.GetString("distribution", a.distribution, true) && a.distribution != "debian" &&
+      a.distribution != "ubuntu")
+    top.errors().Add(top.Raw("distribution"),
+                     "distribution must be debian or ubuntu, found '" + a.distribution + "'");
+  if (top.GetString("suite", a.suite, true) && !IsManifestWord(a.suite, kSuiteChars))
+    top.errors().Add(top.Raw("suite"),
+                     "suite '" + a.suite + "' must be a release name like bookworm");
+  if (top.GetString("mirror", a.mirror, true) && a.mirror.rfind("http://", 0) != 0 &&
+      a.mirror.rfind("https://", 0) != 0 && a.mirror.rfind("file://", 0) != 0)
+    top.errors().Add(top.Raw("mirror"), "mirror must be an http://, https:// or file:// URL");
+  if (!top.GetStringList("components", a.components)) a.components = {"main"};
+  top.GetString("kernel_package", m.kernel_package, true);
+  top.GetStringList("packages", a.packages);
+  for (const auto& p : a.packages)
+    if (!IsDebianPackageName(p))
+      top.errors().Add(top.Raw("packages"), "'" + p + "' is not a Debian package name");
+  if (!m.kernel_package.empty() && !IsDebianPackageName(m.kernel_package))
+    top.errors().Add(top.Raw("kernel_package"),
+                     "'" + m.kernel_package + "' is not a Debian package name");
+  top.GetMapList("apt_sources", [&](MapReader& entry) {
+    AptSource src;
+    bool has_ppa = entry.GetString("ppa", src.ppa), has_line = entry.GetString("line", src.line);
+    if (has_ppa == has_line)
+      entry.errors().Add(entry.node(), "an apt source needs exactly one of 'ppa' or 'line'");
+    if (has_ppa) {
+      if (src.ppa.rfind("ppa:", 0) == 0) src.ppa = src.ppa.substr(4);
+      if (!IsPpaName(src.ppa))
+        entry.errors().Add(entry.Raw("ppa"), "ppa '" + src.ppa + "' must be owner/name");
+      if (a.distribution == "debian")
+        entry.errors().Add(entry.Raw("ppa"), "PPAs are for Ubuntu; this image is Debian");
+    }
+    if (has_line && src.line.rfind("deb ", 0) != 0)
+      entry.errors().Add(entry.Raw("line"), "an apt source line starts with 'deb '");
+    if (entry.GetString("signed_by", src.signed_by)) {
+      if (!IsKeyFileName(src.signed_by))
+        entry.errors().Add(entry.Raw("signed_by"),
+                           "signed_by '" + src.signed_by + "' must be the name " +
+                               "of a .gpg or .asc file beside the manifest");
+      if (has_line && src.line.find('[') != std::string::npos)
+        entry.errors().Add(entry.Raw("signed_by"),
+                           "the line has its own [options]: put signed-by there, or drop them");
+    }
+    a.apt_sources.push_back(std::move(src));
+  });
+  if (top.GetString("keyring", a.keyring) && !IsKeyFileName(a.keyring))
+    top.errors().Add(top.Raw("keyring"), "keyring '" + a.keyring +
+                                             "' must be the name of a .gpg or .asc file beside the "
+                                             "manifest");
+  m.settings = std::move(settings);
+}
+
+const AptSettings& AptSettingsOf(const ImageManifest& m) {
+  static const AptSettings kNone;
+  const auto* apt = dynamic_cast<const AptSettings*>(m.settings.get());
+  return apt ? *apt : kNone;
+}
+
 Status CheckMirror(const ImageManifest& m, int timeout_s) {
+  const AptSettings& a = AptSettingsOf(m);
   const std::string url =
-      m.mirror + (m.mirror.back() == '/' ? "" : "/") + "dists/" + m.suite + "/Release";
-  if (m.mirror.rfind("file://", 0) == 0) {
+      a.mirror + (a.mirror.back() == '/' ? "" : "/") + "dists/" + a.suite + "/Release";
+  if (a.mirror.rfind("file://", 0) == 0) {
     if (!fs::exists(url.substr(7)))
-      return Status::Error(Code::kUnavailable, "mirror " + m.mirror + " has no " + url.substr(7));
+      return Status::Error(Code::kUnavailable, "mirror " + a.mirror + " has no " + url.substr(7));
     return Status::Ok();
   }
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
@@ -32,12 +141,12 @@ Status CheckMirror(const ImageManifest& m, int timeout_s) {
   curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
   CURLcode rc = curl_easy_perform(curl.get());
   if (rc != CURLE_OK)
-    return Status::Error(Code::kUnavailable, "mirror " + m.mirror + " cannot be reached: " +
+    return Status::Error(Code::kUnavailable, "mirror " + a.mirror + " cannot be reached: " +
                                                  curl_easy_strerror(rc) + " (" + url + ")");
   long code = 0;
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &code);
   if (code != 200)
-    return Status::Error(Code::kUnavailable, "mirror " + m.mirror + " has no suite '" + m.suite +
+    return Status::Error(Code::kUnavailable, "mirror " + a.mirror + " has no suite '" + a.suite +
                                                  "': " + url + " answered HTTP " +
                                                  std::to_string(code));
   return Status::Ok();
@@ -45,10 +154,11 @@ Status CheckMirror(const ImageManifest& m, int timeout_s) {
 
 ProcessSpec MmdebstrapCommand(const ImageManifest& m, const std::string& mmdebstrap,
                               const std::string& root) {
+  const AptSettings& a = AptSettingsOf(m);
   std::string components;
-  for (const auto& c : m.components) components += (components.empty() ? "" : ",") + c;
+  for (const auto& c : a.components) components += (components.empty() ? "" : ",") + c;
   std::string include = m.kernel_package;
-  for (const auto& p : m.packages) include += "," + p;
+  for (const auto& p : a.packages) include += "," + p;
   ProcessSpec spec;
   spec.argv = {mmdebstrap,
                "--mode=root",
@@ -61,15 +171,15 @@ ProcessSpec MmdebstrapCommand(const ImageManifest& m, const std::string& mmdebst
                "--dpkgopt=path-exclude=/usr/share/doc/*",
                "--dpkgopt=path-include=/usr/share/doc/*/copyright",
                "--dpkgopt=path-exclude=/usr/share/locale/*",
-               m.suite,
+               a.suite,
                root,
-               m.mirror};
+               a.mirror};
   // Keys, copied in before apt's first update: the archive key into
   // trusted.gpg.d, the sources' own keys where their lines name them.
   std::vector<std::string> hooks;
-  if (!m.keyring.empty())
-    hooks.push_back("--setup-hook=copy-in " + m.Beside(m.keyring) + " /etc/apt/trusted.gpg.d/");
-  for (const auto& src : m.apt_sources)
+  if (!a.keyring.empty())
+    hooks.push_back("--setup-hook=copy-in " + m.Beside(a.keyring) + " /etc/apt/trusted.gpg.d/");
+  for (const auto& src : a.apt_sources)
     if (!src.signed_by.empty())
       hooks.push_back("--setup-hook=copy-in " + m.Beside(src.signed_by) + " /etc/apt/keyrings/");
   if (!hooks.empty()) {
@@ -77,7 +187,7 @@ ProcessSpec MmdebstrapCommand(const ImageManifest& m, const std::string& mmdebst
                  "--setup-hook=mkdir -p \"$1/etc/apt/trusted.gpg.d\" \"$1/etc/apt/keyrings\"");
     spec.argv.insert(spec.argv.begin() + 6, hooks.begin(), hooks.end());
   }
-  for (const auto& src : m.apt_sources) spec.argv.push_back(src.Render(m.suite));
+  for (const auto& src : a.apt_sources) spec.argv.push_back(src.Render(a.suite));
   // The kernel's postinst would build an initramfs-tools initrd we never use.
   spec.env = {"INITRD=No"};
   return spec;
@@ -92,34 +202,37 @@ class Mmdebstrap final : public ImageSource {
   std::string_view name() const override { return "mmdebstrap"; }
 
   Status Check(const ImageManifest& m, const BuildProgress& progress) const override {
+    const AptSettings& a = AptSettingsOf(m);
     // Keys the manifest names must be there before anything is fetched.
     std::vector<std::string> keys;
-    if (!m.keyring.empty()) keys.push_back(m.keyring);
-    for (const auto& src : m.apt_sources)
+    if (!a.keyring.empty()) keys.push_back(a.keyring);
+    for (const auto& src : a.apt_sources)
       if (!src.signed_by.empty()) keys.push_back(src.signed_by);
     for (const auto& k : keys)
       if (access(m.Beside(k).c_str(), R_OK) != 0)
         return Status::NotFound(m.file + ": key file " + m.Beside(k) +
                                 " is missing (put the repository's public key there; " +
-                                (m.distribution == "ubuntu"
+                                (a.distribution == "ubuntu"
                                      ? "Ubuntu's archive key is in its ubuntu-keyring package"
                                      : "its publisher documents where it is") +
                                 ")");
-    if (progress) progress("checking mirror " + m.mirror + " for " + m.suite);
+    if (progress) progress("checking mirror " + a.mirror + " for " + a.suite);
     return CheckMirror(m, options_.mirror_check_timeout_s);
   }
 
   Status Fetch(const ImageManifest& m, const std::string& root,
                const BuildProgress& progress) const override {
+    const AptSettings& a = AptSettingsOf(m);
     if (progress)
-      progress("mmdebstrap " + m.suite + " with " + std::to_string(m.packages.size() + 1) +
+      progress("mmdebstrap " + a.suite + " with " + std::to_string(a.packages.size() + 1) +
                " package(s)");
     return RunBuildStep(MmdebstrapCommand(m, options_.mmdebstrap, root), options_.timeout_s,
                         progress, "mmdebstrap", options_.cancel);
   }
 
   nlohmann::json Provenance(const ImageManifest& m) const override {
-    return {{"suite", m.suite}, {"mirror", m.mirror}, {"packages", m.packages}};
+    const AptSettings& a = AptSettingsOf(m);
+    return {{"suite", a.suite}, {"mirror", a.mirror}, {"packages", a.packages}};
   }
 
  private:

@@ -91,10 +91,40 @@ TEST_CASE("image sources: mmdebstrap's command from a manifest (no mmdebstrap ru
                                                     {"packages", {"openssh-server", "curl"}}});
 }
 
+TEST_CASE("image sources: a manifest's source: names its source, which reads its own keys") {
+  auto m = ParseImageManifest(
+      "name: x\nsource: mmdebstrap\ndistribution: debian\nsuite: bookworm\n"
+      "mirror: http://m\nkernel_package: linux-image-amd64\npackages: [curl]\n",
+      "x/image.yaml", "x");
+  REQUIRE_MESSAGE(m.ok(), m.status().message());
+  CHECK(m->source == "mmdebstrap");
+  CHECK(AptSettingsOf(*m).suite == "bookworm");
+  CHECK(AptSettingsOf(*m).packages == std::vector<std::string>{"curl"});
+  CHECK(m->settings->Summary() == "debian bookworm, 1 packages");
+  // Without source:, mmdebstrap (every manifest before the key).
+  auto plain = ParseImageManifest(
+      "name: x\ndistribution: debian\nsuite: bookworm\nmirror: http://m\nkernel_package: k\n",
+      "x/image.yaml", "x");
+  REQUIRE_MESSAGE(plain.ok(), plain.status().message());
+  CHECK(plain->source == "mmdebstrap");
+  // An unknown source is an error at its line, naming the known ones; the
+  // keys no source read are unknown keys.
+  auto oci = ParseImageManifest("name: x\nsource: oci\nsuite: noble\n", "x/image.yaml", "x");
+  REQUIRE_FALSE(oci.ok());
+  CHECK_MESSAGE(
+      oci.status().message().find("x/image.yaml:2:9: unknown image source 'oci' (mmdebstrap)") !=
+          std::string::npos,
+      oci.status().message());
+  CHECK_MESSAGE(oci.status().message().find("unknown key 'suite'") != std::string::npos,
+                oci.status().message());
+}
+
 TEST_CASE("image sources: mmdebstrap checks its mirror first") {
   ImageManifest m;
-  m.mirror = "file:///nonexistent/mirror";
-  m.suite = "bookworm";
+  auto apt = std::make_shared<AptSettings>();
+  apt->mirror = "file:///nonexistent/mirror";
+  apt->suite = "bookworm";
+  m.settings = apt;
   auto source = CreateImageSource("mmdebstrap", {});
   std::vector<std::string> said;
   Status s = (*source)->Check(m, [&](const std::string& line) { said.push_back(line); });

@@ -5,18 +5,21 @@
 
 namespace prov {
 
-// One line per source: its factory, defined in images/<name>_source.cc.
+// One line per source: its factory and its manifest parser, defined in
+// images/<name>_source.cc.
 std::unique_ptr<ImageSource> CreateMmdebstrapSource(const ImageBuildOptions& options);
+void ParseMmdebstrapManifest(MapReader& top, ImageManifest& manifest);
 
 namespace {
 
 struct SourceEntry {
   std::string_view name;
   std::unique_ptr<ImageSource> (*create)(const ImageBuildOptions&);
+  void (*parse)(MapReader& top, ImageManifest& manifest);
 };
 
 constexpr SourceEntry kSources[] = {
-    {"mmdebstrap", CreateMmdebstrapSource},
+    {"mmdebstrap", CreateMmdebstrapSource, ParseMmdebstrapManifest},
 };
 
 }  // namespace
@@ -29,6 +32,15 @@ Result<std::unique_ptr<ImageSource>> CreateImageSource(std::string_view name,
   for (std::string_view n : ImageSourceNames())
     known += (known.empty() ? "" : ", ") + std::string(n);
   return Status::Invalid("unknown image source '" + std::string(name) + "' (" + known + ")");
+}
+
+bool ParseSourcePart(std::string_view name, MapReader& top, ImageManifest& manifest) {
+  for (const auto& entry : kSources)
+    if (entry.name == name) {
+      entry.parse(top, manifest);
+      return true;
+    }
+  return false;
 }
 
 std::vector<std::string_view> ImageSourceNames() {

@@ -1,8 +1,10 @@
 // The first step of an image build: an image source makes the image's root
 // tree from its manifest (today mmdebstrap from a Debian or Ubuntu mirror,
-// images/mmdebstrap_source.cc). What comes after is the same for every
-// source (images/finish.h). Another source (an OCI image, a tarball) is a new
-// file implementing ImageSource plus its line in source.cc's table.
+// images/mmdebstrap_source.cc), chosen by the manifest's `source:` and
+// reading its own keys of it. What comes after is the same for every source
+// (images/finish.h). Another source (an OCI image, a tarball) is a new file
+// implementing ImageSource and its manifest parser, plus its line in
+// source.cc's table.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/yaml_reader.h"
 #include "images/build_step.h"
 #include "images/image_manifest.h"
 
@@ -40,6 +43,11 @@ class ImageSource {
 // unknown name is an error that lists the known ones.
 Result<std::unique_ptr<ImageSource>> CreateImageSource(std::string_view name,
                                                        const ImageBuildOptions& options);
+
+// Reads the part of a manifest the source `name` owns (its keys, from the
+// manifest's top level `top`) into `manifest`, errors at their lines; false
+// when no source has that name.
+bool ParseSourcePart(std::string_view name, MapReader& top, ImageManifest& manifest);
 
 // The known sources' names, in the registry's order.
 std::vector<std::string_view> ImageSourceNames();
