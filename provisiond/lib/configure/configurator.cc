@@ -148,6 +148,34 @@ struct Configurator::Impl {
     return o;
   }
 
+  // Where a job on one node runs: its lease (one run at a time on a node),
+  // the node as stored when the job began, its run and the run's recorder.
+  struct NodeJob {
+    Sessions::Lease& lease;
+    const NodeRecord& node;
+    RunRecord& run;
+    RunRecorder& recorder;
+  };
+
+  // The frame every job on one node shares: the node as stored (one gone
+  // meanwhile fails the run), the run's recorder, the body (which sets the
+  // run's status and message), then the run finished with its event, and
+  // `also` in the same transaction. `start`: when the job began.
+  void OnNode(Sessions::Lease& lease, RunRecord& run, Clock::TimePoint start,
+              const std::function<void(NodeJob&)>& body,
+              const std::function<Status(StoreTx&, const std::string&)>& also = {}) {
+    auto node = store.FindNode(run.node);
+    if (!node.ok()) {
+      run.status = RunStatus::kFailed;
+      run.message = node.status().message();
+    } else {
+      RunRecorder recorder(store, run);
+      NodeJob job{lease, *node, run, recorder};
+      body(job);
+    }
+    FinishRun(store, run, clock.SinceMs(start), also);
+  }
+
   // One configure run of a node: `configuring`, its profile's playbooks,
   // its health checks, then `ready` or `failed` (MoveNodeOn).
   void RunConfigure(int64_t node_id, const std::string& who) {
@@ -199,10 +227,11 @@ struct Configurator::Impl {
       spdlog::warn("node {}: not configured: {}", node_id, s.message());
       return;
     }
-    ConfigureNode(lease, node, *profile, run);
-    FinishRun(store, run, clock.SinceMs(start), [&](StoreTx& tx, const std::string& summary) {
-      return MoveNodeOn(tx, run, profile->sha256, summary);
-    });
+    OnNode(
+        lease, run, start, [&](NodeJob& job) { ConfigureNode(job, *profile); },
+        [&](StoreTx& tx, const std::string& summary) {
+          return MoveNodeOn(tx, run, profile->sha256, summary);
+        });
   }
 
   // The profile's nodes that have not phoned home since they were powered
@@ -253,9 +282,11 @@ struct Configurator::Impl {
 
   // The body of a configure run: playbooks, then health checks; sets the
   // run's status and message.
-  void ConfigureNode(Sessions::Lease& lease, const NodeRecord& node, const Profile& profile,
-                     RunRecord& run) {
-    RunRecorder recorder(store, run);
+  void ConfigureNode(NodeJob& job, const Profile& profile) {
+    Sessions::Lease& lease = job.lease;
+    const NodeRecord& node = job.node;
+    RunRecord& run = job.run;
+    RunRecorder& recorder = job.recorder;
     RunOptions options = Options();
     // A node phones home once systemd has started its sshd, which may still
     // refuse for a moment (starting slowly, or restarted): tries again,
@@ -324,35 +355,28 @@ struct Configurator::Impl {
   void RunHealthJob(RunRecord run) {
     const auto start = clock.Now();
     auto lease = sessions.Acquire(run.node_id);
-    auto node = store.FindNode(run.node);
-    std::shared_ptr<const Profile> profile;
-    if (node.ok()) {
-      auto p = inventory.Snapshot(node->profile_version);
-      if (p.ok()) profile = *p;
-    }
-    if (!node.ok() || !profile) {
-      run.status = RunStatus::kFailed;
-      run.message = node.ok() ? "profile " + node->profile_version + " cannot be loaded"
-                              : node.status().message();
-      FinishRun(store, run, clock.SinceMs(start));
-      return;
-    }
-    RunRecorder recorder(store, run);
-    auto session = lease.Get(*node);
-    HealthOutcome health;
-    if (!session.ok()) {
-      SessionFailed(run, session.status());
-      health.status = RunStatus::kUnreachable;
-      health.message = run.message;
-    } else {
-      health = RunHealthChecks(*profile, *node, **session, recorder, store,
-                               /*stop_at_failure=*/false);
-      if (health.status == RunStatus::kUnreachable) lease.Drop();
-      run.status = health.status;
-      run.message = health.message;
-    }
-    KeepHealth(store, session.ok() ? *session : nullptr, *profile, *node, run.id, health);
-    FinishRun(store, run, clock.SinceMs(start));
+    OnNode(lease, run, start, [&](NodeJob& job) {
+      auto profile = inventory.Snapshot(job.node.profile_version);
+      if (!profile.ok()) {
+        run.status = RunStatus::kFailed;
+        run.message = "profile " + job.node.profile_version + " cannot be loaded";
+        return;
+      }
+      auto session = lease.Get(job.node);
+      HealthOutcome health;
+      if (!session.ok()) {
+        SessionFailed(run, session.status());
+        health.status = RunStatus::kUnreachable;
+        health.message = run.message;
+      } else {
+        health = RunHealthChecks(**profile, job.node, **session, job.recorder, store,
+                                 /*stop_at_failure=*/false);
+        if (health.status == RunStatus::kUnreachable) lease.Drop();
+        run.status = health.status;
+        run.message = health.message;
+      }
+      KeepHealth(store, session.ok() ? *session : nullptr, **profile, job.node, run.id, health);
+    });
   }
 
   // A playbook run by hand on one node (its run recorded as running).
@@ -360,27 +384,18 @@ struct Configurator::Impl {
                       std::shared_ptr<RunOnceTable> once) {
     const auto start = clock.Now();
     auto lease = sessions.Acquire(run.node_id);
-    auto node = store.FindNode(run.node);
-    if (!node.ok()) {
-      run.status = RunStatus::kFailed;
-      run.message = node.status().message();
-      FinishRun(store, run, clock.SinceMs(start));
-      return;
-    }
-    RunRecorder recorder(store, run);
-    auto session = lease.Get(*node);
-    if (!session.ok()) {
-      SessionFailed(run, session.status());
-    } else {
+    OnNode(lease, run, start, [&](NodeJob& job) {
+      auto session = lease.Get(job.node);
+      if (!session.ok()) return SessionFailed(run, session.status());
       RunOptions options = Options();
       options.extra_vars = std::move(extra_vars);
       options.once = std::move(once);
-      NodeRunOutcome out = RunPlaybook(playbook, node->name(), **session, vars, &recorder, options);
+      NodeRunOutcome out =
+          RunPlaybook(playbook, job.node.name(), **session, vars, &job.recorder, options);
       run.status = out.status;
       run.message = out.failed_task;
       if (out.status == RunStatus::kUnreachable) lease.Drop();
-    }
-    FinishRun(store, run, clock.SinceMs(start));
+    });
   }
 
   // A playbook run by hand under ansible-playbook: one process for all the
