@@ -2,7 +2,9 @@
 // (boot/loader.h; iPXE today), the node's kernel and initrd served zero-copy
 // from the image catalog, and every stage a node passes recorded as an event
 // (which also moves it to `booting`). Unknown MACs become `discovered` and
-// get a script that waits.
+// get a script that waits. One class, four units by concern: scripts
+// (boot.cc), the TFTP tree (boot_tftp.cc), tickets and files
+// (boot_files.cc) and the stage machine (boot_stages.cc).
 #pragma once
 
 #include <map>

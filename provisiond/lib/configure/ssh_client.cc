@@ -18,7 +18,7 @@
 namespace prov {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyTime = std::chrono::steady_clock;
 
 // libssh's global state (its crypto backend) is set up once per process,
 // whichever thread connects first.
@@ -205,9 +205,9 @@ struct SshSession::Impl {
 
   enum class Read { kOk, kTimeout, kEnded, kBroken };
 
-  static int RemainingMs(Clock::time_point deadline) {
-    if (deadline == Clock::time_point::max()) return -1;
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  static int RemainingMs(SteadyTime::time_point deadline) {
+    if (deadline == SteadyTime::time_point::max()) return -1;
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyTime::now());
     return static_cast<int>(std::max<int64_t>(0, ms.count()));
   }
 
@@ -237,7 +237,7 @@ struct SshSession::Impl {
   }
 
   // Reads more of the worker's stdout into its buffer.
-  Read Fill(Worker& w, Clock::time_point deadline) {
+  Read Fill(Worker& w, SteadyTime::time_point deadline) {
     char buf[64 * 1024];
     for (;;) {
       QuickAck();
@@ -262,7 +262,7 @@ struct SshSession::Impl {
   }
 
   // Reads up to and including the next "\n"; `line` gets it without.
-  Read ReadLine(Worker& w, Clock::time_point deadline, std::string& line) {
+  Read ReadLine(Worker& w, SteadyTime::time_point deadline, std::string& line) {
     size_t scanned = 0;
     for (;;) {
       size_t nl = w.buffer.find('\n', scanned);
@@ -280,7 +280,8 @@ struct SshSession::Impl {
 
   // Reads until the buffer holds the reply's end, "\nNONCE RC\n"; `end` is
   // the offset of its "\n". Scans only what arrived since the last look.
-  Read ReadReply(Worker& w, Clock::time_point deadline, const std::string& nonce, size_t& end) {
+  Read ReadReply(Worker& w, SteadyTime::time_point deadline, const std::string& nonce,
+                 size_t& end) {
     const std::string marker = "\n" + nonce + " ";
     size_t from = 0;
     for (;;) {
@@ -341,9 +342,10 @@ struct SshSession::Impl {
     ChannelPtr ch = Exec(AsUser(endpoint.user, who, inner));
     if (!ch) return false;
     // Wait (bounded) for it to finish, so the next task starts after the kill.
-    const auto deadline = Clock::now() + std::chrono::milliseconds(endpoint.connect_timeout_ms);
+    const auto deadline =
+        SteadyTime::now() + std::chrono::milliseconds(endpoint.connect_timeout_ms);
     char buf[256];
-    while (!ssh_channel_is_eof(ch.get()) && Clock::now() < deadline) {
+    while (!ssh_channel_is_eof(ch.get()) && SteadyTime::now() < deadline) {
       int n = ssh_channel_read_timeout(ch.get(), buf, sizeof buf, 0, RemainingMs(deadline));
       if (n == SSH_ERROR) return false;
     }
@@ -460,8 +462,8 @@ Result<RemoteResult> SshSession::Run(const std::string& script, const std::strin
       (become_user.empty() || become_user == m.endpoint.user) ? "" : become_user;
   if (!who.empty() && !ValidUserName(who))
     return Status::Invalid(m.Where() + ": '" + become_user + "' is not a user name");
-  const auto deadline = timeout_ms > 0 ? Clock::now() + std::chrono::milliseconds(timeout_ms)
-                                       : Clock::time_point::max();
+  const auto deadline = timeout_ms > 0 ? SteadyTime::now() + std::chrono::milliseconds(timeout_ms)
+                                       : SteadyTime::time_point::max();
   const std::string as = who.empty() ? m.endpoint.user : who;
 
   auto timed_out = [&](std::unique_ptr<Worker> w) -> Result<RemoteResult> {
