@@ -95,7 +95,7 @@ ApiHarness::ApiHarness() {
   context_.image_service = image_service_.get();
   context_.phonehome = phonehome_.get();
   context_.route_metrics = &router_->metrics();
-  context_.config.web_dir = PROVISION_SOURCE_DIR "/web";
+  context_.web_dir = PROVISION_SOURCE_DIR "/web";
   context_.own_address = "10.99.0.1";
   context_.max_event_wait_ms = 0;  // GET /events?wait= answers at once
   // The daemon's table on a staging router, then the routes that stay in the

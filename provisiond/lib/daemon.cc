@@ -327,7 +327,11 @@ Status Daemon::MakeServices(const Config& config, Impl& d) {
   api.boot = d.boot.get();
   api.phonehome = d.phonehome.get();
   api.route_metrics = &d.router->metrics();
-  api.config = config;
+  api.playbooks_dir = config.playbooks_dir;
+  api.import_dir = config.effective_import_dir();
+  api.web_dir = config.web_dir;
+  if (!config.interface.empty())
+    api.preflight = [config](const PreflightOptions& opt) { return RunPreflight(config, opt); };
   api.power = PowerSettingsOf(config);
   api.own_address = d.iface ? d.iface->address : "";
   api.on_booted = [raw](const NodeRecord& node) {

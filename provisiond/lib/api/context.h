@@ -10,8 +10,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "config.h"
+#include "dhcp/preflight.h"
 #include "http/http.h"
 #include "power/power.h"
 
@@ -46,7 +47,15 @@ struct ApiContext {
   // The node list's serialized nodes (api/nodes.h); null: none kept.
   std::shared_ptr<NodeListCache> node_list;
 
-  Config config;  // preflight, the playbooks and web folders
+  // What the routes read of the config, each by name (the daemon fills
+  // them): playbook runs only from playbooks_dir, image imports only from
+  // import_dir, the web page's files from web_dir.
+  std::string playbooks_dir;
+  std::string import_dir;
+  std::string web_dir;
+  // The preflight checks of the boot network as they are now (the
+  // daemon's config bound in); null without a boot network.
+  std::function<std::vector<PreflightCheck>(const PreflightOptions&)> preflight = nullptr;
   PowerSettings power;
   std::string own_address;      // our address on the cluster interface
   std::string tls_url;          // the HTTPS listener; "" when off

@@ -139,7 +139,7 @@ HttpResponse ImportImage(const ApiContext& ctx, const HttpRequest& r) {
   std::string paths[2];
   for (int i = 0; i < 2; ++i) {
     const char* f = i == 0 ? "kernel" : "initrd";
-    auto path = UnderImportDir(ctx.config.effective_import_dir(), (*body)[f]);
+    auto path = UnderImportDir(ctx.import_dir, (*body)[f]);
     if (!path.ok()) return HttpResponse::FromStatus(path.status());
     if (Status s = CheckBootFile(*path, i == 0); !s.ok()) return HttpResponse::FromStatus(s);
     paths[i] = *path;

@@ -93,22 +93,22 @@ Result<std::string> PlaybookOf(const ApiContext& ctx, const json& body) {
     return Status::Invalid("field 'playbook' (a path) is required");
   std::string path = body["playbook"];
   namespace fs = std::filesystem;
-  if (path.empty() || path[0] != '/') path = ctx.config.playbooks_dir + "/" + path;
+  if (path.empty() || path[0] != '/') path = ctx.playbooks_dir + "/" + path;
   std::error_code ec;
   auto resolved = [&ec](const std::string& p) {
     fs::path r = fs::weakly_canonical(p, ec).lexically_normal();
     return r.has_filename() || r == r.root_path() ? r : r.parent_path();  // no trailing '/'
   };
-  const fs::path root = resolved(ctx.config.playbooks_dir);
+  const fs::path root = resolved(ctx.playbooks_dir);
   const fs::path file = resolved(path);
   auto [end, rest] = std::mismatch(root.begin(), root.end(), file.begin(), file.end());
   if (ec || end != root.end() || rest == file.end())
     return Status::Error(Code::kForbidden,
-                         "playbooks are run from playbooks_dir (" + ctx.config.playbooks_dir +
-                             ") only; " + body["playbook"].get<std::string>() + " is outside it");
+                         "playbooks are run from playbooks_dir (" + ctx.playbooks_dir + ") only; " +
+                             body["playbook"].get<std::string>() + " is outside it");
   if (!fs::is_regular_file(file))
     return Status::NotFound("no playbook " + file.string() + " in playbooks_dir (" +
-                            ctx.config.playbooks_dir + ")");
+                            ctx.playbooks_dir + ")");
   return file.string();
 }
 

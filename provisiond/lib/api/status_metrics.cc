@@ -45,7 +45,7 @@ HttpResponse GetStatus(const ApiContext& ctx, const HttpRequest& request) {
 }
 
 HttpResponse GetPreflight(const ApiContext& ctx, const HttpRequest&) {
-  if (ctx.config.interface.empty())
+  if (!ctx.preflight)
     return HttpResponse::Error(409,
                                "no 'interface' is configured: provisiond serves no boot network");
   PreflightOptions opt;
@@ -56,7 +56,7 @@ HttpResponse GetPreflight(const ApiContext& ctx, const HttpRequest&) {
   opt.check_ports = false;  // our own dnsmasq holds them now
   json checks = json::array();
   bool ok = true;
-  for (const auto& c : RunPreflight(ctx.config, opt)) {
+  for (const auto& c : ctx.preflight(opt)) {
     // dnsmasq is ours and running, so the dhcp ports being taken is expected.
     checks.push_back({{"name", c.name}, {"ok", c.ok}, {"fatal", c.fatal}, {"detail", c.detail}});
     ok &= c.ok;

@@ -38,11 +38,11 @@ HttpResponse ServeWebFile(const HttpRequest& r, const std::string& dir, const st
 }  // namespace
 
 HttpResponse WebIndex(const ApiContext& ctx, const HttpRequest& r) {
-  return ServeWebFile(r, ctx.config.web_dir, "index.html");
+  return ServeWebFile(r, ctx.web_dir, "index.html");
 }
 
 HttpResponse WebFile(const ApiContext& ctx, const HttpRequest& r) {
-  return ServeWebFile(r, ctx.config.web_dir, r.Param("file"));
+  return ServeWebFile(r, ctx.web_dir, r.Param("file"));
 }
 
 }  // namespace prov

@@ -13,7 +13,7 @@ TEST_CASE("web routes: index at /, plain files only") {
   REQUIRE(WriteFileAtomic(dir.path() + "/index.html", "<html>inventory</html>").ok());
   REQUIRE(WriteFileAtomic(dir.path() + "/app.js", "let x = 1;").ok());
   ApiContext context;
-  context.config.web_dir = dir.path();
+  context.web_dir = dir.path();
   Router router(nullptr);
   AddRoutes(router, context);
   auto get = [&](const std::string& path) {
