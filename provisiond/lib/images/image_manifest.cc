@@ -46,17 +46,11 @@ Result<ImageManifest> ParseImageManifest(const std::string& text, const std::str
   if (top.GetString("architecture", m.architecture) && m.architecture != "amd64" &&
       m.architecture != "arm64")
     errors.Add(top.Raw("architecture"), "architecture must be amd64 or arm64");
-  // The source's own keys, read by the source (images/source.h).
-  if (top.GetString("source", m.source)) {
-    if (!ParseSourcePart(m.source, top, m)) {
-      std::string known;
-      for (std::string_view n : ImageSourceNames())
-        known += (known.empty() ? "" : ", ") + std::string(n);
-      errors.Add(top.Raw("source"), "unknown image source '" + m.source + "' (" + known + ")");
-    }
-  } else if (!ParseSourcePart(m.source, top, m)) {
-    errors.AddFileLevel("no image source '" + m.source + "'");
-  }
+  // The source's own keys, read by the source (images/source.h). Without
+  // source: it is the default, which exists: a refusal names a given one.
+  top.GetString("source", m.source);
+  if (Status s = ParseSourcePart(m.source, top, m); !s.ok())
+    errors.Add(top.Raw("source"), s.message());
   top.GetStringList("initrd_modules", m.initrd_modules);
   for (const auto& mod : m.initrd_modules)
     if (!IsModuleName(mod))

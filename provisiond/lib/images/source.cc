@@ -22,25 +22,29 @@ constexpr SourceEntry kSources[] = {
     {"mmdebstrap", CreateMmdebstrapSource, ParseMmdebstrapManifest},
 };
 
+// The entry called `name`, or the error that lists the known ones.
+Result<const SourceEntry*> FindSource(std::string_view name) {
+  for (const auto& entry : kSources)
+    if (entry.name == name) return &entry;
+  std::string known;
+  for (const auto& entry : kSources) known += (known.empty() ? "" : ", ") + std::string(entry.name);
+  return Status::Invalid("unknown image source '" + std::string(name) + "' (" + known + ")");
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ImageSource>> CreateImageSource(std::string_view name,
                                                        const ImageBuildOptions& options) {
-  for (const auto& entry : kSources)
-    if (entry.name == name) return entry.create(options);
-  std::string known;
-  for (std::string_view n : ImageSourceNames())
-    known += (known.empty() ? "" : ", ") + std::string(n);
-  return Status::Invalid("unknown image source '" + std::string(name) + "' (" + known + ")");
+  auto entry = FindSource(name);
+  if (!entry.ok()) return entry.status();
+  return (*entry)->create(options);
 }
 
-bool ParseSourcePart(std::string_view name, MapReader& top, ImageManifest& manifest) {
-  for (const auto& entry : kSources)
-    if (entry.name == name) {
-      entry.parse(top, manifest);
-      return true;
-    }
-  return false;
+Status ParseSourcePart(std::string_view name, MapReader& top, ImageManifest& manifest) {
+  auto entry = FindSource(name);
+  if (!entry.ok()) return entry.status();
+  (*entry)->parse(top, manifest);
+  return Status::Ok();
 }
 
 std::vector<std::string_view> ImageSourceNames() {

@@ -45,9 +45,9 @@ Result<std::unique_ptr<ImageSource>> CreateImageSource(std::string_view name,
                                                        const ImageBuildOptions& options);
 
 // Reads the part of a manifest the source `name` owns (its keys, from the
-// manifest's top level `top`) into `manifest`, errors at their lines; false
-// when no source has that name.
-bool ParseSourcePart(std::string_view name, MapReader& top, ImageManifest& manifest);
+// manifest's top level `top`) into `manifest`, errors at their lines; an
+// unknown name is the error CreateImageSource gives.
+Status ParseSourcePart(std::string_view name, MapReader& top, ImageManifest& manifest);
 
 // The known sources' names, in the registry's order.
 std::vector<std::string_view> ImageSourceNames();
