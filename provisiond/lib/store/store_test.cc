@@ -371,7 +371,9 @@ TEST_CASE("store: the checkpointer copies the write-ahead log back into the data
     size = std::filesystem::file_size(path);
     if (size < 4'000'000) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  CHECK_MESSAGE(size >= 4'000'000, "database file " << size << " bytes");
+  std::error_code ec;
+  const auto log = std::filesystem::file_size(path + "-wal", ec);
+  CHECK_MESSAGE(size >= 4'000'000, "database file " << size << " bytes, log " << log << " bytes");
   store->reset();
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
 }
