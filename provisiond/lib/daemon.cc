@@ -51,7 +51,7 @@ std::vector<std::string> CheckAll(const Config& config) {
       LoadAllProfiles(config.profiles_dir, config.playbooks_dir, errors, ansible.roles_path);
   if (profiles.empty() && errors.empty())
     errors.push_back(config.profiles_dir + ": no profiles (<version>/profile.yaml) found");
-  for (const auto& [version, profile] : profiles)
+  for (auto& [version, profile] : profiles)
     if (Status s = CheckProfileWithAnsible(profile, ansible); !s.ok())
       errors.push_back(s.message());
   if (std::filesystem::exists(config.effective_tokens_file())) {

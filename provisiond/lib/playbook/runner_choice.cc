@@ -118,11 +118,14 @@ Result<RunnerChoice> ChoosePlaybookRunner(const std::string& path, const std::st
   return choice;
 }
 
-Status CheckWithAnsible(const std::string& path, const RunnerChoice& choice,
-                        const AnsibleTool& tool) {
+Status CheckWithAnsible(const std::string& path, RunnerChoice& choice, const AnsibleTool& tool) {
   if (choice.runner != PlaybookRunner::kAnsible) return Status::Ok();
   std::error_code ec;
-  if (choice.forced && !fs::exists(tool.program, ec)) return Status::Ok();
+  if (choice.forced && !fs::exists(tool.program, ec)) {
+    choice.reason += " (not checked: " + tool.program +
+                     " is not installed; apt-get install ansible before it runs)";
+    return Status::Ok();
+  }
   Status check = AnsibleSyntaxCheck(path, tool);
   if (check.ok() || choice.forced) return check;
   // Both refusals: the native loader's points at file:line, Ansible's is

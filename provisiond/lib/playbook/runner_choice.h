@@ -53,12 +53,12 @@ Result<RunnerChoice> ChoosePlaybookRunner(const std::string& path, const std::st
 // includes and vars files it names resolved as a run would), its refusal
 // quoted as Ansible gave it, beside the native loader's when the choice was
 // not forced. A forced choice on a control node without Ansible passes
-// unchecked (the Debian package does not pull Ansible in; the run says it is
-// missing); an unforced one fails, as nothing else can judge it. Takes
-// seconds: callers run it when a playbook is about to be used (plan, apply,
-// bake, `playbook check`, `provisiond --check`), not when it is listed.
-Status CheckWithAnsible(const std::string& path, const RunnerChoice& choice,
-                        const AnsibleTool& tool);
+// unchecked, its reason saying so (the Debian package does not pull Ansible
+// in; the run says it is missing); an unforced one fails, as nothing else can
+// judge it. Takes seconds: callers run it when a playbook is about to be used
+// (plan, apply, bake, `playbook check`, `provisiond --check`), not when it is
+// listed.
+Status CheckWithAnsible(const std::string& path, RunnerChoice& choice, const AnsibleTool& tool);
 
 // `ansible-playbook --syntax-check` of `path`: OK, or Invalid with Ansible's
 // own message (its warnings left out).

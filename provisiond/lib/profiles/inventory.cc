@@ -145,8 +145,11 @@ Result<Profile> Inventory::DiskProfile(const std::string& version) const {
   }
   // Outside the lock: the check takes seconds; two first callers check twice.
   Status verdict = CheckProfileWithAnsible(*profile, ansible_);
-  // A missing tool is not a verdict: installing Ansible changes it.
-  if (verdict.ok() || verdict.code() == Code::kInvalid) {
+  // Without the tool nothing ran (cheap, and the reasons say it was not
+  // checked): no verdict to keep; installing Ansible changes it.
+  std::error_code ec;
+  if (std::filesystem::exists(ansible_.program, ec) &&
+      (verdict.ok() || verdict.code() == Code::kInvalid)) {
     std::lock_guard lock(checked_mu_);
     checked_.emplace(profile->sha256, verdict);
   }

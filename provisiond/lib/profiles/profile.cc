@@ -422,16 +422,17 @@ std::map<std::string, Profile> LoadAllProfiles(const std::string& profiles_dir,
   return out;
 }
 
-Status CheckProfileWithAnsible(const Profile& profile, const AnsibleTool& tool) {
+Status CheckProfileWithAnsible(Profile& profile, const AnsibleTool& tool) {
   std::string refusals;
   Code code = Code::kInvalid;
-  for (const auto* list : {&profile.bake, &profile.playbooks}) {
-    for (const auto& ref : *list) {
+  for (auto* list : {&profile.bake, &profile.playbooks}) {
+    for (auto& ref : *list) {
       RunnerChoice choice{.runner = ref.runs_on,
                           .forced = ref.runner != PlaybookRunner::kAuto,
                           .reason = ref.runner_reason,
                           .native = nullptr};
       Status s = CheckWithAnsible(ref.path, choice, tool);
+      ref.runner_reason = choice.reason;
       if (s.ok()) continue;
       code = s.code();
       if (!refusals.empty()) refusals += "\n";

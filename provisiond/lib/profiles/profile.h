@@ -193,8 +193,9 @@ std::map<std::string, Profile> LoadAllProfiles(const std::string& profiles_dir,
 
 // Ansible's verdict on each of the profile's playbooks that runs on
 // ansible-playbook (runner_choice.h, CheckWithAnsible): OK, or every refusal
-// at once, each at the line of the profile that names the playbook. Takes
+// at once, each at the line of the profile that names the playbook; a forced
+// one left unchecked (no Ansible here) says so in its runner_reason. Takes
 // seconds per such playbook.
-Status CheckProfileWithAnsible(const Profile& profile, const AnsibleTool& tool);
+Status CheckProfileWithAnsible(Profile& profile, const AnsibleTool& tool);
 
 }  // namespace prov

@@ -297,6 +297,10 @@ TEST_CASE("profile: a playbook forced onto ansible-playbook loads on a control n
   REQUIRE_MESSAGE(forced.ok(), forced.status().message());
   CHECK(forced->bake.at(0).runs_on == PlaybookRunner::kAnsible);
   CHECK(CheckProfileWithAnsible(*forced, missing).ok());
+  // Left unchecked, and saying so where the runner is shown (profile show).
+  CHECK_MESSAGE(forced->bake.at(0).runner_reason.find("(not checked: " + missing.program +
+                                                      " is not installed") != std::string::npos,
+                forced->bake.at(0).runner_reason);
   // Not forced, a playbook the native runner refuses still needs the tool
   // to be judged at all.
   auto unforced = ParseProfile(
