@@ -121,10 +121,8 @@ HttpResponse CheckPlaybook(const ApiContext& ctx, const HttpRequest& r) {
   if (!path.ok()) return HttpResponse::FromStatus(path.status());
   auto wanted = ParsePlaybookRunner(body->value("runner", std::string("auto")));
   if (!wanted.ok()) return HttpResponse::FromStatus(wanted.status());
-  auto text = ReadFile(*path);
-  if (!text.ok()) return HttpResponse::FromStatus(text.status());
   const AnsibleTool& ansible = ctx.inventory->ansible();
-  auto choice = ChoosePlaybookRunner(*path, *text, *wanted, ansible.roles_path);
+  auto choice = ReadAndChoosePlaybookRunner(*path, *wanted, ansible.roles_path);
   Status verdict = choice.ok() ? CheckWithAnsible(*path, *choice, ansible) : choice.status();
   if (!verdict.ok())
     return HttpResponse::Json(

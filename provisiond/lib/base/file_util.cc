@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -156,6 +157,149 @@ std::string RandomBytes(size_t bytes) {
     got += static_cast<size_t>(n);
   }
   return raw;
+}
+
+namespace {
+
+std::string NormalPath(const std::string& path) {
+  std::string out = std::filesystem::path(path).lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+FileSet FileSet::InMemory(const std::map<std::string, std::string>& files) {
+  FileSet set;
+  set.in_memory_ = true;
+  for (const auto& [path, text] : files) set.AddFile(path, text);
+  return set;
+}
+
+void FileSet::AddFile(const std::string& path, std::string text) {
+  const std::string key = NormalPath(path);
+  Entry& e = entries_[key];
+  e = Entry{};
+  e.kind = Kind::kFile;
+  e.digest = Sha256Hex(text);
+  e.text = std::move(text);
+  for (auto p = std::filesystem::path(key).parent_path(); !p.empty() && p != p.parent_path();
+       p = p.parent_path()) {
+    Entry& dir = entries_[p.string()];
+    dir.kind = Kind::kDirectory;
+    if (in_memory_) {
+      if (!dir.tree) dir.tree.emplace();
+      dir.tree->insert(std::lower_bound(dir.tree->begin(), dir.tree->end(), key), key);
+    }
+  }
+}
+
+FileSet::Entry& FileSet::Ask(const std::string& path) {
+  Entry& e = entries_[NormalPath(path)];
+  if (e.kind == Kind::kUnknown) {
+    if (in_memory_)
+      e.kind = Kind::kAbsent;
+    else
+      wanted_ = true;
+  }
+  return e;
+}
+
+bool FileSet::IsFile(const std::string& path) {
+  return Ask(path).kind == Kind::kFile;
+}
+
+bool FileSet::IsDirectory(const std::string& path) {
+  return Ask(path).kind == Kind::kDirectory;
+}
+
+bool FileSet::Exists(const std::string& path) {
+  Kind k = Ask(path).kind;
+  return k == Kind::kFile || k == Kind::kDirectory;
+}
+
+const std::string* FileSet::Text(const std::string& path, std::string* error) {
+  Entry& e = Ask(path);
+  if (e.text) return &*e.text;
+  if (!e.want_text && !in_memory_) {
+    e.want_text = true;
+    wanted_ = true;
+  }
+  if (error)
+    *error = !e.error.empty()             ? e.error
+             : e.kind == Kind::kDirectory ? "cannot read " + path + ": it is a folder"
+                                          : "cannot read " + path + ": No such file or directory";
+  return nullptr;
+}
+
+const std::string* FileSet::Digest(const std::string& path, std::string* error) {
+  Entry& e = Ask(path);
+  if (e.digest) return &*e.digest;
+  if (!e.want_digest && !in_memory_) {
+    e.want_digest = true;
+    wanted_ = true;
+  }
+  if (error) *error = !e.error.empty() ? e.error : "cannot read " + path;
+  return nullptr;
+}
+
+const std::vector<std::string>& FileSet::Tree(const std::string& dir) {
+  static const std::vector<std::string> kNone;
+  Entry& e = Ask(dir);
+  if (e.tree) return *e.tree;
+  if (!e.want_tree && !in_memory_) {
+    e.want_tree = true;
+    wanted_ = true;
+  }
+  return kNone;
+}
+
+void FileSet::Read(const std::string& path, Entry& e) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (e.kind == Kind::kUnknown) {
+    auto st = fs::status(path, ec);
+    e.kind = fs::is_regular_file(st) ? Kind::kFile
+             : fs::is_directory(st)  ? Kind::kDirectory
+                                     : Kind::kAbsent;
+  }
+  if (e.want_text && !e.text && e.error.empty() && e.kind == Kind::kFile) {
+    auto size = fs::file_size(path, ec);
+    if (!ec && size > kMaxText) {
+      e.error = path + " is larger than " + std::to_string(kMaxText >> 20) + " MiB";
+    } else if (auto text = ReadFile(path); text.ok()) {
+      e.digest = Sha256Hex(*text);
+      e.text = std::move(*text);
+    } else {
+      e.error = text.status().message();
+    }
+  }
+  if (e.want_digest && !e.digest && e.error.empty() && e.kind == Kind::kFile) {
+    if (auto sha = Sha256File(path); sha.ok())
+      e.digest = std::move(*sha);
+    else
+      e.error = sha.status().message();
+  }
+  if (e.want_tree && !e.tree) {
+    e.tree.emplace();
+    if (e.kind == Kind::kDirectory) {
+      for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::end(it);
+           it.increment(ec))
+        if (it->is_regular_file(ec)) e.tree->push_back(it->path().string());
+      std::sort(e.tree->begin(), e.tree->end());
+    }
+  }
+}
+
+bool FileSet::ReadWanted() {
+  if (!wanted_) return false;
+  wanted_ = false;
+  for (auto& [path, e] : entries_)
+    if (e.kind == Kind::kUnknown || (e.want_text && !e.text) || (e.want_digest && !e.digest) ||
+        (e.want_tree && !e.tree))
+      Read(path, e);
+  ++rounds_;
+  return true;
 }
 
 }  // namespace prov

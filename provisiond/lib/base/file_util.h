@@ -3,9 +3,12 @@
 // renamed over the old one, so a reader never sees half a file.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
 
@@ -58,5 +61,71 @@ Result<std::string> Sha256File(const std::string& path);
 std::string RandomHex(size_t bytes);
 // `bytes` bytes from the kernel's CSPRNG (getrandom).
 std::string RandomBytes(size_t bytes);
+
+// The files a parser needs, read from disk before it parses, so that parsing
+// does no I/O. A parser asks the set (IsFile, Text, Digest, Tree, ...); what
+// the set has no answer for yet is answered as absent and noted as wanted.
+// ReadWanted() then reads what was wanted, and ReadThenParse runs the parser
+// again until it wants nothing new: what one file names (an include, a role,
+// a vars file) is known only once that file is parsed. Paths are compared
+// lexically normalized. A set made by InMemory() never reads the disk: what
+// it was not given is absent (tests, snapshots).
+class FileSet {
+ public:
+  // Files larger than this are not read as text (their digest still is).
+  static constexpr size_t kMaxText = 16 << 20;
+
+  FileSet() = default;
+  // Path to content; their parent folders exist too.
+  static FileSet InMemory(const std::map<std::string, std::string>& files);
+  // Adds (or replaces) a file and its parent folders, as the disk had it.
+  void AddFile(const std::string& path, std::string text);
+
+  bool IsFile(const std::string& path);
+  bool IsDirectory(const std::string& path);
+  bool Exists(const std::string& path);
+  // The content of a regular file; nullptr when it is not one or cannot be
+  // read, with why in `*error`.
+  const std::string* Text(const std::string& path, std::string* error = nullptr);
+  // SHA-256 of a regular file's content as lowercase hex; nullptr as Text.
+  const std::string* Digest(const std::string& path, std::string* error = nullptr);
+  // The regular files under a folder, recursively (full paths, sorted);
+  // empty when it is not a folder.
+  const std::vector<std::string>& Tree(const std::string& dir);
+
+  // Reads what was asked for and not known since the last call; false when
+  // nothing was (the last parse saw everything it asked for).
+  bool ReadWanted();
+  // How many times ReadWanted read something.
+  int rounds() const { return rounds_; }
+
+ private:
+  enum class Kind { kUnknown, kAbsent, kFile, kDirectory };
+  struct Entry {
+    Kind kind = Kind::kUnknown;
+    bool want_text = false, want_digest = false, want_tree = false;
+    std::optional<std::string> text, digest;
+    std::optional<std::vector<std::string>> tree;
+    std::string error;  // why the text or digest could not be had
+  };
+  Entry& Ask(const std::string& path);
+  void Read(const std::string& path, Entry& e);
+
+  std::map<std::string, Entry> entries_;
+  bool in_memory_ = false;
+  bool wanted_ = false;
+  int rounds_ = 0;
+};
+
+// Runs `parse(files)` (a function of the set alone) until it wants no file
+// the set does not hold, reading those between runs; returns the last run's
+// result. Nesting is bounded by the parsers, and these rounds by kMaxRounds.
+template <class Parse>
+auto ReadThenParse(FileSet& files, Parse&& parse) {
+  constexpr int kMaxRounds = 64;
+  auto result = parse(files);
+  for (int round = 1; round < kMaxRounds && files.ReadWanted(); ++round) result = parse(files);
+  return result;
+}
 
 }  // namespace prov

@@ -535,12 +535,8 @@ int Configurator::ResumeCutOff(const std::string& who) {
 Result<std::vector<RunRecord>> Configurator::StartPlaybook(
     const std::string& playbook_path, const std::vector<std::string>& nodes, const json& extra_vars,
     const std::string& who, PlaybookRunner wanted, RunnerChoice* choice_out) {
-  auto text = ReadFile(playbook_path);
-  if (!text.ok())
-    return Status::NotFound("playbook " + playbook_path +
-                            " cannot be read: " + text.status().message());
   auto choice =
-      ChoosePlaybookRunner(playbook_path, *text, wanted, impl_->settings.ansible.roles_path);
+      ReadAndChoosePlaybookRunner(playbook_path, wanted, impl_->settings.ansible.roles_path);
   if (!choice.ok()) return choice.status();
   if (Status s = CheckWithAnsible(playbook_path, *choice, impl_->settings.ansible); !s.ok())
     return s;

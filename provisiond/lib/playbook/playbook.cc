@@ -271,8 +271,8 @@ namespace {
 
 class PlaybookParser {
  public:
-  PlaybookParser(const std::string& file, std::string dir, std::string roles_path)
-      : errors_(file), dir_(std::move(dir)), roles_path_(std::move(roles_path)) {}
+  PlaybookParser(FileSet& files, const std::string& file, std::string dir, std::string roles_path)
+      : files_(files), errors_(file), dir_(std::move(dir)), roles_path_(std::move(roles_path)) {}
 
   Result<Playbook> Parse(const std::string& text) {
     Playbook pb;
@@ -425,8 +425,7 @@ class PlaybookParser {
       std::string found;
       for (const auto& name : names) {
         std::string path = name[0] == '/' ? name : dir_ + "/" + name;
-        std::error_code ec;
-        if (fs::is_regular_file(path, ec)) {
+        if (files_.Text(path)) {  // read now: it is parsed next
           found = fs::path(path).lexically_normal().string();
           break;
         }
@@ -837,7 +836,7 @@ class PlaybookParser {
       reached_dirs_.insert(base + "/" + subdir);
       return;
     }
-    std::string path = FindPlaybookFile(base, subdir, text);
+    std::string path = FindPlaybookFile(files_, base, subdir, text);
     if (path.empty()) {
       errors_.Add(src, std::string(is_template ? "template" : "file") + " '" + text +
                            "' not found (looked at " + CandidatePaths(base, subdir, text) + ")");
@@ -845,9 +844,10 @@ class PlaybookParser {
     }
     reached_files_.insert(path);
     if (!is_template) return;
-    auto content = ReadFile(path);
-    if (!content.ok()) {
-      errors_.Add(src, "template '" + text + "': " + content.status().message());
+    std::string error;
+    const std::string* content = files_.Text(path, &error);
+    if (!content) {
+      errors_.Add(src, "template '" + text + "': " + error);
       return;
     }
     Status s = CheckTemplateSyntax(*content, path);
@@ -947,9 +947,8 @@ class PlaybookParser {
       candidates.push_back(dir_ + "/" + file);
     }
     std::string path;
-    std::error_code ec;
     for (const auto& c : candidates)
-      if (fs::is_regular_file(c, ec)) {
+      if (files_.Text(c)) {  // read now: it is parsed next
         path = fs::path(c).lexically_normal().string();
         break;
       }
@@ -1123,19 +1122,17 @@ class PlaybookParser {
     return out;
   }
 
-  std::string FindRole(const std::string& name) const {
+  std::string FindRole(const std::string& name) {
     if (name.find('/') != std::string::npos || name.find("..") != std::string::npos) return "";
-    std::error_code ec;
     for (const auto& d : RolesPath())
-      if (fs::is_directory(d + "/" + name, ec)) return d + "/" + name;
+      if (files_.IsDirectory(d + "/" + name)) return d + "/" + name;
     return "";
   }
 
   // <base>.yml, <base>.yaml or <base> (Ansible's order); "" when none.
-  static std::string FirstExisting(const std::string& base) {
-    std::error_code ec;
+  std::string FirstExisting(const std::string& base) {
     for (const char* ext : {".yml", ".yaml", ""})
-      if (fs::is_regular_file(base + ext, ec)) return base + ext;
+      if (files_.Text(base + ext)) return base + ext;  // read now: it is parsed next
     return "";
   }
 
@@ -1153,9 +1150,10 @@ class PlaybookParser {
   // read is an error at `at`.
   template <class Body>
   void InFile(const YAML::Node& at, const std::string& path, Body&& body) {
-    auto text = ReadFile(path);
-    if (!text.ok()) {
-      errors_.Add(at, text.status().message());
+    std::string error;
+    const std::string* text = files_.Text(path, &error);
+    if (!text) {
+      errors_.Add(at, error);
       return;
     }
     reached_files_.insert(path);
@@ -1167,6 +1165,7 @@ class PlaybookParser {
     for (const auto& e : mine.list()) errors_.AddPlaced(e);
   }
 
+  FileSet& files_;  // everything parsing reads comes from here
   YamlErrors errors_;
   std::string dir_;
   std::string roles_path_;
@@ -1199,7 +1198,7 @@ nlohmann::json YamlToJson(const YAML::Node& n) {
   return ScalarToJson(n);
 }
 
-std::string FindPlaybookFile(const std::string& dir, const std::string& subdir,
+std::string FindPlaybookFile(FileSet& files, const std::string& dir, const std::string& subdir,
                              const std::string& src) {
   std::vector<std::string> candidates;
   if (!src.empty() && src[0] == '/') {
@@ -1209,9 +1208,8 @@ std::string FindPlaybookFile(const std::string& dir, const std::string& subdir,
     candidates.push_back(base + "/" + subdir + "/" + src);
     candidates.push_back(base + "/" + src);
   }
-  std::error_code ec;
   for (const auto& c : candidates)
-    if (fs::exists(c, ec)) return c;
+    if (files.Exists(c)) return c;
   return "";
 }
 
@@ -1219,18 +1217,26 @@ std::string Task::where() const {
   return file + ":" + std::to_string(line);
 }
 
+Result<Playbook> ParsePlaybook(FileSet& files, const std::string& file,
+                               const std::string& roles_path) {
+  std::string error;
+  const std::string* text = files.Text(file, &error);
+  if (!text) return Status::NotFound("playbook " + file + " cannot be read: " + error);
+  std::string dir = fs::path(file).parent_path().string();
+  PlaybookParser parser(files, file, dir.empty() ? "." : dir, roles_path);
+  return parser.Parse(*text);
+}
+
 Result<Playbook> ParsePlaybook(const std::string& text, const std::string& file,
                                const std::string& roles_path) {
-  std::string dir = fs::path(file).parent_path().string();
-  PlaybookParser parser(file, dir.empty() ? "." : dir, roles_path);
-  return parser.Parse(text);
+  FileSet files;
+  files.AddFile(file, text);
+  return ReadThenParse(files, [&](FileSet& f) { return ParsePlaybook(f, file, roles_path); });
 }
 
 Result<Playbook> LoadPlaybook(const std::string& path, const std::string& roles_path) {
-  auto text = ReadFile(path);
-  if (!text.ok())
-    return Status::NotFound("playbook " + path + " cannot be read: " + text.status().message());
-  return ParsePlaybook(*text, path, roles_path);
+  FileSet files;
+  return ReadThenParse(files, [&](FileSet& f) { return ParsePlaybook(f, path, roles_path); });
 }
 
 bool HostsMatch(const std::string& hosts, const std::string& hostname) {

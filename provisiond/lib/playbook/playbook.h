@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/file_util.h"
 #include "base/result.h"
 
 namespace YAML {
@@ -106,12 +107,18 @@ struct Playbook {
   std::vector<std::string> reached_dirs;
 };
 
-// Parses playbook text; all errors at once, each "file:line:col: message".
-// Roles are looked up in roles/ beside the playbook, then in `roles_path`
-// (':'-separated folders: the ansible_roles_path setting).
+// Parses the playbook `file`, and what it reaches (includes, roles, vars
+// files, templates), from `files` alone: no I/O; what the set lacks is noted
+// as wanted there (base/file_util.h: ReadThenParse reads it and parses
+// again). All errors at once, each "file:line:col: message". Roles are looked
+// up in roles/ beside the playbook, then in `roles_path` (':'-separated
+// folders: the ansible_roles_path setting).
+Result<Playbook> ParsePlaybook(FileSet& files, const std::string& file,
+                               const std::string& roles_path = "");
+// The same for playbook text said to be at `file`, and for the playbook at
+// `path`: what they reach is read from disk first (ReadThenParse).
 Result<Playbook> ParsePlaybook(const std::string& text, const std::string& file,
                                const std::string& roles_path = "");
-// Reads and parses `path`.
 Result<Playbook> LoadPlaybook(const std::string& path, const std::string& roles_path = "");
 
 // True when `hosts` (a play's pattern) selects the node: "all", a hostname,
@@ -130,9 +137,9 @@ nlohmann::json YamlToJson(const YAML::Node& node);
 Result<nlohmann::json> ParseKeyValues(const std::string& text);
 
 // Where a copy/template `src` lives: absolute, or <dir>/<subdir>/<src>, or
-// <dir>/<src> (subdir "templates" or "files", as Ansible looks). "" when
-// none exists.
-std::string FindPlaybookFile(const std::string& dir, const std::string& subdir,
+// <dir>/<src> (subdir "templates" or "files", as Ansible looks), as `files`
+// has them. "" when none exists.
+std::string FindPlaybookFile(FileSet& files, const std::string& dir, const std::string& subdir,
                              const std::string& src);
 
 }  // namespace prov

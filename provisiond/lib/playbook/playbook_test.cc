@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "base/file_util.h"
+#include "base/temp_dir.h"
 
 namespace prov {
 namespace {
@@ -375,9 +376,66 @@ TEST_CASE("playbook: template and copy sources are found and checked at load") {
   REQUIRE_FALSE(no_file.ok());
   CHECK(no_file.status().message().find(":3:19: file 'nofile' not found") != std::string::npos);
 
-  CHECK(FindPlaybookFile(dir, "templates", "good.j2") == dir + "/templates/good.j2");
-  CHECK(FindPlaybookFile(dir, "templates", "beside.j2") == dir + "/beside.j2");
-  CHECK(FindPlaybookFile(dir, "templates", "none.j2") == "");
+  FileSet disk;
+  auto find = [&](const char* src) {
+    return ReadThenParse(disk,
+                         [&](FileSet& f) { return FindPlaybookFile(f, dir, "templates", src); });
+  };
+  CHECK(find("good.j2") == dir + "/templates/good.j2");
+  CHECK(find("beside.j2") == dir + "/beside.j2");
+  CHECK(find("none.j2") == "");
+}
+
+// Read, then parse: the parser reads nothing itself. Given a set that holds
+// the playbook and what it reaches (none of it on disk), it parses; what the
+// set lacks is asked for, not read, and ReadThenParse's rounds read it.
+TEST_CASE("playbook: parsed from a set of files alone, reading nothing") {
+  const std::string dir = "/nonexistent/playbooks";
+  auto files = FileSet::InMemory({
+      {dir + "/site.yml",
+       "- hosts: all\n  vars_files: [vars/common.yml]\n  roles: [web]\n  tasks:\n"
+       "    - include_tasks: more.yml\n"
+       "    - template: {src: motd.j2, dest: /etc/motd}\n"},
+      {dir + "/vars/common.yml", "greeting: hello\n"},
+      {dir + "/more.yml", "- debug: {msg: more}\n"},
+      {dir + "/templates/motd.j2", "{{ greeting }}\n"},
+      {dir + "/roles/web/tasks/main.yml", "- copy: {src: index.html, dest: /srv/index.html}\n"},
+      {dir + "/roles/web/files/index.html", "<p>hi</p>\n"},
+      {dir + "/roles/web/defaults/main.yml", "port: 80\n"},
+  });
+  auto pb = ParsePlaybook(files, dir + "/site.yml");
+  REQUIRE_MESSAGE(pb.ok(), pb.status().message());
+  CHECK(files.rounds() == 0);
+  REQUIRE(pb->plays.size() == 1);
+  CHECK(pb->plays[0].vars["greeting"] == "hello");
+  CHECK(pb->plays[0].tasks.size() == 3);  // the role's block, the include's block, the template
+  CHECK(std::count(pb->reached_files.begin(), pb->reached_files.end(),
+                   dir + "/templates/motd.j2") == 1);
+
+  // A set missing a file the playbook names: the parse fails on it, as a
+  // missing file, and nothing is read from disk.
+  auto partial = FileSet::InMemory({{dir + "/site.yml",
+                                     "- hosts: all\n  tasks:\n"
+                                     "    - include_tasks: more.yml\n"}});
+  auto refused = ParsePlaybook(partial, dir + "/site.yml");
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("task file 'more.yml' not found") != std::string::npos);
+  CHECK_FALSE(partial.ReadWanted());
+
+  // On disk, each round reads what the last parse named: the playbook, then
+  // its include, then the include's include.
+  TempDir tmp;
+  REQUIRE(
+      WriteFileAtomic(tmp.path() + "/a.yml", "- hosts: all\n  tasks:\n    - include_tasks: b.yml\n")
+          .ok());
+  REQUIRE(WriteFileAtomic(tmp.path() + "/b.yml", "- include_tasks: c.yml\n").ok());
+  REQUIRE(WriteFileAtomic(tmp.path() + "/c.yml", "- debug: {msg: c}\n").ok());
+  FileSet disk;
+  auto loaded =
+      ReadThenParse(disk, [&](FileSet& f) { return ParsePlaybook(f, tmp.path() + "/a.yml"); });
+  REQUIRE_MESSAGE(loaded.ok(), loaded.status().message());
+  CHECK(disk.rounds() == 3);
+  CHECK_FALSE(disk.ReadWanted());
 }
 
 TEST_CASE("playbook: vars_files over the play's vars, the first existing of a list") {

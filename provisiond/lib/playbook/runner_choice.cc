@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <sstream>
 
 #include "base/file_util.h"
@@ -96,8 +97,11 @@ Status AnsibleSyntaxCheck(const std::string& path, const AnsibleTool& tool) {
   return Status::Invalid(path + ": ansible-playbook --syntax-check refuses it:\n" + error);
 }
 
-Result<RunnerChoice> ChoosePlaybookRunner(const std::string& path, const std::string& text,
+Result<RunnerChoice> ChoosePlaybookRunner(FileSet& files, const std::string& path,
                                           PlaybookRunner wanted, const std::string& roles_path) {
+  std::string error;
+  if (!files.Text(path, &error))
+    return Status::NotFound("playbook " + path + " cannot be read: " + error);
   RunnerChoice choice;
   choice.forced = wanted != PlaybookRunner::kAuto;
   if (wanted == PlaybookRunner::kAnsible) {
@@ -105,7 +109,7 @@ Result<RunnerChoice> ChoosePlaybookRunner(const std::string& path, const std::st
     choice.reason = "forced by runner: ansible";
     return choice;
   }
-  auto native = ParsePlaybook(text, path, roles_path);
+  auto native = ParsePlaybook(files, path, roles_path);
   if (!native.ok()) {
     if (wanted == PlaybookRunner::kNative) return native.status();
     choice.runner = PlaybookRunner::kAnsible;
@@ -116,6 +120,13 @@ Result<RunnerChoice> ChoosePlaybookRunner(const std::string& path, const std::st
   choice.reason = wanted == PlaybookRunner::kNative ? "forced by runner: native" : "loads natively";
   choice.native = std::make_shared<const Playbook>(std::move(*native));
   return choice;
+}
+
+Result<RunnerChoice> ReadAndChoosePlaybookRunner(const std::string& path, PlaybookRunner wanted,
+                                                 const std::string& roles_path) {
+  FileSet files;
+  return ReadThenParse(
+      files, [&](FileSet& f) { return ChoosePlaybookRunner(f, path, wanted, roles_path); });
 }
 
 Status CheckWithAnsible(const std::string& path, RunnerChoice& choice, const AnsibleTool& tool) {
@@ -135,35 +146,26 @@ Status CheckWithAnsible(const std::string& path, RunnerChoice& choice, const Ans
                         check.message());
 }
 
-std::vector<std::string> AnsibleReachedFiles(const std::string& path) {
-  static const char* const kBeside[] = {"roles",     "tasks",     "handlers",     "vars",
-                                        "defaults",  "templates", "files",        "group_vars",
-                                        "host_vars", "library",   "module_utils", "filter_plugins"};
+std::vector<std::string> AnsibleReachedFiles(FileSet& files, const std::string& path) {
+  static const std::set<std::string> kBeside = {
+      "roles", "tasks",      "handlers",  "vars",    "defaults",     "templates",
+      "files", "group_vars", "host_vars", "library", "module_utils", "filter_plugins"};
   std::vector<std::string> out;
-  std::error_code ec;
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
-  auto hidden = [](const fs::path& p) {
-    for (const auto& part : p)
-      if (!part.empty() && part.string()[0] == '.' && part != "." && part != "..") return true;
-    return false;
-  };
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_regular_file(ec) && !hidden(e.path().filename())) out.push_back(e.path().string());
-  for (const char* sub : kBeside) {
-    fs::path d = dir / sub;
-    if (!fs::is_directory(d, ec)) continue;
-    for (auto it = fs::recursive_directory_iterator(d, ec); !ec && it != fs::end(it);
-         it.increment(ec)) {
-      if (hidden(fs::relative(it->path(), dir, ec))) {
-        if (it->is_directory(ec)) it.disable_recursion_pending();
-        continue;
-      }
-      if (it->is_regular_file(ec)) out.push_back(it->path().string());
+  for (const auto& file : files.Tree(dir.string())) {
+    fs::path rel = fs::path(file).lexically_relative(fs::path(dir).lexically_normal());
+    if (rel.empty()) continue;
+    bool hidden = false;
+    size_t parts = 0;
+    for (const auto& part : rel) {
+      ++parts;
+      if (!part.empty() && part.string()[0] == '.' && part != "." && part != "..") hidden = true;
     }
+    if (hidden || *rel.begin() == "..") continue;
+    if (parts == 1 || kBeside.count(rel.begin()->string())) out.push_back(file);
   }
-  std::sort(out.begin(), out.end());
-  return out;
+  return out;  // Tree is sorted
 }
 
 }  // namespace prov

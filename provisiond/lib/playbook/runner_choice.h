@@ -40,13 +40,17 @@ struct AnsibleTool {
   std::string python_interpreter = "auto_silent";
 };
 
-// Chooses the runner for the playbook at `path` whose content is `text`:
-// native when the native loader takes it (roles looked up in `roles_path`
-// too), ansible-playbook otherwise, or the one `wanted` forces. Runs no
-// program: whether Ansible accepts it is CheckWithAnsible's to say.
-Result<RunnerChoice> ChoosePlaybookRunner(const std::string& path, const std::string& text,
+// Chooses the runner for the playbook at `path`, from what `files` holds
+// (no I/O: ParsePlaybook): native when the native loader takes it (roles
+// looked up in `roles_path` too), ansible-playbook otherwise, or the one
+// `wanted` forces. Runs no program: whether Ansible accepts it is
+// CheckWithAnsible's to say.
+Result<RunnerChoice> ChoosePlaybookRunner(FileSet& files, const std::string& path,
                                           PlaybookRunner wanted,
                                           const std::string& roles_path = "");
+// The same, the playbook and what it reaches read from disk first.
+Result<RunnerChoice> ReadAndChoosePlaybookRunner(const std::string& path, PlaybookRunner wanted,
+                                                 const std::string& roles_path = "");
 
 // Ansible's verdict on a choice: a native one needs none; one on
 // ansible-playbook is checked with `ansible-playbook --syntax-check` (roles,
@@ -68,7 +72,8 @@ Status AnsibleSyntaxCheck(const std::string& path, const AnsibleTool& tool);
 // Ansible's layout beside it: every file in the playbook's folder and,
 // recursively, in its roles/, tasks/, handlers/, vars/, defaults/,
 // templates/, files/, group_vars/, host_vars/, library/, module_utils/ and
-// filter_plugins/ folders. Sorted; hidden files left out.
-std::vector<std::string> AnsibleReachedFiles(const std::string& path);
+// filter_plugins/ folders. Sorted; hidden files left out. From `files` (its
+// Tree of the playbook's folder).
+std::vector<std::string> AnsibleReachedFiles(FileSet& files, const std::string& path);
 
 }  // namespace prov

@@ -76,7 +76,7 @@ void ParseNodes(MapReader& m, Profile& p) {
 // Adds `source` to the profile's files under "playbooks/<path inside
 // playbooks_dir>"; a file outside the playbooks directory cannot be part of
 // a snapshot.
-void AddPlaybookFile(const std::string& source, const std::string& playbooks_dir,
+void AddPlaybookFile(FileSet& disk, const std::string& source, const std::string& playbooks_dir,
                      std::map<std::string, ProfileFile>& files, std::vector<std::string>& errors,
                      std::vector<std::string>& reached) {
   fs::path rel = fs::path(source).lexically_normal().lexically_relative(
@@ -89,9 +89,10 @@ void AddPlaybookFile(const std::string& source, const std::string& playbooks_dir
   std::string path = "playbooks/" + rel.string();
   reached.push_back(path);
   if (files.count(path)) return;
-  auto sha = Sha256File(source);
-  if (!sha.ok()) {
-    errors.push_back(sha.status().message());
+  std::string error;
+  const std::string* sha = disk.Digest(source, &error);
+  if (!sha) {
+    errors.push_back(error);
     return;
   }
   files[path] = ProfileFile{path, *sha, source};
@@ -193,9 +194,13 @@ const SecretDecl* FindSecret(const Profile& p, const std::string& ref) {
   return nullptr;
 }
 
-Result<Profile> ParseProfile(const std::string& text, const std::string& file,
+Result<Profile> ParseProfile(FileSet& disk, const std::string& file,
                              const std::string& expected_version, const std::string& playbooks_dir,
                              const std::string& roles_path) {
+  std::string read_error;
+  const std::string* read = disk.Text(file, &read_error);
+  if (!read) return Status::NotFound(read_error);
+  const std::string& text = *read;
   YamlErrors errors(file);
   YAML::Node root = ParseYaml(text, errors);
   if (!errors.empty()) return errors.ToStatus();
@@ -269,15 +274,15 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
                                                 "' must be a path inside the playbooks directory");
       } else {
         std::string path = playbooks_dir + "/" + ref.file;
-        auto content = ReadFile(path);
-        if (!content.ok()) {
+        const std::string* content = disk.Text(path);
+        if (!content) {
           pb.errors().Add(pb.Raw("playbook"),
                           "playbook '" + ref.file + "' not found (looked for " + path + ")");
         } else {
           // A profile with a broken playbook is a broken profile: the native
           // loader's errors (file:line:col) are the profile's here, Ansible's
           // in CheckProfileWithAnsible.
-          auto choice = ChoosePlaybookRunner(path, *content, ref.runner, roles_path);
+          auto choice = ChoosePlaybookRunner(disk, path, ref.runner, roles_path);
           if (!choice.ok()) {
             pb.errors().Add(pb.Raw("playbook"), "playbook '" + ref.file + "' does not load:\n" +
                                                     choice.status().message());
@@ -290,19 +295,14 @@ Result<Profile> ParseProfile(const std::string& text, const std::string& file,
             ref.runner_reason = choice->reason;
             if (choice->native) {
               for (const auto& reached : choice->native->reached_files)
-                AddPlaybookFile(reached, playbooks_dir, files, file_errors, ref.files);
-              for (const auto& dir : choice->native->reached_dirs) {
-                std::error_code ec;
-                if (!fs::is_directory(dir, ec)) continue;
-                for (const auto& e : fs::recursive_directory_iterator(dir, ec))
-                  if (e.is_regular_file())
-                    AddPlaybookFile(e.path().string(), playbooks_dir, files, file_errors,
-                                    ref.files);
-              }
+                AddPlaybookFile(disk, reached, playbooks_dir, files, file_errors, ref.files);
+              for (const auto& dir : choice->native->reached_dirs)
+                for (const auto& file : disk.Tree(dir))
+                  AddPlaybookFile(disk, file, playbooks_dir, files, file_errors, ref.files);
               ref.parsed = choice->native;
             } else {
-              for (const auto& reached : AnsibleReachedFiles(path))
-                AddPlaybookFile(reached, playbooks_dir, files, file_errors, ref.files);
+              for (const auto& reached : AnsibleReachedFiles(disk, path))
+                AddPlaybookFile(disk, reached, playbooks_dir, files, file_errors, ref.files);
             }
           }
         }
@@ -392,9 +392,21 @@ Result<Profile> LoadProfile(const std::string& profiles_dir, const std::string& 
   if (!std::regex_match(version, kVersion))
     return Status::Invalid("'" + version + "' is not a profile version");
   std::string path = profiles_dir + "/" + version + "/profile.yaml";
-  auto text = ReadFile(path);
-  if (!text.ok()) return Status::NotFound("no profile '" + version + "' (looked for " + path + ")");
-  return ParseProfile(*text, path, version, playbooks_dir, roles_path);
+  FileSet disk;
+  if (!disk.Text(path) && disk.ReadWanted() && !disk.Text(path))
+    return Status::NotFound("no profile '" + version + "' (looked for " + path + ")");
+  return ReadThenParse(
+      disk, [&](FileSet& f) { return ParseProfile(f, path, version, playbooks_dir, roles_path); });
+}
+
+Result<Profile> ParseProfile(const std::string& text, const std::string& file,
+                             const std::string& expected_version, const std::string& playbooks_dir,
+                             const std::string& roles_path) {
+  FileSet disk;
+  disk.AddFile(file, text);
+  return ReadThenParse(disk, [&](FileSet& f) {
+    return ParseProfile(f, file, expected_version, playbooks_dir, roles_path);
+  });
 }
 
 std::map<std::string, Profile> LoadAllProfiles(const std::string& profiles_dir,
@@ -412,8 +424,15 @@ std::map<std::string, Profile> LoadAllProfiles(const std::string& profiles_dir,
     if (entry.is_directory() && fs::exists(entry.path() / "profile.yaml"))
       versions.push_back(entry.path().filename().string());
   std::sort(versions.begin(), versions.end());
+  FileSet disk;  // one for all: a playbook two profiles name is read once
   for (const auto& v : versions) {
-    auto p = LoadProfile(profiles_dir, v, playbooks_dir, roles_path);
+    if (!std::regex_match(v, kVersion)) {
+      errors.push_back("'" + v + "' is not a profile version");
+      continue;
+    }
+    const std::string path = profiles_dir + "/" + v + "/profile.yaml";
+    auto p = ReadThenParse(
+        disk, [&](FileSet& f) { return ParseProfile(f, path, v, playbooks_dir, roles_path); });
     if (p.ok())
       out.emplace(v, std::move(*p));
     else

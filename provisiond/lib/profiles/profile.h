@@ -171,11 +171,18 @@ std::vector<FileChange> DiffProfileFiles(const std::vector<ProfileFile>& from,
                                          const std::vector<ProfileFile>& to);
 nlohmann::json ToJson(const FileChange& c);
 
-// Parses profile text. `file` is used in messages; `expected_version` is the
-// name of the directory it sits in (they must agree); playbooks are looked up
-// in `playbooks_dir`, roles beside them and then in `roles_path`. All errors
-// are reported at once, each with file:line:col. Runs no program: a playbook
-// that goes to ansible-playbook is judged by CheckProfileWithAnsible.
+// Parses the profile `file` and the playbooks it names, from `disk` alone:
+// no I/O (what the set lacks is noted as wanted: ReadThenParse reads it and
+// parses again). `expected_version` is the name of the directory it sits in
+// (they must agree); playbooks are looked up in `playbooks_dir`, roles beside
+// them and then in `roles_path`. All errors are reported at once, each with
+// file:line:col. Runs no program: a playbook that goes to ansible-playbook is
+// judged by CheckProfileWithAnsible.
+Result<Profile> ParseProfile(FileSet& disk, const std::string& file,
+                             const std::string& expected_version, const std::string& playbooks_dir,
+                             const std::string& roles_path = "");
+// The same for profile text said to be at `file`, what it reaches read from
+// disk first.
 Result<Profile> ParseProfile(const std::string& text, const std::string& file,
                              const std::string& expected_version, const std::string& playbooks_dir,
                              const std::string& roles_path = "");

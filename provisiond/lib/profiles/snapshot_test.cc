@@ -46,7 +46,9 @@ struct World {
     REQUIRE_MESSAGE(p.ok(), p.status().message());
     const auto& pb = (*p)->playbooks.at(0).parsed;
     REQUIRE(pb);
-    auto text = ReadFile(FindPlaybookFile(pb->dir, "templates", "motd.j2"));
+    FileSet disk;
+    auto text = ReadFile(ReadThenParse(
+        disk, [&](FileSet& f) { return FindPlaybookFile(f, pb->dir, "templates", "motd.j2"); }));
     REQUIRE_MESSAGE(text.ok(), text.status().message());
     return *text;
   }
