@@ -1,10 +1,13 @@
 #include "configure/sessions.h"
 
+#include <atomic>
+
 namespace prov {
 
 // A node's session; its mutex is held by the lease that uses it.
 struct Sessions::Slot {
   std::mutex mu;
+  std::atomic<int> waiting{0};  // in Acquire, the lease held by another
   std::unique_ptr<NodeSession> session;
 };
 
@@ -47,8 +50,17 @@ std::shared_ptr<Sessions::Slot> Sessions::SlotFor(int64_t node_id) {
 
 Sessions::Lease Sessions::Acquire(int64_t node_id) {
   auto slot = SlotFor(node_id);
-  std::unique_lock lock(slot->mu);
+  std::unique_lock lock(slot->mu, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    ++slot->waiting;
+    lock.lock();
+    --slot->waiting;
+  }
   return Lease(*this, std::move(slot), std::move(lock));
+}
+
+int Sessions::waiting(int64_t node_id) {
+  return SlotFor(node_id)->waiting.load();
 }
 
 Sessions::Lease Sessions::AcquireOrSpare(int64_t node_id) {

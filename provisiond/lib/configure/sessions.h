@@ -74,6 +74,8 @@ class Sessions {
   // a session of its own, closed when the lease ends (a command on a node
   // busy with a run).
   Lease AcquireOrSpare(int64_t node_id);
+  // How many Acquire calls wait for the node's session now.
+  int waiting(int64_t node_id);
 
  private:
   std::shared_ptr<Slot> SlotFor(int64_t node_id);

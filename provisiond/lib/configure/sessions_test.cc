@@ -265,8 +265,11 @@ TEST_CASE("sessions: one lease at a time per node; a spare session when busy") {
       CHECK(*s != kept);
     }
     CHECK(f.net.connects() == 3);
-    std::this_thread::sleep_for(50ms);
-    CHECK(!acquired);  // Acquire waits for the run
+    // Acquire waits for the run: the waiter is seen waiting, not through.
+    for (int i = 0; i < 1000 && f.sessions.waiting(n1.id) == 0; ++i)
+      std::this_thread::sleep_for(10ms);
+    CHECK(f.sessions.waiting(n1.id) == 1);
+    CHECK(!acquired);
   }
   waiter.join();
   CHECK(acquired);
