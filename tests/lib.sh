@@ -1,17 +1,45 @@
 # Shared helpers for the shell integration tests: a provisiond on a temporary
 # data directory and a free loopback port, assertions that say what failed,
 # and cleanup of everything started, also when a test fails.
-# Usage: source tests/lib.sh; needs PROVISIOND and PROVISIONCTL set.
+# Usage: source tests/lib.sh; needs PROVISIOND and PROVISIONCTL set. The
+# benchmarks (tests/bench) use the same harness.
+# WORK is made under WORK_BASE (default: $TMPDIR or /tmp), named
+# WORK_NAME.XXXXXX (default provision-test): set them before sourcing.
 
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/provision-test.XXXXXX")"
+WORK="$(mktemp -d "${WORK_BASE:-${TMPDIR:-/tmp}}/${WORK_NAME:-provision-test}.XXXXXX")"
 PIDS=()
 FAILURES=0
 
 # Commands run at cleanup before the started processes are stopped (a test
 # adds "sshd-targets.sh stop DIR" and the like).
 CLEANUP_HOOKS=()
+# Files whose last lines cleanup prints, after provisiond's log, when the
+# script fails (an nginx error log and the like).
+FAILURE_LOGS=()
+# A command start_provisiond runs provisiond under, e.g. (taskset -c 0); set
+# it after sourcing.
+PROVISIOND_PREFIX=()
+
+# stop_pid PID [SECONDS]: stops a process this script started: SIGTERM, up to
+# SECONDS (5) for it to exit, then SIGKILL; reaps it, and takes it out of PIDS
+# (so cleanup never signals the number again, maybe another process's by then).
+stop_pid() {
+  local pid="$1" limit="${2:-5}" keep=() p i
+  for p in "${PIDS[@]:-}"; do
+    if [ -n "$p" ] && [ "$p" != "$pid" ]; then keep+=("$p"); fi
+  done
+  PIDS=("${keep[@]}")
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < limit * 20; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
+  wait "$pid" 2>/dev/null || true
+}
 
 cleanup() {
   local rc=$?
@@ -19,11 +47,17 @@ cleanup() {
     [ -n "$hook" ] && eval "$hook" || true
   done
   for pid in "${PIDS[@]:-}"; do
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+    stop_pid "$pid"
   done
   if [ $rc -ne 0 ] || [ "$FAILURES" -ne 0 ]; then
     echo "--- provisiond log (last 40 lines)"
     tail -n 40 "$WORK"/provisiond*.log 2>/dev/null || true
+    for log in "${FAILURE_LOGS[@]:-}"; do
+      if [ -s "$log" ]; then
+        echo "--- $log (last 40 lines)"
+        tail -n 40 "$log"
+      fi
+    done
   fi
   rm -rf "$WORK"
 }
@@ -33,6 +67,11 @@ trap 'exit 130' INT TERM
 fail() {
   echo "FAIL: $*" >&2
   FAILURES=$((FAILURES + 1))
+}
+# die MESSAGE: fail, then end the script (exit 1; cleanup runs).
+die() {
+  fail "$@"
+  exit 1
 }
 pass() { echo "ok: $*"; }
 
@@ -65,24 +104,24 @@ expect_eq() {
   if [ "$2" == "$3" ]; then pass "$1"; else fail "$1: expected '$3', got '$2'"; fi
 }
 
-# start_provisiond NAME [extra config lines]: starts provisiond on port 0 with
-# the shipped profiles (or $PROFILES_DIR and $PLAYBOOKS_DIR); sets URL, TOKEN (an admin token),
-# AUTH (curl's arguments that send it) and DATA; exports PROVISIOND_URL and PROVISIOND_TOKEN for
-# provisionctl.
+# start_provisiond NAME [extra config lines]: starts provisiond on port 0 (or
+# $PROVISIOND_LISTEN) with the shipped profiles (or $PROFILES_DIR and $PLAYBOOKS_DIR), under
+# PROVISIOND_PREFIX; sets URL, TOKEN (an admin token), AUTH (curl's arguments that send it),
+# DATA and PROVISIOND_PID; exports PROVISIOND_URL and PROVISIOND_TOKEN for provisionctl.
 start_provisiond() {
   local name="$1"
   shift
   DATA="$WORK/$name"
   mkdir -p "$DATA"
   {
-    echo "listen: 127.0.0.1:0"
+    echo "listen: ${PROVISIOND_LISTEN:-127.0.0.1:0}"
     echo "data_dir: $DATA/data"
     echo "profiles_dir: ${PROFILES_DIR:-$REPO/profiles}"
     echo "playbooks_dir: ${PLAYBOOKS_DIR:-$REPO/playbooks}"
     echo "import_dir: $WORK"  # image imports read only here: the test's own files
     for line in "$@"; do echo "$line"; done
   } >"$DATA/provisiond.yaml"
-  "$PROVISIOND" --config "$DATA/provisiond.yaml" >"$WORK/provisiond-$name.log" 2>&1 &
+  "${PROVISIOND_PREFIX[@]}" "$PROVISIOND" --config "$DATA/provisiond.yaml" >"$WORK/provisiond-$name.log" 2>&1 &
   PIDS+=($!)
   local pid=$!
   # Bounded wait for the URL file, written once the server listens (an ASan

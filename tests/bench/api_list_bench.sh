@@ -52,7 +52,10 @@ if [[ -z $nginx_bin ]]; then
   [[ -n $nginx_bin ]] || nginx_bin=/usr/sbin/nginx
 fi
 
-die() { echo "api_list_bench: $*" >&2; exit 1; }
+PROVISIOND=$provisiond WORK_NAME=api-list-bench
+# shellcheck source=tests/lib.sh
+source "$repo/tests/lib.sh"
+FAILURE_LOGS+=("$WORK/nginx/error.log")
 for f in "$provisiond" "$seeder"; do
   [[ -x $f ]] || die "$f is not built (cmake --build $build_dir), or pass its path"
 done
@@ -61,99 +64,56 @@ command -v curl >/dev/null || die "curl not found"
 mkdir -p "$(dirname "$json_out")"
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/api-list-bench.XXXXXX")
-provisiond_pid='' nginx_pid=''
-
-# Stops what this script started, by pid, and removes the directory.
-stop_pid() {
-  local pid=$1 i
-  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 100; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null || true
-}
-cleanup() {
-  local rc=$?
-  stop_pid "$nginx_pid"
-  stop_pid "$provisiond_pid"
-  if ((rc != 0)); then
-    for log in "$tmp/provisiond.log" "$tmp/nginx/error.log"; do
-      [[ -s $log ]] && { echo "--- $log (last lines)" >&2; tail -n 20 "$log" >&2; }
-    done
-  fi
-  rm -rf "$tmp"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+nginx_pid=''
 
 # --- provisiond, seeded before it starts -----------------------------------
-mkdir -p "$tmp/data"
-chmod 700 "$tmp/data"
-cat >"$tmp/provisiond.yaml" <<EOF
-listen: 127.0.0.1:0
-data_dir: $tmp/data
-profiles_dir: $repo/profiles
-playbooks_dir: $repo/playbooks
-EOF
-"$seeder" "$tmp/data/provisiond.db" "$nodes" >&2
-
-"$provisiond" -c "$tmp/provisiond.yaml" >"$tmp/provisiond.log" 2>&1 &
-provisiond_pid=$!
-for ((i = 0; i < 200; i++)); do  # up to 10 s
-  [[ -s $tmp/data/provisiond.url ]] && break
-  kill -0 "$provisiond_pid" 2>/dev/null || die "provisiond exited during start"
-  sleep 0.05
-done
-[[ -s $tmp/data/provisiond.url ]] || die "provisiond wrote no $tmp/data/provisiond.url in 10 s"
-provisiond_url="$(<"$tmp/data/provisiond.url")/api/v1/nodes"
-token=$(awk '!/^#/ && NF {print $1; exit}' "$tmp/data/tokens")
+mkdir -p "$WORK/bench/data"
+chmod 700 "$WORK/bench/data"
+"$seeder" "$WORK/bench/data/provisiond.db" "$nodes" >&2
+start_provisiond bench
+provisiond_url="$URL/api/v1/nodes"
 
 # The exact bytes provisiond answers; nginx serves this file at the same path.
-mkdir -p "$tmp/www/api/v1"
-code=$(curl -sS --noproxy '*' -H "Authorization: Bearer $token" -o "$tmp/www/api/v1/nodes" -w '%{http_code}' "$provisiond_url")
+mkdir -p "$WORK/www/api/v1"
+code=$(curl -sS --noproxy '*' -H "Authorization: Bearer $TOKEN" -o "$WORK/www/api/v1/nodes" -w '%{http_code}' "$provisiond_url")
 [[ $code == 200 ]] || die "GET $provisiond_url answered $code"
-count=$(tail -c 40 "$tmp/www/api/v1/nodes" | sed -n 's/.*"count":\([0-9]*\)}$/\1/p')
+count=$(tail -c 40 "$WORK/www/api/v1/nodes" | sed -n 's/.*"count":\([0-9]*\)}$/\1/p')
 [[ $count == "$nodes" ]] || die "GET $provisiond_url listed '${count}' nodes, expected $nodes"
-body_bytes=$(stat -c %s "$tmp/www/api/v1/nodes")
+body_bytes=$(stat -c %s "$WORK/www/api/v1/nodes")
 
 # --- nginx on a free loopback port -------------------------------------------
 # nginx's workers run as 'nobody' when it is started by root: let them reach
 # the document root, nothing else of the directory.
-chmod 711 "$tmp"
-chmod -R a+rX "$tmp/www"
-mkdir -p "$tmp/nginx"
+chmod 711 "$WORK"
+chmod -R a+rX "$WORK/www"
+mkdir -p "$WORK/nginx"
 start_nginx() {  # $1: port; returns 0 once nginx answers on it
   local port=$1 i
-  cat >"$tmp/nginx/nginx.conf" <<EOF
+  cat >"$WORK/nginx/nginx.conf" <<EOF
 worker_processes 1;
-pid $tmp/nginx/nginx.pid;
-error_log $tmp/nginx/error.log warn;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log warn;
 events { worker_connections 64; }
 http {
   access_log off;
   sendfile on;
   tcp_nopush on;
-  client_body_temp_path $tmp/nginx/body;
-  proxy_temp_path $tmp/nginx/proxy;
-  fastcgi_temp_path $tmp/nginx/fastcgi;
-  uwsgi_temp_path $tmp/nginx/uwsgi;
-  scgi_temp_path $tmp/nginx/scgi;
+  client_body_temp_path $WORK/nginx/body;
+  proxy_temp_path $WORK/nginx/proxy;
+  fastcgi_temp_path $WORK/nginx/fastcgi;
+  uwsgi_temp_path $WORK/nginx/uwsgi;
+  scgi_temp_path $WORK/nginx/scgi;
   default_type application/json;
   server {
     listen 127.0.0.1:$port;
-    root $tmp/www;
+    root $WORK/www;
   }
 }
 EOF
-  "$nginx_bin" -p "$tmp/nginx" -e "$tmp/nginx/error.log" -c "$tmp/nginx/nginx.conf" \
-    -g 'daemon off;' >>"$tmp/nginx/stdout.log" 2>&1 &
+  "$nginx_bin" -p "$WORK/nginx" -e "$WORK/nginx/error.log" -c "$WORK/nginx/nginx.conf" \
+    -g 'daemon off;' >>"$WORK/nginx/stdout.log" 2>&1 &
   nginx_pid=$!
+  PIDS+=("$nginx_pid")
   for ((i = 0; i < 100; i++)); do  # up to 5 s
     curl -sfI --noproxy '*' -o /dev/null "http://127.0.0.1:$port/api/v1/nodes" && return 0
     kill -0 "$nginx_pid" 2>/dev/null || break
@@ -171,8 +131,8 @@ for ((try = 0; try < 5; try++)); do
 done
 [[ -n $nginx_port ]] || die "nginx did not start (see its error log below)"
 nginx_url="http://127.0.0.1:$nginx_port/api/v1/nodes"
-curl -sS --noproxy '*' -o "$tmp/nginx-body" "$nginx_url"
-cmp -s "$tmp/nginx-body" "$tmp/www/api/v1/nodes" || die "nginx does not serve the same bytes"
+curl -sS --noproxy '*' -o "$WORK/nginx-body" "$nginx_url"
+cmp -s "$WORK/nginx-body" "$WORK/www/api/v1/nodes" || die "nginx does not serve the same bytes"
 
 # --- measurement -------------------------------------------------------------
 # One curl process and one new connection per fetch, body to /dev/null. The
@@ -180,7 +140,7 @@ cmp -s "$tmp/nginx-body" "$tmp/www/api/v1/nodes" || die "nginx does not serve th
 fetch() {  # $1: url; sets ms; fails on a wrong status or size
   local out code size secs
   # Both get the token (nginx ignores it): the same request bytes.
-  out=$(curl -sS --noproxy '*' -H "Authorization: Bearer $token" -o /dev/null \
+  out=$(curl -sS --noproxy '*' -H "Authorization: Bearer $TOKEN" -o /dev/null \
     -w '%{http_code} %{size_download} %{time_total}' "$1")
   read -r code size secs <<<"$out"
   [[ $code == 200 && $size == "$body_bytes" ]] ||

@@ -25,29 +25,23 @@ done
 build_dir="$(cd "$build_dir" && pwd)"
 bin="$build_dir/provisiond"
 : "${json:=$build_dir/tests/bench/$bench.json}"
-die() { echo "$bench: $*" >&2; exit 1; }
+PROVISIOND="$bin/provisiond" PROVISIONCTL="$bin/provisionctl" WORK_NAME=$bench
+# shellcheck source=tests/lib.sh
+source "$repo/tests/lib.sh"
 [ "$(id -u)" -eq 0 ] || die "run as root (mmdebstrap --mode=root and chroot, as provisiond runs them)"
 for f in provisiond provisionctl provision-facts provision-mount provision-fetch; do
   [ -x "$bin/$f" ] || die "missing $bin/$f (ninja -C $build_dir)"
 done
-work="$(mktemp -d "${TMPDIR:-/tmp}/$bench.XXXXXX")"
-pid=""
-cleanup() {
-  [ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
 # The images: lab as shipped, and lab-packages with the packages.
-cp -a "$repo/images" "$work/images"
-mkdir -p "$work/images/lab-packages"
+cp -a "$repo/images" "$WORK/images"
+mkdir -p "$WORK/images/lab-packages"
 sed -e 's/^name: lab$/name: lab-packages/' \
   -e 's/^packages:$/packages:\n  - dbus\n  - munge\n  - slurmd\n  - slurmctld\n  - slurm-client\n  - python3-torch/' \
-  "$repo/images/lab/image.yaml" >"$work/images/lab-packages/image.yaml"
-grep -q -- '- python3-torch' "$work/images/lab-packages/image.yaml" || die "could not add the packages"
+  "$repo/images/lab/image.yaml" >"$WORK/images/lab-packages/image.yaml"
+grep -q -- '- python3-torch' "$WORK/images/lab-packages/image.yaml" || die "could not add the packages"
 # A profile that bakes the same packages through the shipped playbooks.
-mkdir -p "$work/profiles/bench-bake"
-cat >"$work/profiles/bench-bake/profile.yaml" <<PROFILE
+mkdir -p "$WORK/profiles/bench-bake"
+cat >"$WORK/profiles/bench-bake/profile.yaml" <<PROFILE
 version: bench-bake
 image: {name: lab}
 bake:
@@ -55,33 +49,18 @@ bake:
   - playbook: torch-ddp.yml
 nodes: {hostlist: bench0}
 PROFILE
-cat >"$work/provisiond.yaml" <<CONF
-listen: 127.0.0.1:0
-data_dir: $work/data
-profiles_dir: $work/profiles
-playbooks_dir: $repo/playbooks
-images_dir: $work/images
-pxe_dir: $repo/pxe
-image_store: $work/store
-tools_dir: $bin
-CONF
-"$bin/provisiond" --config "$work/provisiond.yaml" >"$work/provisiond.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 300); do [ -s "$work/data/provisiond.url" ] && break; sleep 0.1; done
-[ -s "$work/data/provisiond.url" ] || { cat "$work/provisiond.log"; die "provisiond did not start"; }
-export PROVISIOND_URL PROVISIOND_TOKEN
-PROVISIOND_URL="$(cat "$work/data/provisiond.url")"
-PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$work/data/tokens")"
+PROFILES_DIR="$WORK/profiles" start_provisiond bench "images_dir: $WORK/images" "pxe_dir: $repo/pxe" \
+  "image_store: $WORK/store" "tools_dir: $bin"
 timed() {  # timed NAME COMMAND...: milliseconds, to stdout
   local name="$1" t0=${EPOCHREALTIME//[!0-9]/}
   shift
-  "$@" >"$work/$name.out" 2>&1 || { tail -20 "$work/$name.out" >&2; die "$name: $* failed"; }
+  "$@" >"$WORK/$name.out" 2>&1 || { tail -20 "$WORK/$name.out" >&2; die "$name: $* failed"; }
   echo $(((${EPOCHREALTIME//[!0-9]/} - t0) / 1000))
 }
 base_ms=$(timed base "$bin/provisionctl" image build lab)
 bake_ms=$(timed bake "$bin/provisionctl" profile bake bench-bake)
 pkgs_ms=$(timed pkgs "$bin/provisionctl" image build lab-packages)
-size() { du -sm "$work/store/$1/$(cat "$work/store/$1/current")/root" | cut -f1; }
+size() { du -sm "$WORK/store/$1/$(cat "$WORK/store/$1/current")/root" | cut -f1; }
 ratio=$(awk -v a="$bake_ms" -v b="$pkgs_ms" 'BEGIN {printf "%.2f", a / b}')
 printf '%s: base lab %.1f s (%s MiB); derived (bake: slurm.yml, torch-ddp.yml) %.1f s (%s MiB); mmdebstrap with the packages %.1f s (%s MiB); bake / mmdebstrap = %s\n' \
   "$bench" "$(awk -v m="$base_ms" 'BEGIN {print m / 1000}')" "$(size lab)" \

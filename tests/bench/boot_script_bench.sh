@@ -98,10 +98,10 @@ command -v curl >/dev/null || die "curl not found"
 mkdir -p "$(dirname "$json_out")"
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-bench_init
 
 # --- provisiond: a small image, profile lab, the nodes --------------------------
-start_provisiond
+# shellcheck disable=SC2119 # no config lines of its own
+start_bench_provisiond
 setup_lab_image 1 1  # the script only names the files; their size does not matter
 enroll_nodes "$nodes"
 
@@ -109,27 +109,27 @@ enroll_nodes "$nodes"
 # This first request also moves each node from enrolled to booting (a state
 # change), so the measured runs see the steady state: one boot-stage event per
 # request. All requests go through one curl process (one connection).
-mkdir -p "$tmp/www/boot"
-: >"$tmp/paths"
+mkdir -p "$WORK/www/boot"
+: >"$WORK/paths"
 args=()
 for ((i = 0; i < nodes; i++)); do
   mac=$(node_mac "$i")
-  echo "/boot/$mac.ipxe" >>"$tmp/paths"
+  echo "/boot/$mac.ipxe" >>"$WORK/paths"
   ((i > 0)) && args+=(--next)
-  args+=(-sS -o "$tmp/www/boot/$mac.ipxe" -w '%{http_code}\n' "$provisiond_url/boot/$mac.ipxe")
+  args+=(-sS -o "$WORK/www/boot/$mac.ipxe" -w '%{http_code}\n' "$URL/boot/$mac.ipxe")
 done
 while read -r code; do
   [[ $code == 200 ]] || die "GET /boot/<mac>.ipxe answered $code"
 done < <(curl --noproxy '*' "${args[@]}")
-grep -q "^initrd --name initrd.img " "$tmp/www/boot/$(node_mac 0).ipxe" ||
+grep -q "^initrd --name initrd.img " "$WORK/www/boot/$(node_mac 0).ipxe" ||
   die "the script of lab000 is not the full node script"
-script_bytes=$(cat "$tmp/www/boot/"*.ipxe | wc -c)
+script_bytes=$(cat "$WORK/www/boot/"*.ipxe | wc -c)
 script_avg=$((script_bytes / nodes))
 
 # --- nginx: the same bytes as static files at the same paths ----------------------
-chmod 711 "$tmp"
-chmod -R a+rX "$tmp/www"
-nginx_server_block="    root $tmp/www;
+chmod 711 "$WORK"
+chmod -R a+rX "$WORK/www"
+nginx_server_block="    root $WORK/www;
     types { }
     default_type 'text/plain; charset=utf-8';
     add_header Cache-Control no-store;"
@@ -140,11 +140,11 @@ start_nginx_on_free_port "/boot/$(node_mac 0).ipxe"
 mask() { sed -E 's/retrying in [0-9]+ s$/retrying in J s/; s/^sleep [0-9]+$/sleep J/'; }
 for i in 0 $((nodes - 1)); do
   mac=$(node_mac "$i")
-  curl -sS --noproxy '*' -o "$tmp/check" "$nginx_url/boot/$mac.ipxe"
-  cmp -s "$tmp/check" "$tmp/www/boot/$mac.ipxe" || die "nginx does not serve the saved script of $mac"
-  curl -sS --noproxy '*' -o "$tmp/check" "$provisiond_url/boot/$mac.ipxe"
-  if [[ $(wc -c <"$tmp/check") != $(wc -c <"$tmp/www/boot/$mac.ipxe") ]] ||
-    ! cmp -s <(mask <"$tmp/check") <(mask <"$tmp/www/boot/$mac.ipxe"); then
+  curl -sS --noproxy '*' -o "$WORK/check" "$nginx_url/boot/$mac.ipxe"
+  cmp -s "$WORK/check" "$WORK/www/boot/$mac.ipxe" || die "nginx does not serve the saved script of $mac"
+  curl -sS --noproxy '*' -o "$WORK/check" "$URL/boot/$mac.ipxe"
+  if [[ $(wc -c <"$WORK/check") != $(wc -c <"$WORK/www/boot/$mac.ipxe") ]] ||
+    ! cmp -s <(mask <"$WORK/check") <(mask <"$WORK/www/boot/$mac.ipxe"); then
     die "provisiond renders the script of $mac differently from the saved one"
   fi
 done
@@ -158,9 +158,9 @@ run_wrk() {
   local -A r=()
   c0=$(cpu_ticks "$pid")
   out=$("${client_cmd[@]}" "$wrk_bin" -t"$threads" -c"$connections" -d"${secs}s" --latency -s "$lua" "$base" \
-    -- "$tmp/paths" "$threads" 2>&1) || die "wrk against $base failed: $out"
+    -- "$WORK/paths" "$threads" 2>&1) || die "wrk against $base failed: $out"
   c1=$(cpu_ticks "$pid")
-  echo "$out" >>"$tmp/wrk.log"
+  echo "$out" >>"$WORK/wrk.log"
   line=$(grep '^RESULT ' <<<"$out") || die "no RESULT line from wrk: $out"
   for kv in ${line#RESULT }; do r[${kv%%=*}]=${kv#*=}; done
   reqs=${r[requests]}
@@ -176,7 +176,7 @@ run_wrk() {
 }
 
 if ((warmup > 0)); then
-  run_wrk "$provisiond_url" "$provisiond_pid" "$warmup"
+  run_wrk "$URL" "$PROVISIOND_PID" "$warmup"
   run_wrk "$nginx_url" "$nginx_pid" "$warmup"
 fi
 
@@ -187,7 +187,7 @@ run_one() {  # $1: provisiond|nginx, $2: round
   local ev0 ev1 events='' per=''
   if [[ $1 == provisiond ]]; then
     ev0=$(last_event)
-    run_wrk "$provisiond_url" "$provisiond_pid" "$duration"
+    run_wrk "$URL" "$PROVISIOND_PID" "$duration"
     ev1=$(last_event)
     events=$((ev1 - ev0))
     per=$(awk -v e="$events" -v n="$reqs" 'BEGIN { printf "%.3f", e / n }')

@@ -82,10 +82,10 @@ command -v sha256sum >/dev/null || die "sha256sum not found"
 mkdir -p "$(dirname "$json_out")"
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-bench_init
 
 # --- provisiond: image, profile, one node per client -----------------------------
-start_provisiond
+# shellcheck disable=SC2119 # no config lines of its own
+start_bench_provisiond
 setup_lab_image "$kernel_mib" "$initrd_mib"
 enroll_nodes "$clients"
 initrd=$image_dir/initrd.img
@@ -94,15 +94,15 @@ initrd_sha=$(sha256sum "$initrd" | cut -d' ' -f1)
 fs_type=$(findmnt -no FSTYPE -T "$initrd" 2>/dev/null || stat -f -c %T "$initrd")
 
 # --- nginx: the same file (hard links to the same inode) at the same paths ------
-chmod 711 "$tmp"
-mkdir -p "$tmp/www/boot"
+chmod 711 "$WORK"
+mkdir -p "$WORK/www/boot"
 for ((i = 0; i < clients; i++)); do
-  mkdir -p "$tmp/www/boot/$(node_mac "$i")"
-  ln "$initrd" "$tmp/www/boot/$(node_mac "$i")/initrd.img"
+  mkdir -p "$WORK/www/boot/$(node_mac "$i")"
+  ln "$initrd" "$WORK/www/boot/$(node_mac "$i")/initrd.img"
 done
-chmod -R a+rX "$tmp/www"
+chmod -R a+rX "$WORK/www"
 chmod a+r "$initrd"
-nginx_server_block="    root $tmp/www;
+nginx_server_block="    root $WORK/www;
     default_type application/octet-stream;"
 start_nginx_on_free_port "/boot/$(node_mac 0)/initrd.img"
 
@@ -110,16 +110,16 @@ start_nginx_on_free_port "/boot/$(node_mac 0)/initrd.img"
 cat "$initrd" >/dev/null
 verify() {  # $1: base URL, $2: label
   local out code size sum
-  out=$(curl -sS --noproxy '*' -o "$tmp/download" -w '%{http_code} %{size_download}' \
+  out=$(curl -sS --noproxy '*' -o "$WORK/download" -w '%{http_code} %{size_download}' \
     "$1/boot/$(node_mac 0)/initrd.img")
   read -r code size <<<"$out"
-  sum=$(sha256sum "$tmp/download" | cut -d' ' -f1)
-  rm -f "$tmp/download"
+  sum=$(sha256sum "$WORK/download" | cut -d' ' -f1)
+  rm -f "$WORK/download"
   [[ $code == 200 && $size == "$initrd_bytes" && $sum == "$initrd_sha" ]] ||
     die "$2 answered $code, $size bytes, sha256 $sum (expected 200, $initrd_bytes, $initrd_sha)"
   echo "$2: 200, $size bytes, sha256 $sum" >&2
 }
-verify "$provisiond_url" provisiond
+verify "$URL" provisiond
 verify "$nginx_url" nginx
 
 # --- the storm --------------------------------------------------------------------
@@ -129,13 +129,13 @@ verify "$nginx_url" nginx
 hz=$(getconf CLK_TCK)
 storm() {  # $1: base URL, $2: server pid; sets wall_s, mbps, srv_cpu_s, busy_pct, cl_med, cl_max
   local base=$1 pid=$2 i t0 t1 c0 c1 m0 m1 code size secs times=() bad=0
-  rm -rf "$tmp/out"; mkdir -p "$tmp/out"
+  rm -rf "$WORK/out"; mkdir -p "$WORK/out"
   c0=$(cpu_ticks "$pid"); read -r -a m0 <<<"$(machine_ticks)"
   client_pids=()
   t0=$EPOCHREALTIME
   for ((i = 0; i < clients; i++)); do
     "${client_cmd[@]}" curl -s --noproxy '*' -o /dev/null -w '%{http_code} %{size_download} %{time_total}\n' \
-      "$base/boot/$(node_mac "$i")/initrd.img" >"$tmp/out/$i" &
+      "$base/boot/$(node_mac "$i")/initrd.img" >"$WORK/out/$i" &
     client_pids+=($!)
   done
   for i in "${client_pids[@]}"; do wait "$i" || bad=1; done
@@ -144,7 +144,7 @@ storm() {  # $1: base URL, $2: server pid; sets wall_s, mbps, srv_cpu_s, busy_pc
   c1=$(cpu_ticks "$pid"); read -r -a m1 <<<"$(machine_ticks)"
   ((bad == 0)) || die "a client failed against $base"
   for ((i = 0; i < clients; i++)); do
-    read -r code size secs <"$tmp/out/$i"
+    read -r code size secs <"$WORK/out/$i"
     [[ $code == 200 && $size == "$initrd_bytes" ]] ||
       die "client $i got $code with $size bytes from $base (expected 200, $initrd_bytes)"
     times+=("$secs")
@@ -162,7 +162,7 @@ storm() {  # $1: base URL, $2: server pid; sets wall_s, mbps, srv_cpu_s, busy_pc
 # every node from enrolled to booting (one state-change event each), so the
 # measured storms write one boot-stage event per request.
 for ((r = 0; r < warmup; r++)); do
-  storm "$provisiond_url" "$provisiond_pid"
+  storm "$URL" "$PROVISIOND_PID"
   storm "$nginx_url" "$nginx_pid"
 done
 
@@ -171,7 +171,7 @@ p_mbps=() n_mbps=() p_wall=() n_wall=() p_cpu=() n_cpu=() p_busy=() n_busy=()
 rows=()
 run_one() {  # $1: provisiond|nginx, $2: round
   if [[ $1 == provisiond ]]; then
-    storm "$provisiond_url" "$provisiond_pid"
+    storm "$URL" "$PROVISIOND_PID"
     p_mbps+=("$mbps"); p_wall+=("$wall_s"); p_cpu+=("$srv_cpu_s"); p_busy+=("$busy_pct")
   else
     storm "$nginx_url" "$nginx_pid"

@@ -42,8 +42,13 @@ suffix=""
 [ "$firmware" = bios ] || suffix="-$firmware"
 : "${json:=$build_dir/tests/bench/$bench$suffix.json}"
 
+PROVISIOND=$provisiond PROVISIONCTL=$provisionctl WORK_NAME=$bench
+# shellcheck source=tests/lib.sh
+source "$repo/tests/lib.sh"
+# lib's die, with the end of the lab's logs (lab_cleanup removes them before
+# lib's cleanup runs).
 die() {
-  echo "$bench: $*" >&2
+  fail "$*"
   if [ -n "${LAB_DIR:-}" ] && [ -d "$LAB_DIR" ]; then
     for f in "$LAB_DIR/provisiond.log" "$LAB_DIR/data/nfs/ganesha.log" "$LAB_DIR/power.log" \
       "$LAB_DIR"/*.serial "$LAB_DIR"/*.qemu.log; do
@@ -115,11 +120,7 @@ power:
   command: $repo/tests/lab/power.sh
 CONF
 lab_spawn provisiond "$provisiond" --config "$LAB_DIR/provisiond.yaml"
-for ((i = 0; i < 300; i++)); do
-  [ -s "$DATA/provisiond.url" ] && break
-  sleep 0.1
-done
-[ -s "$DATA/provisiond.url" ] || die "provisiond wrote no URL file in 30 s"
+wait_for 30 "provisiond wrote its URL file" test -s "$DATA/provisiond.url" || die "provisiond did not start"
 # provisionctl runs in the lab's namespace: the API over plain HTTP answers loopback only.
 export PROVISIOND_URL="http://127.0.0.1:8080"
 PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$DATA/tokens")"

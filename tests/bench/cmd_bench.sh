@@ -45,15 +45,15 @@ command -v clush >/dev/null || die "clush not found: apt-get install clustershel
 mkdir -p "$(dirname "$json_out")"
 bench_init
 start_targets
-start_provisiond
+restart_provisiond
 enroll_nodes
 
 hosts="$prefix[1-$nodes]"
 # pdsh's ssh module runs: ssh $PDSH_SSH_ARGS_APPEND $PDSH_SSH_ARGS CMD.
-export PDSH_SSH_ARGS="-F $tmp/ssh_config -x -l%u %h"
+export PDSH_SSH_ARGS="-F $WORK/ssh_config -x -l%u %h"
 export PDSH_SSH_ARGS_APPEND=""
 run_pdsh() { pdsh -R ssh -f "$nodes" -S -w "$hosts" "$@"; }
-run_clush() { clush -f "$nodes" -S -o "-F $tmp/ssh_config" -w "$hosts" "$@"; }
+run_clush() { clush -f "$nodes" -S -o "-F $WORK/ssh_config" -w "$hosts" "$@"; }
 run_provisiond() { "$provisionctl" cmd "$hosts" -- "$@"; }
 
 # Every side reaches every node: `echo ok` answers N times.
@@ -74,7 +74,7 @@ for side in provisiond pdsh clush; do check_side "$side"; done
 # targets' process trees (each listener, its live connection processes and
 # everything they reaped), the floor every side pays; PROVISIOND: its process.
 cpu_ticks() {
-  python3 - "$tmp/targets/pids" "${provisiond_pid:-0}" <<'PY'
+  python3 - "$TARGETS/pids" "${PROVISIOND_PID:-0}" <<'PY'
 import os, sys
 roots = {int(l.split()[1]) for l in open(sys.argv[1]) if l.strip()}
 ppid, cpu = {}, {}
@@ -113,17 +113,17 @@ ticks_s() { awk -v t="$1" -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }'; }
 # One measured run of `true`; appends "round side kind seconds client_cpu_s targets_cpu_s".
 rows=()
 measure() {  # $1: round, $2: side, $3: kind
-  local t0 t1 rc=0 err="$tmp/err" c0 c1 k0 k1 client
+  local t0 t1 rc=0 err="$WORK/err" c0 c1 k0 k1 client
   read -r -a c0 <<<"$(cpu_ticks)"
   k0=$(own_children_ticks)
   t0=$(now)
-  "run_$2" true >"$tmp/out" 2>"$err" || rc=$?
+  "run_$2" true >"$WORK/out" 2>"$err" || rc=$?
   t1=$(now)
   k1=$(own_children_ticks)
   read -r -a c1 <<<"$(cpu_ticks)"
-  ((rc == 0)) || die "$2 exited $rc: $(head -c 2000 "$err") $(head -c 2000 "$tmp/out")"
+  ((rc == 0)) || die "$2 exited $rc: $(head -c 2000 "$err") $(head -c 2000 "$WORK/out")"
   if [[ $2 == provisiond ]]; then
-    grep -qF "$nodes/$nodes node(s) ok" "$tmp/out" || die "provisiond: not all ok: $(head -c 2000 "$tmp/out")"
+    grep -qF "$nodes/$nodes node(s) ok" "$WORK/out" || die "provisiond: not all ok: $(head -c 2000 "$WORK/out")"
   fi
   client=$((k1 - k0))
   [[ $2 != provisiond ]] || client=$((client + c1[1] - c0[1]))
@@ -131,7 +131,7 @@ measure() {  # $1: round, $2: side, $3: kind
 }
 side_provisiond() {  # $1: round
   local k
-  start_provisiond
+  restart_provisiond
   measure "$1" provisiond fresh
   for ((k = 0; k < persistent; k++)); do measure "$1" provisiond persistent; done
 }

@@ -31,7 +31,9 @@ provisionctl="$build_dir/provisiond/provisionctl"
 manifest="$repo/images/$image/image.yaml"
 : "${json:=$build_dir/tests/bench/$bench.json}"
 
-die() { echo "$bench: $*" >&2; exit 1; }
+PROVISIOND=$provisiond PROVISIONCTL=$provisionctl WORK_BASE=$tmp_base WORK_NAME=$bench
+# shellcheck source=tests/lib.sh
+source "$repo/tests/lib.sh"
 [ "$(id -u)" -eq 0 ] || die "run as root (mmdebstrap --mode=root, as provisiond runs it)"
 for tool in jq curl mmdebstrap; do command -v "$tool" >/dev/null || die "missing $tool"; done
 for f in "$provisiond" "$provisionctl" "$build_dir/provisiond/provision-facts" \
@@ -80,86 +82,49 @@ mm_args=(--mode=root --variant=minbase "--architectures=$arch" "--components=$(I
   '--dpkgopt=path-exclude=/usr/share/man/*' '--dpkgopt=path-exclude=/usr/share/doc/*'
   '--dpkgopt=path-include=/usr/share/doc/*/copyright' '--dpkgopt=path-exclude=/usr/share/locale/*')
 
-tmp="$(mktemp -d "$tmp_base/$bench.XXXXXX")"
-provisiond_pid='' mm_pid=''
-stop_pid() {
-  local pid="$1" i
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 200; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null || true
-}
-cleanup() {
-  local rc=$?
+mm_pid=''
+# mmdebstrap in its own process group (run_mmdebstrap): the whole group.
+stop_mmdebstrap() {
   if [ -n "$mm_pid" ] && kill -0 "$mm_pid" 2>/dev/null; then
     kill -TERM -- "-$mm_pid" 2>/dev/null || true
     wait "$mm_pid" 2>/dev/null || true
   fi
-  stop_pid "$provisiond_pid"
-  if ((rc != 0)); then
-    for log in "$tmp"/*.log; do
-      [ -s "$log" ] && { echo "--- $log (last lines)" >&2; tail -n 20 "$log" >&2; }
-    done
-  fi
-  rm -rf "$tmp"
-  exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+CLEANUP_HOOKS+=(stop_mmdebstrap)
 
 # --- the two sides ------------------------------------------------------------------
-# Each sets res_ms (wall time) and leaves its log in $tmp/run-N.log.
+# Each sets res_ms (wall time) and leaves its log in $WORK/run-N.log.
 runs=0 res_ms=0 res_cpu=0
 
 run_provisiond() {
-  local dir="$tmp/p$runs" i url token t0 t1 log="$tmp/run-$runs.log"
+  local dir="$WORK/p$runs" t0 t1 log="$WORK/run-$runs.log"
+  FAILURE_LOGS+=("$log")
   mkdir -p "$dir/data" "$dir/store"
   chmod 700 "$dir/data"
-  cat >"$dir/provisiond.yaml" <<CONF
-listen: 127.0.0.1:0
-data_dir: $dir/data
-profiles_dir: $repo/profiles
-playbooks_dir: $repo/playbooks
-images_dir: $repo/images
-pxe_dir: $repo/pxe
-image_store: $dir/store
-tools_dir: $build_dir/provisiond
-CONF
-  "$provisiond" --config "$dir/provisiond.yaml" >"$tmp/provisiond-$runs.log" 2>&1 &
-  provisiond_pid=$!
-  for ((i = 0; i < 300; i++)); do
-    [ -s "$dir/data/provisiond.url" ] && break
-    kill -0 "$provisiond_pid" 2>/dev/null || die "provisiond exited during start"
-    sleep 0.1
-  done
-  [ -s "$dir/data/provisiond.url" ] || die "provisiond wrote no URL file in 30 s"
-  url="$(cat "$dir/data/provisiond.url")"
-  token="$(awk '!/^#/ && NF {print $1; exit}' "$dir/data/tokens")"
+  start_provisiond "p$runs" "images_dir: $repo/images" "pxe_dir: $repo/pxe" "image_store: $dir/store" \
+    "tools_dir: $build_dir/provisiond"
   t0="$(now_ms)"
-  PROVISIOND_URL="$url" PROVISIOND_TOKEN="$token" "$provisionctl" image build "$image" >"$log" 2>&1 ||
+  "$provisionctl" image build "$image" >"$log" 2>&1 ||
     die "provisionctl image build $image failed"
   t1="$(now_ms)"
   res_ms=$((t1 - t0))
   # provisiond's CPU time with its waited-for children (mmdebstrap, apt, dpkg, the initrd script).
   local stat
-  stat="$(cat "/proc/$provisiond_pid/stat")"
+  stat="$(cat "/proc/$PROVISIOND_PID/stat")"
   read -r -a stat <<<"${stat##*) }"  # fields from 3 on: utime, stime, cutime, cstime are 14-17
   res_cpu=$((stat[11] + stat[12] + stat[13] + stat[14]))
   # The build's events: their times split the build into its phases.
-  curl -sSf --noproxy '*' -H "Authorization: Bearer $token" "$url/api/v1/events?limit=100000" |
-    jq -c '.events[] | select(.kind | startswith("image-build") or . == "image-built")' >"$tmp/run-$runs.events"
+  curl -sSf --noproxy '*' -H "Authorization: Bearer $TOKEN" "$URL/api/v1/events?limit=100000" |
+    jq -c '.events[] | select(.kind | startswith("image-build") or . == "image-built")' >"$WORK/run-$runs.events"
   jq -r --arg n "$image" '
     if (.detail | test(": mmdebstrap [a-z0-9-]+ with ")) then "\(.time) START"
     elif (.detail | startswith($n + ": mmdebstrap: ")) then "\(.time) \(.detail | sub("^[^:]*: mmdebstrap: "; ""))"
-    else empty end' "$tmp/run-$runs.events" >"$tmp/run-$runs.mm"
+    else empty end' "$WORK/run-$runs.events" >"$WORK/run-$runs.mm"
   local v
   v="$(cat "$dir/store/$image/current")"
-  cp "$dir/store/$image/$v/image.json" "$tmp/run-$runs.image.json"
-  stat -c %s "$dir/store/$image/$v/initrd.img" >"$tmp/run-$runs.initrd-size"
-  stop_pid "$provisiond_pid"
-  provisiond_pid=''
+  cp "$dir/store/$image/$v/image.json" "$WORK/run-$runs.image.json"
+  stat -c %s "$dir/store/$image/$v/initrd.img" >"$WORK/run-$runs.initrd-size"
+  stop_pid "$PROVISIOND_PID" 10
   rm -rf "$dir"
   # Phases: the first event of each step (provisiond's own "say" lines).
   jq -s -r --argjson t0 "$t0" --argjson t1 "$t1" '
@@ -168,13 +133,14 @@ CONF
      first(": mmdebstrap: I: success in "), first(": adding files and the phone-home agent$"),
      first(": building the netboot initrd$"), first(": hashing the root tree$"),
      (map(select(.kind == "image-built")) | .[0].time // null)]
-    | [$t0] + . + [$t1] | map(tostring) | join(" ")' "$tmp/run-$runs.events" >"$tmp/run-$runs.phases"
+    | [$t0] + . + [$t1] | map(tostring) | join(" ")' "$WORK/run-$runs.events" >"$WORK/run-$runs.phases"
 }
 
 # mmdebstrap's output through a pipe, as provisiond reads it, each line with
 # the time in ms; its own process group (setsid), so a Ctrl-C stops apt too.
 run_mmdebstrap() {
-  local dir="$tmp/m$runs" t0 t1 log="$tmp/run-$runs.log"
+  local dir="$WORK/m$runs" t0 t1 log="$WORK/run-$runs.log"
+  FAILURE_LOGS+=("$log")
   mkdir -p "$dir"
   t0="$(now_ms)"
   # shellcheck disable=SC2016 # expanded by the inner bash
@@ -182,7 +148,7 @@ run_mmdebstrap() {
   setsid bash -c 'set -o pipefail; INITRD=No "$@" 2>&1 | while IFS= read -r l; do
       t="${EPOCHREALTIME//[!0-9]/}"; printf "%s %s\n" "$((t / 1000))" "$l"; done; rc=$?
       times >&3; exit $rc' \
-    _ mmdebstrap "${mm_args[@]}" "$suite" "$dir/root" "$mirror" >"$log" 3>"$tmp/run-$runs.times" &
+    _ mmdebstrap "${mm_args[@]}" "$suite" "$dir/root" "$mirror" >"$log" 3>"$WORK/run-$runs.times" &
   mm_pid=$!
   wait "$mm_pid" || { mm_pid=''; die "mmdebstrap failed"; }
   mm_pid=''
@@ -190,9 +156,9 @@ run_mmdebstrap() {
   res_ms=$((t1 - t0))
   # "0m12.345s 0m4.567s" (user, system) on the second line, in ticks.
   res_cpu="$(awk -v hz="$hz" 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
-    printf "%d", t * hz }' "$tmp/run-$runs.times")"
-  { echo "$t0 START"; cat "$log"; } >"$tmp/run-$runs.mm"
-  du -s --block-size=1M "$dir/root" | awk '{print "root " $1 " MiB"}' >"$tmp/run-$runs.info"
+    printf "%d", t * hz }' "$WORK/run-$runs.times")"
+  { echo "$t0 START"; cat "$log"; } >"$WORK/run-$runs.mm"
+  du -s --block-size=1M "$dir/root" | awk '{print "root " $1 " MiB"}' >"$WORK/run-$runs.info"
   rm -rf "$dir"
 }
 
@@ -226,17 +192,17 @@ for ((r = 1; r <= rounds; r++)); do
     others="$(awk -v b="$((b1 - b0))" -v c="$res_cpu" -v hz="$hz" 'BEGIN { printf "%.1f", (b - c) / hz }')"
     if [ "$side" = provisiond ]; then
       p_ms+=("$res_ms")
-      info="$(jq -r --argjson i "$(cat "$tmp/run-$runs.initrd-size")" '"\(.files) files, \(.bytes / 1048576 | floor) MiB in the root, initrd \($i / 1048576 * 10 | round / 10) MiB, build_seconds \(.build_seconds * 10 | round / 10)"' "$tmp/run-$runs.image.json")"
+      info="$(jq -r --argjson i "$(cat "$WORK/run-$runs.initrd-size")" '"\(.files) files, \(.bytes / 1048576 | floor) MiB in the root, initrd \($i / 1048576 * 10 | round / 10) MiB, build_seconds \(.build_seconds * 10 | round / 10)"' "$WORK/run-$runs.image.json")"
       # The manifest as read here is the one provisiond built.
       jq -e --arg s "$suite" --arg m "$mirror" --arg p "$(printf '%s\n' "${packages[@]}")" \
-        '.suite == $s and .mirror == $m and (.packages | join("\n")) == $p' "$tmp/run-$runs.image.json" >/dev/null ||
+        '.suite == $s and .mirror == $m and (.packages | join("\n")) == $p' "$WORK/run-$runs.image.json" >/dev/null ||
         die "provisiond built other suite, mirror or packages than read from $manifest"
     else
       m_ms+=("$res_ms")
-      info="$(cat "$tmp/run-$runs.info")"
+      info="$(cat "$WORK/run-$runs.info")"
     fi
-    mm_self="$(sed -n 's/.*I: success in \([0-9.]*\) seconds.*/\1/p' "$tmp/run-$runs.log" | tail -n 1)"
-    rows+=("$r	$side	$res_ms	${mm_self:--}	$l0	$info	$(mm_steps "$tmp/run-$runs.mm")	$own	$others")
+    mm_self="$(sed -n 's/.*I: success in \([0-9.]*\) seconds.*/\1/p' "$WORK/run-$runs.log" | tail -n 1)"
+    rows+=("$r	$side	$res_ms	${mm_self:--}	$l0	$info	$(mm_steps "$WORK/run-$runs.mm")	$own	$others")
     echo "$bench: round $r $side: $(ms_to_s "$res_ms") s (mmdebstrap's own: ${mm_self:--} s; $info)" >&2
   done
   ratio+=("$(awk -v a="${p_ms[-1]}" -v b="${m_ms[-1]}" 'BEGIN { printf "%.3f", a / b }')")
@@ -249,7 +215,7 @@ m_ratio="$(awk -v a="$m_p" -v b="$m_m" 'BEGIN { printf "%.3f", a / b }')"
 phase_med() {  # phase_med FROM_INDEX TO_INDEX (marks: 0 t0, 1 started, 2 checking mirror,
   # 3 mmdebstrap, 4 I: success, 5 adding files, 6 initrd, 7 hashing, 8 built, 9 t1)
   local f="$1" t="$2" vals=() file m
-  for file in "$tmp"/run-*.phases; do
+  for file in "$WORK"/run-*.phases; do
     read -r -a m <"$file"
     [ "${m[f]}" = null ] || [ "${m[t]}" = null ] && continue
     vals+=("$((m[t] - m[f]))")
@@ -285,7 +251,7 @@ phase_med() {  # phase_med FROM_INDEX TO_INDEX (marks: 0 t0, 1 started, 2 checki
   printf '  netboot initrd (build-initrd.sh)   %6s\n' "$(phase_med 6 7)"
   printf '  hash root tree, count, move        %6s\n' "$(phase_med 7 8)"
   printf '  built -> provisionctl exits        %6s\n' "$(phase_med 8 9)"
-} | tee "$tmp/report.txt"
+} | tee "$WORK/report.txt"
 
 {
   for row in "${rows[@]}"; do echo "$row"; done
@@ -293,7 +259,7 @@ phase_med() {  # phase_med FROM_INDEX TO_INDEX (marks: 0 t0, 1 started, 2 checki
   --argjson cpus "$(nproc)" --arg load_start "$load_start" --arg suite "$suite" --arg mirror "$mirror" \
   --argjson m_p "$m_p" --argjson m_m "$m_m" --argjson m_ratio "$m_ratio" \
   --argjson per_round "[$(IFS=,; echo "${ratio[*]}")]" \
-  --argjson phases "$(cat "$tmp"/run-*.phases | jq -R -s 'split("\n") | map(select(length > 0) | split(" ") | map(if . == "null" then null else tonumber end))')" \
+  --argjson phases "$(cat "$WORK"/run-*.phases | jq -R -s 'split("\n") | map(select(length > 0) | split(" ") | map(if . == "null" then null else tonumber end))')" \
   --arg mm_args "${mm_args[*]}" '
   {bench: $bench, image: $image, suite: $suite, mirror: $mirror, rounds: $rounds, cpus: $cpus,
    load_start: $load_start, mmdebstrap_args: $mm_args,

@@ -96,52 +96,24 @@ command -v sqlite3 >/dev/null || die "sqlite3 not found"
   die "ulimit -n $(ulimit -n) is too low for $nodes nodes"
 mkdir -p "$(dirname "$json_out")"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-bench_init
 
-# provisiond as boot_bench_common starts it, plus ssh.port 1: a node that
-# phones home is configured over SSH, and port 1 refuses at once, so each
-# hello also costs one (failed, `unreachable`) configure run, as on a real
-# network where the node's sshd is not up yet.
-start_provisiond() {
-  local i
-  mkdir -p "$tmp/data"
-  chmod 700 "$tmp/data"
-  cat >"$tmp/provisiond.yaml" <<EOF
-listen: 127.0.0.1:0
-data_dir: $tmp/data
-import_dir: $tmp/src
-profiles_dir: $repo/profiles
-playbooks_dir: $repo/playbooks
-pxe_dir: $repo/pxe
-ssh.port: 1
-listen_connections: $((nodes + 1024))
-listen_threads: $listen_threads
-listen_backlog: $backlog
-EOF
-  "$provisiond" -c "$tmp/provisiond.yaml" >"$tmp/provisiond.log" 2>&1 &
-  provisiond_pid=$!
-  for ((i = 0; i < 200; i++)); do
-    [[ -s $tmp/data/provisiond.url ]] && break
-    kill -0 "$provisiond_pid" 2>/dev/null || die "provisiond exited during start"
-    sleep 0.05
-  done
-  [[ -s $tmp/data/provisiond.url ]] || die "provisiond wrote no $tmp/data/provisiond.url in 10 s"
-  provisiond_url=$(<"$tmp/data/provisiond.url")
-  token=$(sed -n 's/#.*//; s/^[[:space:]]*\([^[:space:]]\{1,\}\).*/\1/p' "$tmp/data/tokens" | head -n 1)
-}
-start_provisiond
+# provisiond as boot_bench_common starts it (with listen_threads), plus
+# ssh.port 1: a node that phones home is configured over SSH, and port 1
+# refuses at once, so each hello also costs one (failed, `unreachable`)
+# configure run, as on a real network where the node's sshd is not up yet.
+start_bench_provisiond "ssh.port: 1" "listen_connections: $((nodes + 1024))" "listen_backlog: $backlog"
 setup_lab_image "$kernel_mib" "$initrd_mib"
-db=$tmp/data/provisiond.db
+db=$DATA/data/provisiond.db
 # Enrolled (not timed): lab00000.. get the lab profile and its image.
-"$node_sim" --url "$provisiond_url" --token "$token" --nodes "$nodes" --prefix lab --enroll \
-  --concurrency 16 >"$tmp/enroll.json" || die "enrolling failed: $(cat "$tmp/enroll.json")"
+"$node_sim" --url "$URL" --token "$TOKEN" --nodes "$nodes" --prefix lab --enroll \
+  --concurrency 16 >"$WORK/enroll.json" || die "enrolling failed: $(cat "$WORK/enroll.json")"
 hellos() { sqlite3 "$db" "select count(*) from events where kind = 'boot' and detail like 'hello:%'"; }
 
 # --- nginx: what provisiond answered, as static files ---------------------------
-mkdir -p "$tmp/www/boot"
-curl -sf --noproxy '*' "$provisiond_url/boot/start.ipxe" >"$tmp/www/boot/start.ipxe"
+mkdir -p "$WORK/www/boot"
+curl -sf --noproxy '*' "$URL/boot/start.ipxe" >"$WORK/www/boot/start.ipxe"
 # (Python for the per-node files: a process per node takes minutes at 10,000.)
-python3 - "$tmp/www/boot" "$image_dir" "$nodes" <<'PY'
+python3 - "$WORK/www/boot" "$image_dir" "$nodes" <<'PY'
 import os, sys
 www, image, nodes = sys.argv[1], sys.argv[2], int(sys.argv[3])
 for i in range(nodes):
@@ -156,21 +128,21 @@ args=()
 for ((i = 0; i < nodes; i++)); do
   printf -v mac '52-54-0a-%02x-%02x-%02x' $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255))
   ((i > 0)) && args+=(--next)
-  args+=(-sf -o "$tmp/www/boot/$mac.ipxe" "$provisiond_url/boot/$mac.ipxe")
+  args+=(-sf -o "$WORK/www/boot/$mac.ipxe" "$URL/boot/$mac.ipxe")
 done
 curl --noproxy '*' "${args[@]}" || die "fetching the scripts failed"
 args=()
 for ((i = 0; i < nodes; i++)); do
   printf -v mac '52-54-0a-%02x-%02x-%02x' $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255))
   ((i > 0)) && args+=(--next)
-  args+=(-sf -o "$tmp/www/boot/$mac/ticket.img" "$provisiond_url/boot/$mac/ticket.img")
+  args+=(-sf -o "$WORK/www/boot/$mac/ticket.img" "$URL/boot/$mac/ticket.img")
 done
 curl --noproxy '*' "${args[@]}" || die "fetching the tickets failed"
 # Overlays from a privileged port, as a node's root fetches them: one curl, one connection (a
 # connection per overlay would leave its port in TIME_WAIT, and there are only 512 such ports).
 # The URLs go in a config file (-K): 10,000 of them are too long for a command line. The
 # ticket is provision/ticket in each ticket.img (a newc cpio archive).
-python3 - "$tmp/www/boot" "$nodes" "$provisiond_url" >"$tmp/overlays.curl" <<'PY'
+python3 - "$WORK/www/boot" "$nodes" "$URL" >"$WORK/overlays.curl" <<'PY'
 import os, sys
 www, nodes, url = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def member(data, wanted):
@@ -193,13 +165,13 @@ for i in range(nodes):
     print('local-port = "512-1023"\nsilent\nfail\noutput = "%s/%s/overlay.tar"\nurl = "%s/boot/%s/overlay.tar?ticket=%s"'
           % (www, mac, url, mac, ticket))
 PY
-args=(-K "$tmp/overlays.curl")
+args=(-K "$WORK/overlays.curl")
 curl --noproxy '*' "${args[@]}" || die "fetching the overlays failed"
-# nginx's workers run as nobody: they need to reach $tmp/www (the hard links
+# nginx's workers run as nobody: they need to reach $WORK/www (the hard links
 # share the image store's inodes, which become world-readable).
-chmod 711 "$tmp"
-chmod -R a+rX "$tmp/www"
-nginx_server_block="    root $tmp/www;
+chmod 711 "$WORK"
+chmod -R a+rX "$WORK/www"
+nginx_server_block="    root $WORK/www;
     default_type application/octet-stream;
     location ~ \\.ipxe\$ { default_type text/plain; }
     location /api/ { default_type application/json; return 200 '{\"state\":\"booted\"}'; }"
@@ -210,22 +182,22 @@ start_nginx_on_free_port /boot/start.ipxe
 
 # --- the storms -------------------------------------------------------------------
 storm() {  # $1: base URL, $2: name; sets s_json
-  local out=$tmp/storm-$2.json
+  local out=$WORK/storm-$2.json
   # --keep-going: a storm with errors is reported (errors column) instead of ending the run.
-  "$node_sim" --url "$1" --nodes "$nodes" --prefix lab --files --hello >"$out" 2>"$tmp/storm-$2.err" ||
-    ((keep_going)) || die "$2: errors: $(cat "$out") $(head -5 "$tmp/storm-$2.err")"
+  "$node_sim" --url "$1" --nodes "$nodes" --prefix lab --files --hello >"$out" 2>"$WORK/storm-$2.err" ||
+    ((keep_going)) || die "$2: errors: $(cat "$out") $(head -5 "$WORK/storm-$2.err")"
   s_json=$(<"$out")
 }
 field() { sed -n "s/.*\"$2\":\([0-9.]*\).*/\1/p" <<<"$1"; }
 lat() { sed -n "s/.*\"latency_ms\":{[^}]*\"$2\":\([0-9.]*\).*/\1/p" <<<"$1"; }
 rows=() notes=() p_wall=() n_wall=() p_recorded=() p_rss=() p_peak=()
 # provisiond's memory in MiB, from its status: $1 VmRSS (resident now) or VmHWM (peak so far).
-provisiond_mib() { awk -v k="$1:" '$1 == k {printf "%d", $2 / 1024}' "/proc/$provisiond_pid/status"; }
+provisiond_mib() { awk -v k="$1:" '$1 == k {printf "%d", $2 / 1024}' "/proc/$PROVISIOND_PID/status"; }
 run_one() {  # $1: provisiond|nginx, $2: round
   local before after rec=-
   if [[ $1 == provisiond ]]; then
     before=$(hellos)
-    storm "$provisiond_url" provisiond
+    storm "$URL" provisiond
     after=$(hellos)
     rec=$((after - before))
     ((rec == nodes || keep_going)) || die "provisiond recorded $rec phone-homes of $nodes"
@@ -252,7 +224,7 @@ states=$(sqlite3 "$db" "select state || ' ' || count(*) from nodes group by stat
 nginx_version=$("$nginx_bin" -v 2>&1 | sed 's/^nginx version: //')
 echo "$bench: $nodes nodes at once, each: start.ipxe, <mac>.ipxe, vmlinuz ($kernel_mib MiB), initrd.img ($initrd_mib MiB), ticket.img, overlay.tar, hello"
 echo "$(nproc) CPUs, load average $load_before at start, $nginx_version (workers: $nginx_workers); one thread and one connection per request per node in bench_node_sim"
-echo "network namespace $LOAD_BENCH_NETNS: net.core.somaxconn $(cat /proc/sys/net/core/somaxconn), tcp_max_syn_backlog $(cat /proc/sys/net/ipv4/tcp_max_syn_backlog); accept queues asked for (ss Send-Q): provisiond $(ss -Hltn "sport = :${provisiond_url##*:}" | awk '{print $3}'), nginx $(ss -Hltn "sport = :${nginx_url##*:}" | awk '{print $3}')"
+echo "network namespace $LOAD_BENCH_NETNS: net.core.somaxconn $(cat /proc/sys/net/core/somaxconn), tcp_max_syn_backlog $(cat /proc/sys/net/ipv4/tcp_max_syn_backlog); accept queues asked for (ss Send-Q): provisiond $(ss -Hltn "sport = :${URL##*:}" | awk '{print $3}'), nginx $(ss -Hltn "sport = :${nginx_url##*:}" | awk '{print $3}')"
 printf '%-5s %-11s %9s %9s %7s %9s %9s %9s %9s %9s\n' run server requests errors hellos "wall s" "req/s" "p50 ms" "p99 ms" "max ms"
 printf '%s\n' "${rows[@]}"
 ((${#notes[@]} == 0)) || printf '%s\n' "${notes[@]}"

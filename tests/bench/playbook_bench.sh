@@ -46,18 +46,18 @@ mkdir -p "$(dirname "$json_out")"
 bench_init
 
 # --- the playbook: 20 tasks, every one writing below its node's directory ----
-mkdir -p "$tmp/play/templates" "$tmp/out"
-cat >"$tmp/play/templates/node.conf.j2" <<'EOF'
+mkdir -p "$WORK/play/templates" "$WORK/out"
+cat >"$WORK/play/templates/node.conf.j2" <<'EOF'
 # {{ inventory_hostname }}, managed
 name={{ inventory_hostname }}
 address={{ ansible_host }}
 EOF
-cat >"$tmp/play/templates/hosts.j2" <<'EOF'
+cat >"$WORK/play/templates/hosts.j2" <<'EOF'
 {% for h in groups['all'] %}
 {{ hostvars[h].ansible_host }} {{ h }}
 {% endfor %}
 EOF
-cat >"$tmp/play/bench.yml" <<'EOF'
+cat >"$WORK/play/bench.yml" <<'EOF'
 - name: playbook_bench
   hosts: all
   gather_facts: false
@@ -162,55 +162,55 @@ cat >"$tmp/play/bench.yml" <<'EOF'
         create: true
         mode: "0644"
 EOF
-tasks=$(grep -c '^    - name:' "$tmp/play/bench.yml")
+tasks=$(grep -c '^    - name:' "$WORK/play/bench.yml")
 
-bench_playbooks_dir=$tmp/play  # provisiond runs playbooks from its playbooks_dir only
+PLAYBOOKS_DIR=$WORK/play  # provisiond runs playbooks from its playbooks_dir only
 start_targets
-start_provisiond
+restart_provisiond
 enroll_nodes
 
 # --- Ansible: the same targets, key, known hosts and key exchange -------------
-mkdir -p "$tmp/ansible/home" "$tmp/ansible/local" "$tmp/cp"
+mkdir -p "$WORK/ansible/home" "$WORK/ansible/local" "$WORK/cp"
 {
   echo "[bench]"
   for ((i = 1; i <= nodes; i++)); do echo "$prefix$i ansible_host=${addr[i]}"; done
   echo "[bench:vars]"
-  echo "ansible_port=$port"
+  echo "ansible_port=$PORT"
   echo "ansible_user=root"
   echo "ansible_ssh_private_key_file=$key"
   echo "ansible_python_interpreter=/usr/bin/python3"
-} >"$tmp/ansible/inventory.ini"
-cat >"$tmp/ansible/ansible.cfg" <<EOF
+} >"$WORK/ansible/inventory.ini"
+cat >"$WORK/ansible/ansible.cfg" <<EOF
 [defaults]
-inventory = $tmp/ansible/inventory.ini
+inventory = $WORK/ansible/inventory.ini
 forks = $nodes
 host_key_checking = True
 retry_files_enabled = False
 interpreter_python = /usr/bin/python3
-local_tmp = $tmp/ansible/local
-remote_tmp = $tmp/ansible/remote
+local_tmp = $WORK/ansible/local
+remote_tmp = $WORK/ansible/remote
 stdout_callback = default
 deprecation_warnings = False
 nocows = 1
 
 [ssh_connection]
 pipelining = True
-ssh_args = -o ControlMaster=auto -o ControlPersist=60s -o KexAlgorithms=curve25519-sha256 -o UserKnownHostsFile=$tmp/known_hosts -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes -o BatchMode=yes
-control_path_dir = $tmp/cp
+ssh_args = -o ControlMaster=auto -o ControlPersist=60s -o KexAlgorithms=curve25519-sha256 -o UserKnownHostsFile=$WORK/known_hosts -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes -o BatchMode=yes
+control_path_dir = $WORK/cp
 control_path = %(directory)s/%%C
 EOF
-export ANSIBLE_CONFIG=$tmp/ansible/ansible.cfg ANSIBLE_HOME=$tmp/ansible/home
+export ANSIBLE_CONFIG=$WORK/ansible/ansible.cfg ANSIBLE_HOME=$WORK/ansible/home
 # sed reads all of it: with head, ansible-playbook could die of SIGPIPE.
 ansible_version=$(ansible-playbook --version 2>/dev/null | sed -n '1s/^ansible-playbook //p')
 
 masters_alive() {  # control master sockets in the control path directory
   local n=0 s
-  for s in "$tmp/cp"/*; do [[ -S $s ]] && n=$((n + 1)); done
+  for s in "$WORK/cp"/*; do [[ -S $s ]] && n=$((n + 1)); done
   echo "$n"
 }
 close_masters() {  # asks each control master to exit (they are ours)
   local s
-  for s in "$tmp/cp"/*; do
+  for s in "$WORK/cp"/*; do
     [[ -S $s ]] && ssh -F /dev/null -o ControlPath="$s" -O exit bench >/dev/null 2>&1 || true
   done
   for ((i = 0; i < 100; i++)); do
@@ -218,7 +218,7 @@ close_masters() {  # asks each control master to exit (they are ours)
     sleep 0.05
   done
 }
-cleanup_hooks+=(close_masters)
+CLEANUP_HOOKS+=(close_masters)
 
 # Checks what a run wrote: every node's files, with their contents.
 check_output() {  # $1: base directory, $2: what for messages
@@ -237,12 +237,12 @@ check_output() {  # $1: base directory, $2: what for messages
 # One measured run; appends a row to the table and sets: wall, server, changed.
 rows=()
 run_provisiond() {  # $1: round, $2: run number, $3: base, $4: connections; $runner
-  local t0 t1 rc=0 out="$tmp/p-$runner-$1-$2.json"
+  local t0 t1 rc=0 out="$WORK/p-$runner-$1-$2.json"
   t0=$(now)
-  "$provisionctl" playbook run "$tmp/play/bench.yml" "$prefix[1-$nodes]" -e "base=$3" --json \
-    --runner "$runner" >"$out" 2>"$tmp/p-$1-$2.err" || rc=$?
+  "$provisionctl" playbook run "$WORK/play/bench.yml" "$prefix[1-$nodes]" -e "base=$3" --json \
+    --runner "$runner" >"$out" 2>"$WORK/p-$1-$2.err" || rc=$?
   t1=$(now)
-  ((rc == 0)) || die "provisionctl playbook run exited $rc: $(tail -c 2000 "$tmp/p-$1-$2.err") $(jq -c '[.runs[] | select(.status != "ok") | {node, status, message}][:3]' "$out" 2>/dev/null)"
+  ((rc == 0)) || die "provisionctl playbook run exited $rc: $(tail -c 2000 "$WORK/p-$1-$2.err") $(jq -c '[.runs[] | select(.status != "ok") | {node, status, message}][:3]' "$out" 2>/dev/null)"
   wall=$(elapsed "$t0" "$t1")
   # --json: a "PLAYBOOK ..." line, then the runs as one JSON line.
   tail -n 1 "$out" >"$out.runs" && mv "$out.runs" "$out"
@@ -253,9 +253,9 @@ run_provisiond() {  # $1: round, $2: run number, $3: base, $4: connections; $run
   rows+=("$1 $side $2 $wall $server $changed $4")
 }
 run_ansible() {  # $1: round, $2: run number, $3: base, $4: connections
-  local t0 t1 rc=0 log="$tmp/a-$1-$2.log" recap failed
+  local t0 t1 rc=0 log="$WORK/a-$1-$2.log" recap failed
   t0=$(now)
-  ansible-playbook "$tmp/play/bench.yml" -e "base=$3" >"$log" 2>&1 || rc=$?
+  ansible-playbook "$WORK/play/bench.yml" -e "base=$3" >"$log" 2>&1 || rc=$?
   t1=$(now)
   ((rc == 0)) || die "ansible-playbook exited $rc: $(tail -n 30 "$log")"
   wall=$(elapsed "$t0" "$t1")
@@ -273,18 +273,18 @@ run_ansible() {  # $1: round, $2: run number, $3: base, $4: connections
 side_provisiond() {  # $1: round, $2: runner (native, ansible)
   local runner=$2 side base
   side=$([[ $2 == native ]] && echo provisiond || echo prov-ansible)
-  base="$tmp/out/$1-$side"
-  start_provisiond  # a restart: fresh sessions (and no ssh control masters)
+  base="$WORK/out/$1-$side"
+  restart_provisiond  # a restart: fresh sessions (and no ssh control masters)
   run_provisiond "$1" 1 "$base-1" fresh
   check_output "$base-1" "$side round $1 run 1"
   run_provisiond "$1" 2 "$base-1" persistent
-  ((changed == 0)) || die "$side round $1 run 2 changed $changed task(s), expected none: $("$provisionctl" run show "$(jq '.runs[0].id' "$tmp/p-$runner-$1-2.json")" 2>&1 | grep -i changed)"
+  ((changed == 0)) || die "$side round $1 run 2 changed $changed task(s), expected none: $("$provisionctl" run show "$(jq '.runs[0].id' "$WORK/p-$runner-$1-2.json")" 2>&1 | grep -i changed)"
   run_provisiond "$1" 3 "$base-3" persistent
   check_output "$base-3" "$side round $1 run 3"
   rm -rf "$base-1" "$base-3"
 }
 side_ansible() {  # $1: round
-  local base="$tmp/out/$1-ansible" alive
+  local base="$WORK/out/$1-ansible" alive
   close_masters
   run_ansible "$1" 1 "$base-1" "fresh"
   check_output "$base-1" "ansible round $1 run 1"

@@ -46,24 +46,16 @@ provisiond=$build_dir/provisiond/provisiond
 seeder=$build_dir/tests/bench/bench_seed_nodes
 json_out=${json_out:-$build_dir/tests/bench/recovery_bench.json}
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
-die() { echo "recovery_bench: $*" >&2; exit 1; }
+PROVISIOND=$provisiond WORK_NAME=recovery_bench
+# shellcheck source=tests/lib.sh
+source "$repo/tests/lib.sh"
 for f in "$provisiond" "$seeder"; do
   [[ -x $f ]] || die "$f is not built (ninja -C $build_dir provisiond bench_seed_nodes)"
 done
 [[ -x $nginx_bin ]] || die "nginx not found: apt-get install nginx-light"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/recovery_bench.XXXXXX")
-chmod 755 "$tmp"  # nginx's worker (nobody) reads its root below; data/ stays 0700
-provisiond_pid='' nginx_pid=''
-cleanup() {
-  [[ -z $provisiond_pid ]] || kill -9 "$provisiond_pid" 2>/dev/null || true
-  [[ -z $nginx_pid ]] || kill_nginx
-  wait 2>/dev/null || true
-  [[ -n ${KEEP_TMP:-} ]] || rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+chmod 755 "$WORK"  # nginx's worker (nobody) reads its root below; data/ stays 0700
+nginx_pid=''
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -85,73 +77,70 @@ first_200() {
 }
 
 echo "recovery_bench: seeding $nodes nodes"
-mkdir -p "$tmp/data" && chmod 700 "$tmp/data"
-"$seeder" "$tmp/data/provisiond.db" "$nodes" >/dev/null
+mkdir -p "$WORK/bench/data" && chmod 700 "$WORK/bench/data"
+"$seeder" "$WORK/bench/data/provisiond.db" "$nodes" >/dev/null
 port=$(free_port)
-cat >"$tmp/provisiond.yaml" <<EOF
-listen: 127.0.0.1:$port
-api_listen: 127.0.0.1:0
-data_dir: $tmp/data
-profiles_dir: $repo/profiles
-playbooks_dir: $repo/playbooks
-pxe_dir: $repo/pxe
-EOF
 last=$((nodes - 1))
 mac=$(printf '52-54-00-%02x-%02x-%02x' $(((last >> 16) & 255)) $(((last >> 8) & 255)) $((last & 255)))
 boot_url="http://127.0.0.1:$port/boot/$mac.ipxe"
 status_url="http://127.0.0.1:$port/api/v1/status"
 
-start_provisiond() {
-  started=$(now_ms)
-  "$provisiond" -c "$tmp/provisiond.yaml" >>"$tmp/provisiond.log" 2>&1 &
-  provisiond_pid=$!
-}
-start_provisiond
+started=$(now_ms)
+PROVISIOND_LISTEN=127.0.0.1:$port start_provisiond bench "api_listen: 127.0.0.1:0" "pxe_dir: $repo/pxe"
 first_200 "$boot_url" >/dev/null || die "provisiond did not start serving"
-token=$(sed -n 's/#.*//; s/^[[:space:]]*\([^[:space:]]\{1,\}\).*/\1/p' "$tmp/data/tokens" | head -n 1)
-status_url_auth=(-H "Authorization: Bearer $token")
-rss_kb=$(awk '/^VmRSS/ {print $2}' "/proc/$provisiond_pid/status")
+# After a kill -9, the same command again (timed from just before it).
+restart_provisiond() {
+  started=$(now_ms)
+  "$PROVISIOND" --config "$DATA/provisiond.yaml" >>"$WORK/provisiond-bench.log" 2>&1 &
+  PROVISIOND_PID=$!
+  PIDS+=("$PROVISIOND_PID")
+}
+status_url_auth=(-H "Authorization: Bearer $TOKEN")
+rss_kb=$(awk '/^VmRSS/ {print $2}' "/proc/$PROVISIOND_PID/status")
 
 # nginx: a static file at the same kind of path.
 nport=$(free_port)
-mkdir -p "$tmp/nginx/root/boot" "$tmp/nginx/tmp"
-echo '#!ipxe' >"$tmp/nginx/root/boot/$mac.ipxe"
-cat >"$tmp/nginx/nginx.conf" <<EOF
+mkdir -p "$WORK/nginx/root/boot" "$WORK/nginx/tmp"
+echo '#!ipxe' >"$WORK/nginx/root/boot/$mac.ipxe"
+cat >"$WORK/nginx/nginx.conf" <<EOF
 daemon off;
 worker_processes 1;
-pid $tmp/nginx/nginx.pid;
-error_log $tmp/nginx/error.log;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log;
 events { worker_connections 256; }
 http {
   access_log off;
-  client_body_temp_path $tmp/nginx/tmp; proxy_temp_path $tmp/nginx/tmp;
-  fastcgi_temp_path $tmp/nginx/tmp; uwsgi_temp_path $tmp/nginx/tmp; scgi_temp_path $tmp/nginx/tmp;
-  server { listen 127.0.0.1:$nport; root $tmp/nginx/root; }
+  client_body_temp_path $WORK/nginx/tmp; proxy_temp_path $WORK/nginx/tmp;
+  fastcgi_temp_path $WORK/nginx/tmp; uwsgi_temp_path $WORK/nginx/tmp; scgi_temp_path $WORK/nginx/tmp;
+  server { listen 127.0.0.1:$nport; root $WORK/nginx/root; }
 }
 EOF
 start_nginx() {
   started=$(now_ms)
-  "$nginx_bin" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" &
+  "$nginx_bin" -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" &
   nginx_pid=$!
 }
 # nginx's worker is its master's child, left orphaned by a SIGKILL of the
 # master: both by pid.
 kill_nginx() {
-  pgrep -P "$nginx_pid" >"$tmp/nginx/worker.pids" || true
+  pgrep -P "$nginx_pid" >"$WORK/nginx/worker.pids" || true
   kill -9 "$nginx_pid" 2>/dev/null || true
   wait "$nginx_pid" 2>/dev/null || true
-  xargs -r kill -9 <"$tmp/nginx/worker.pids" 2>/dev/null || true
+  xargs -r kill -9 <"$WORK/nginx/worker.pids" 2>/dev/null || true
   nginx_pid=''
 }
+# shellcheck disable=SC2016 # expanded at cleanup
+CLEANUP_HOOKS+=('[[ -z $nginx_pid ]] || kill_nginx')
 start_nginx
 first_200 "http://127.0.0.1:$nport/boot/$mac.ipxe" >/dev/null || die "nginx did not start serving"
 
 printf '%-6s %-11s %16s %16s\n' round server "first boot 200" "first status 200"
 p_boot=() p_status=() n_boot=()
 for ((r = 1; r <= rounds; r++)); do
-  kill -9 "$provisiond_pid"
-  wait "$provisiond_pid" 2>/dev/null || true
-  start_provisiond
+  kill -9 "$PROVISIOND_PID"
+  wait "$PROVISIOND_PID" 2>/dev/null || true
+  stop_pid "$PROVISIOND_PID"  # gone already: this takes it out of PIDS
+  restart_provisiond
   b=$(first_200 "$boot_url") || die "provisiond did not serve again"
   # /status needs the token: timed from the same start, polled after.
   s=''

@@ -54,37 +54,37 @@ now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
 wall() { sed -n 's/.*"wall_s":\([0-9.]*\).*/\1/p' "$1"; }
 
-# One size, in a subshell (its own temp dir, provisiond, cleanup); prints
+# One size, on a fresh data dir (removed after); sets result to
 # "SIZE ENROLL_S BOOT_S GET_S LIST_MS RSS_KIB".
 measure() {
   local n=$1 t i list_ms=()
-  bench_init
-  extra_config="ssh.port: 1
-listen_connections: $((n + 1024))"
-  start_provisiond
+  start_bench_provisiond "ssh.port: 1" "listen_connections: $((n + 1024))"
   setup_lab_image 1 4
-  "$node_sim" --url "$provisiond_url" --token "$token" --nodes "$n" --prefix lab --enroll \
-    --concurrency 16 >"$tmp/enroll.json" || die "enrolling $n nodes failed: $(cat "$tmp/enroll.json")"
-  "$node_sim" --url "$provisiond_url" --nodes "$work" --prefix lab --hello --concurrency 16 \
-    >"$tmp/boot.json" 2>"$tmp/boot.err" || die "booting $work of $n nodes failed: $(cat "$tmp/boot.json" "$tmp/boot.err")"
+  "$node_sim" --url "$URL" --token "$TOKEN" --nodes "$n" --prefix lab --enroll \
+    --concurrency 16 >"$DATA/enroll.json" || die "enrolling $n nodes failed: $(cat "$DATA/enroll.json")"
+  "$node_sim" --url "$URL" --nodes "$work" --prefix lab --hello --concurrency 16 \
+    >"$DATA/boot.json" 2>"$DATA/boot.err" || die "booting $work of $n nodes failed: $(cat "$DATA/boot.json" "$DATA/boot.err")"
   for ((i = 0; i < work; i++)); do
-    printf 'url = "%s/api/v1/nodes/lab%05d"\noutput = /dev/null\n' "$provisiond_url" $((i * (n / work)))
-  done >"$tmp/get.curl"
+    printf 'url = "%s/api/v1/nodes/lab%05d"\noutput = /dev/null\n' "$URL" $((i * (n / work)))
+  done >"$DATA/get.curl"
   t=$(now)
-  curl -sf --noproxy '*' -H "Authorization: Bearer $token" -K "$tmp/get.curl" || die "GET of one node failed"
+  curl -sf --noproxy '*' -H "Authorization: Bearer $TOKEN" -K "$DATA/get.curl" || die "GET of one node failed"
   local get_s
   get_s=$(since "$t")
   for i in 1 2 3 4 5; do
-    list_ms+=("$(curl -sf --noproxy '*' -H "Authorization: Bearer $token" -o "$tmp/list.json" \
-      -w '%{time_total}' "$provisiond_url/api/v1/nodes" | awk '{ printf "%.2f", $1 * 1000 }')")
+    list_ms+=("$(curl -sf --noproxy '*' -H "Authorization: Bearer $TOKEN" -o "$DATA/list.json" \
+      -w '%{time_total}' "$URL/api/v1/nodes" | awk '{ printf "%.2f", $1 * 1000 }')")
   done
-  grep -q "\"count\":$n}" "$tmp/list.json" || die "the list does not hold $n nodes"
-  echo "$n $(wall "$tmp/enroll.json") $(wall "$tmp/boot.json") $get_s $(median "${list_ms[@]}") $(awk '/VmRSS/ {print $2}' "/proc/$provisiond_pid/status")"
+  grep -q "\"count\":$n}" "$DATA/list.json" || die "the list does not hold $n nodes"
+  result="$n $(wall "$DATA/enroll.json") $(wall "$DATA/boot.json") $get_s $(median "${list_ms[@]}") $(awk '/VmRSS/ {print $2}' "/proc/$PROVISIOND_PID/status")"
+  stop_pid "$PROVISIOND_PID"
+  rm -rf "$DATA"
 }
 results=()
 for n in "${size_list[@]}"; do
   echo "$bench: $n nodes in the inventory..." >&2
-  results+=("$( (measure "$n"))") || exit 1
+  measure "$n"
+  results+=("$result")
 done
 read -r n1 e1 b1 g1 l1 r1 <<<"${results[0]}"
 read -r n2 e2 b2 g2 l2 r2 <<<"${results[1]}"

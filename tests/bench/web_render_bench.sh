@@ -59,7 +59,10 @@ if [[ -z $nginx_bin ]]; then
   [[ -n $nginx_bin ]] || nginx_bin=/usr/sbin/nginx
 fi
 
-die() { echo "web_render_bench: $*" >&2; exit 1; }
+PROVISIOND=$provisiond WORK_NAME=web-render-bench
+# shellcheck source=tests/lib.sh
+source "$repo/tests/lib.sh"
+FAILURE_LOGS+=("$WORK/nginx/error.log")
 for f in "$provisiond" "$seeder"; do
   [[ -x $f ]] || die "$f is not built (cmake --build $build_dir), or pass its path"
 done
@@ -71,115 +74,72 @@ command -v curl >/dev/null || die "curl not found"
 mkdir -p "$(dirname "$json_out")"
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/web-render-bench.XXXXXX")
-provisiond_pid='' nginx_pid=''
-
-stop_pid() {
-  local pid=$1 i
-  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 100; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null || true
-}
-cleanup() {
-  local rc=$?
-  stop_pid "$nginx_pid"
-  stop_pid "$provisiond_pid"
-  if ((rc != 0)); then
-    for log in "$tmp/provisiond.log" "$tmp/nginx/error.log"; do
-      [[ -s $log ]] && { echo "--- $log (last lines)" >&2; tail -n 20 "$log" >&2; }
-    done
-  fi
-  rm -rf "$tmp"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+nginx_pid=''
 # The browser's HOME, cache and crash dumps stay in the directory.
-export HOME="$tmp/home" XDG_CONFIG_HOME="$tmp/home/.config" XDG_CACHE_HOME="$tmp/home/.cache"
+export HOME="$WORK/home" XDG_CONFIG_HOME="$WORK/home/.config" XDG_CACHE_HOME="$WORK/home/.cache"
 mkdir -p "$HOME"
 
 # --- provisiond, seeded before it starts -----------------------------------
-mkdir -p "$tmp/data"
-chmod 700 "$tmp/data"
-cat >"$tmp/provisiond.yaml" <<EOF
-listen: 127.0.0.1:0
-data_dir: $tmp/data
-profiles_dir: $repo/profiles
-playbooks_dir: $repo/playbooks
-web_dir: $repo/web
-EOF
-"$seeder" "$tmp/data/provisiond.db" "$nodes" >&2
-"$provisiond" -c "$tmp/provisiond.yaml" >"$tmp/provisiond.log" 2>&1 &
-provisiond_pid=$!
-for ((i = 0; i < 200; i++)); do  # up to 10 s
-  [[ -s $tmp/data/provisiond.url ]] && break
-  kill -0 "$provisiond_pid" 2>/dev/null || die "provisiond exited during start"
-  sleep 0.05
-done
-[[ -s $tmp/data/provisiond.url ]] || die "provisiond wrote no $tmp/data/provisiond.url in 10 s"
-provisiond_url=$(<"$tmp/data/provisiond.url")
-token=$(awk '!/^#/ && NF {print $1; exit}' "$tmp/data/tokens")
+mkdir -p "$WORK/bench/data"
+chmod 700 "$WORK/bench/data"
+"$seeder" "$WORK/bench/data/provisiond.db" "$nodes" >&2
+start_provisiond bench "web_dir: $repo/web"
 
 # --- the same page and snapshots for nginx ----------------------------------
-mkdir -p "$tmp/www/web" "$tmp/www/api/v1"
-cp "$repo/web/index.html" "$tmp/www/index.html"
-cp "$repo/web/"*.js "$repo/web/"*.css "$tmp/www/web/"
+mkdir -p "$WORK/www/web" "$WORK/www/api/v1"
+cp "$repo/web/index.html" "$WORK/www/index.html"
+cp "$repo/web/"*.js "$repo/web/"*.css "$WORK/www/web/"
 for p in status nodes; do
-  code=$(curl -sS --noproxy '*' -o "$tmp/www/api/v1/$p" -w '%{http_code}' -H "Authorization: Bearer $token" "$provisiond_url/api/v1/$p")
-  [[ $code == 200 ]] || die "GET $provisiond_url/api/v1/$p answered $code"
+  code=$(curl -sS --noproxy '*' -o "$WORK/www/api/v1/$p" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" "$URL/api/v1/$p")
+  [[ $code == 200 ]] || die "GET $URL/api/v1/$p answered $code"
 done
-count=$(tail -c 40 "$tmp/www/api/v1/nodes" | sed -n 's/.*"count":\([0-9]*\)}$/\1/p')
+count=$(tail -c 40 "$WORK/www/api/v1/nodes" | sed -n 's/.*"count":\([0-9]*\)}$/\1/p')
 [[ $count == "$nodes" ]] || die "GET /api/v1/nodes listed '${count}' nodes, expected $nodes"
 # The pages the web page asks for (GET /api/v1/nodes?limit=2000&after=NAME), as
 # provisiond answers them: nginx serves page-<after>.json for each.
-mkdir -p "$tmp/www/api/v1/pages"
+mkdir -p "$WORK/www/api/v1/pages"
 after=''
 while :; do
-  page="$tmp/www/api/v1/pages/after-$after.json"
-  code=$(curl -sS --noproxy '*' -o "$page" -w '%{http_code}' -H "Authorization: Bearer $token" \
-    "$provisiond_url/api/v1/nodes?limit=2000${after:+&after=$after}")
+  page="$WORK/www/api/v1/pages/after-$after.json"
+  code=$(curl -sS --noproxy '*' -o "$page" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
+    "$URL/api/v1/nodes?limit=2000${after:+&after=$after}")
   [[ $code == 200 ]] || die "GET /api/v1/nodes?limit=2000&after=$after answered $code"
   after=$(grep -o '"next":"[^"]*"' "$page" | cut -d'"' -f4 || true)
   [[ -n $after ]] || break
 done
-chmod 711 "$tmp"
-chmod -R a+rX "$tmp/www"
-mkdir -p "$tmp/nginx"
+chmod 711 "$WORK"
+chmod -R a+rX "$WORK/www"
+mkdir -p "$WORK/nginx"
 start_nginx() {  # $1: port; returns 0 once nginx answers on it
   local port=$1 i
-  cat >"$tmp/nginx/nginx.conf" <<EOF
+  cat >"$WORK/nginx/nginx.conf" <<EOF
 worker_processes 1;
-pid $tmp/nginx/nginx.pid;
-error_log $tmp/nginx/error.log warn;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log warn;
 events { worker_connections 64; }
 http {
   access_log off;
   sendfile on;
   tcp_nopush on;
-  client_body_temp_path $tmp/nginx/body;
-  proxy_temp_path $tmp/nginx/proxy;
-  fastcgi_temp_path $tmp/nginx/fastcgi;
-  uwsgi_temp_path $tmp/nginx/uwsgi;
-  scgi_temp_path $tmp/nginx/scgi;
+  client_body_temp_path $WORK/nginx/body;
+  proxy_temp_path $WORK/nginx/proxy;
+  fastcgi_temp_path $WORK/nginx/fastcgi;
+  uwsgi_temp_path $WORK/nginx/uwsgi;
+  scgi_temp_path $WORK/nginx/scgi;
   types { text/html html; text/javascript js; text/css css; }
   server {
     listen 127.0.0.1:$port;
-    root $tmp/www;
+    root $WORK/www;
     location /api/v1/ { default_type application/json; }
     location = /api/v1/nodes { default_type application/json; try_files /api/v1/pages/after-\$arg_after.json =404; }
     location = /api/v1/events { return 503; }
   }
 }
 EOF
-  "$nginx_bin" -p "$tmp/nginx" -e "$tmp/nginx/error.log" -c "$tmp/nginx/nginx.conf" \
-    -g 'daemon off;' >>"$tmp/nginx/stdout.log" 2>&1 &
+  "$nginx_bin" -p "$WORK/nginx" -e "$WORK/nginx/error.log" -c "$WORK/nginx/nginx.conf" \
+    -g 'daemon off;' >>"$WORK/nginx/stdout.log" 2>&1 &
   nginx_pid=$!
+  PIDS+=("$nginx_pid")
   for ((i = 0; i < 100; i++)); do  # up to 5 s
     curl -sfI --noproxy '*' -o /dev/null "http://127.0.0.1:$port/api/v1/nodes" && return 0
     kill -0 "$nginx_pid" 2>/dev/null || break
@@ -197,21 +157,21 @@ for ((try = 0; try < 5; try++)); do
 done
 [[ -n $nginx_port ]] || die "nginx did not start (see its error log below)"
 nginx_url="http://127.0.0.1:$nginx_port"
-for f in "$tmp/www/api/v1/pages/"after-*.json; do
+for f in "$WORK/www/api/v1/pages/"after-*.json; do
   after=${f##*/after-}
   after=${after%.json}
-  curl -sS --noproxy '*' -o "$tmp/nginx-body" "$nginx_url/api/v1/nodes?limit=2000${after:+&after=$after}"
-  cmp -s "$tmp/nginx-body" "$f" || die "nginx does not serve the same bytes as provisiond for the page after '$after'"
+  curl -sS --noproxy '*' -o "$WORK/nginx-body" "$nginx_url/api/v1/nodes?limit=2000${after:+&after=$after}"
+  cmp -s "$WORK/nginx-body" "$f" || die "nginx does not serve the same bytes as provisiond for the page after '$after'"
 done
 
 # --- measurement -------------------------------------------------------------
-servers="[{\"name\":\"provisiond\",\"url\":\"$provisiond_url\"},{\"name\":\"nginx\",\"url\":\"$nginx_url\"}]"
-TOKEN=$token SERVERS=$servers LOADS=$loads COUNT=$nodes CHROMIUM=$chromium \
-  node "$repo/tests/bench/web_render_bench.js" >"$tmp/result.json"
+servers="[{\"name\":\"provisiond\",\"url\":\"$URL\"},{\"name\":\"nginx\",\"url\":\"$nginx_url\"}]"
+TOKEN=$TOKEN SERVERS=$servers LOADS=$loads COUNT=$nodes CHROMIUM=$chromium \
+  node "$repo/tests/bench/web_render_bench.js" >"$WORK/result.json"
 
 nginx_version=$("$nginx_bin" -v 2>&1 | sed 's/^nginx version: //')
 date_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-node - "$tmp/result.json" "$json_out" "$date_utc" "$(uname -n)" "$(nproc)" "$load_before" "$nginx_version" <<'EOF'
+node - "$WORK/result.json" "$json_out" "$date_utc" "$(uname -n)" "$(nproc)" "$load_before" "$nginx_version" <<'EOF'
 const fs = require('fs');
 const [file, out, date, host, cpus, load, nginx] = process.argv.slice(2);
 const r = JSON.parse(fs.readFileSync(file, 'utf8'));
