@@ -11,6 +11,7 @@
 
 #include "../output/node.h"
 #include "base/hostlist.h"
+#include "base/json_fields.h"
 #include "common.h"
 #include "table.h"
 
@@ -41,23 +42,7 @@ int64_t NowMs() {
 // drivers exist and what each needs is provisiond's to say (power/registry.h),
 // and its error is printed as it comes.
 Result<json> ParsePowerSpec(const std::string& spec) {
-  json out = json::object();
-  if (spec.empty() || spec == "none") return out;
-  std::stringstream in(spec);
-  std::string part;
-  while (std::getline(in, part, ',')) {
-    size_t eq = part.find('=');
-    if (eq == std::string::npos) {
-      if (out.empty()) {
-        out["driver"] = part;  // a driver alone
-        continue;
-      }
-      return Status::Invalid("power setting '" + part + "' is not key=value");
-    }
-    if (eq == 0) return Status::Invalid("power setting '" + part + "' has no key");
-    out[part.substr(0, eq)] = part.substr(eq + 1);
-  }
-  return out;
+  return ParseSettingsList(spec, "driver", "power setting");
 }
 
 // The nodes a hostlist names; a single name (or a MAC, which has colons but

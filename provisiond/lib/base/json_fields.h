@@ -6,7 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <sstream>
 #include <string>
+
+#include "base/result.h"
 
 namespace prov {
 
@@ -30,6 +33,29 @@ inline uint64_t JsonUint(const nlohmann::json& o, const char* key) {
     return d >= 18446744073709549568.0 ? UINT64_MAX : d > 0 ? static_cast<uint64_t>(d) : 0;
   }
   return 0;
+}
+
+// A settings list as written on a command line or in a config,
+// "NAME,KEY=VALUE,...", as the object {bare_key: NAME, KEY: VALUE, ...}; a
+// bare NAME only first. Empty or "none": {}. `what` names it in errors
+// ("power setting"). Only the syntax: what the keys mean is the reader's.
+inline Result<nlohmann::json> ParseSettingsList(const std::string& spec, const char* bare_key,
+                                                const std::string& what) {
+  nlohmann::json out = nlohmann::json::object();
+  if (spec.empty() || spec == "none") return out;
+  std::stringstream in(spec);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    size_t eq = part.find('=');
+    if (eq == std::string::npos) {
+      if (!out.empty()) return Status::Invalid(what + " '" + part + "' is not key=value");
+      out[bare_key] = part;
+      continue;
+    }
+    if (eq == 0) return Status::Invalid(what + " '" + part + "' has no key");
+    out[part.substr(0, eq)] = part.substr(eq + 1);
+  }
+  return out;
 }
 
 }  // namespace prov

@@ -2,6 +2,8 @@
 // acted on through the driver it names (power/registry.h).
 #include "power/power.h"
 
+#include "base/json_fields.h"
+
 #include <sstream>
 
 namespace prov {
@@ -23,21 +25,9 @@ Status ValidatePowerConfig(const nlohmann::json& power) {
 }
 
 Result<nlohmann::json> ParsePowerSpec(const std::string& spec) {
-  nlohmann::json out = nlohmann::json::object();
-  if (spec.empty() || spec == "none") return out;
-  std::stringstream in(spec);
-  std::string part;
-  while (std::getline(in, part, ',')) {
-    size_t eq = part.find('=');
-    if (eq == std::string::npos) {
-      if (out.empty()) {
-        out["driver"] = part;  // "wol" alone
-        continue;
-      }
-      return Status::Invalid("power setting '" + part + "' is not key=value");
-    }
-    out[part.substr(0, eq)] = part.substr(eq + 1);
-  }
+  auto parsed = ParseSettingsList(spec, "driver", "power setting");
+  if (!parsed.ok() || parsed->empty()) return parsed;  // "none": no power driver
+  nlohmann::json out = std::move(*parsed);
   Status s = ValidatePowerConfig(out);
   if (!s.ok()) return s;
   return out;
