@@ -324,8 +324,21 @@ function factsHtml(n) {
   add('accelerators', acc.length ? acc.map((d) =>
     `<span class="mono">${esc(d.vendor_id + ':' + d.device_id)}</span> ${esc(ACCEL_VENDORS[d.vendor_id])} ${esc(d.device)}` +
     (d.driver ? ` <span class="muted">(${esc(d.driver)})</span>` : '')).join('<br>') : '<span class="muted">none</span>');
-  if (Array.isArray(f.disks)) add('disks', f.disks.map((d) =>
-    esc(`${d.name} ${d.model || ''} ${d.bytes ? (d.bytes / 1e9).toFixed(0) + ' GB' : ''}`)).join('<br>'));
+  if (f.storage && typeof f.storage === 'object') {
+    add('storage', esc(f.storage.state || '') + (Array.isArray(f.storage.volumes) ? '<br>' +
+      f.storage.volumes.map((v) => esc(`${v.name}: ${v.state}${v.mount ? ' at ' + v.mount : ''}` +
+        `${v.uuid ? ' (UUID ' + v.uuid + ')' : ''}${v.reason ? ' — ' + v.reason : ''}`)).join('<br>') : ''));
+  }
+  let disks = '';
+  if (Array.isArray(f.disks) && f.disks.length) {
+    disks = '<h3>Disks</h3><table class="disks"><thead><tr><th>disk</th><th>by-id</th><th>transport</th>' +
+      '<th>size</th><th>model</th><th>holds</th></tr></thead><tbody>' +
+      f.disks.map((d) => `<tr><td class="mono">${esc(d.name)}</td>` +
+        `<td class="mono">${esc((d.by_id || '').replace('/dev/disk/by-id/', ''))}</td><td>${esc(d.transport)}</td>` +
+        `<td>${esc(d.size_bytes ? (d.size_bytes / 1e9).toFixed(d.size_bytes < 1e10 ? 1 : 0) + ' GB' : '')}</td>` +
+        `<td>${esc(d.model)}</td><td>${esc(d.content)}${d.system ? ' (the system)' : ''}</td></tr>`).join('') +
+      '</tbody></table>';
+  }
   if (Array.isArray(f.nics)) add('NICs', f.nics.map((d) => esc(`${d.name} ${d.mac || ''}`)).join('<br>'));
   let pci = '';
   if (Array.isArray(f.pci) && f.pci.length) {
@@ -334,7 +347,7 @@ function factsHtml(n) {
         `<td class="mono">${esc(d.class)}</td><td>${esc(d.vendor)} ${esc(d.device)}</td><td>${esc(d.driver)}</td></tr>`).join('') +
       '</tbody></table>';
   }
-  return `<dl class="facts">${rows.join('')}</dl>${pci}` +
+  return `<dl class="facts">${rows.join('')}</dl>${disks}${pci}` +
     `<details><summary>all facts (JSON)</summary><pre>${esc(JSON.stringify(f, null, 2))}</pre></details>`;
 }
 

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 namespace prov::agent {
 namespace fs = std::filesystem;
@@ -110,21 +112,127 @@ nlohmann::json Nics(const std::string& root) {
   return list;
 }
 
+// What the first 68 KiB of a disk hold, by the signatures at the offsets the
+// formats define: "empty" when all of it is zero.
+std::string DiskContent(const std::string& device) {
+  std::ifstream in(device, std::ios::binary);
+  if (!in) return "unknown";
+  std::string b(68 * 1024, '\0');
+  in.read(b.data(), static_cast<std::streamsize>(b.size()));
+  b.resize(static_cast<size_t>(in.gcount()));
+  auto at = [&](size_t off, std::string_view sig) {
+    return b.size() >= off + sig.size() && b.compare(off, sig.size(), sig) == 0;
+  };
+  if (at(4096, "\xfc\x4e\x2b\xa9")) return "md";  // md superblock 1.2
+  if (at(512, "EFI PART")) return "gpt";
+  if (at(512, "LABELONE") || at(536, "LVM2 001")) return "lvm";
+  if (at(0, "XFSB")) return "xfs";
+  if (at(1080, "\x53\xef")) return "ext4";
+  if (at(65600, "_BHRfS_M")) return "btrfs";
+  if (at(3, "NTFS    ")) return "ntfs";
+  if (at(4086, "SWAPSPACE2")) return "swap";
+  if (at(510, "\x55\xaa")) return "mbr";
+  if (b.empty()) return "unknown";
+  return b.find_first_not_of('\0') == std::string::npos ? "empty" : "data";
+}
+
+// The bus a block device hangs off, from its place under /sys/devices.
+std::string Transport(const std::string& sys_path) {
+  if (sys_path.find("/nvme") != std::string::npos) return "nvme";
+  if (sys_path.find("/usb") != std::string::npos) return "usb";
+  if (sys_path.find("/virtio") != std::string::npos) return "virtio";
+  if (sys_path.find("/mmc") != std::string::npos) return "mmc";
+  if (sys_path.find("/ata") != std::string::npos) return "sata";
+  if (sys_path.find("/sas") != std::string::npos ||
+      sys_path.find("/end_device") != std::string::npos)
+    return "sas";
+  if (sys_path.find("/host") != std::string::npos) return "scsi";
+  return "";
+}
+
+// Kernel names of the block devices the running system stands on: mounted
+// at /, /boot, /usr or /var, or swap (a partition's disk counts).
+std::set<std::string> SystemDevices(const std::string& root) {
+  std::set<std::string> out;
+  std::ifstream mounts(root + "/proc/self/mounts");
+  std::string dev, dir, rest;
+  while (mounts >> dev >> dir && std::getline(mounts, rest))
+    if (dev.rfind("/dev/", 0) == 0 &&
+        (dir == "/" || dir == "/boot" || dir == "/boot/efi" || dir == "/usr" || dir == "/var"))
+      out.insert(fs::path(dev).filename().string());
+  std::ifstream swaps(root + "/proc/swaps");
+  std::getline(swaps, rest);  // the header
+  while (swaps >> dev && std::getline(swaps, rest))
+    if (dev.rfind("/dev/", 0) == 0) out.insert(fs::path(dev).filename().string());
+  return out;
+}
+
 nlohmann::json Disks(const std::string& root) {
   nlohmann::json list = nlohmann::json::array();
   std::error_code ec;
   std::vector<fs::path> disks;
   for (const auto& e : fs::directory_iterator(root + "/sys/block", ec)) disks.push_back(e.path());
   std::sort(disks.begin(), disks.end());
+  // /dev/disk/by-id: the stable names, by the device they point at.
+  std::map<std::string, std::vector<std::string>> ids;
+  for (const auto& e : fs::directory_iterator(root + "/dev/disk/by-id", ec)) {
+    std::error_code lec;
+    auto target = fs::read_symlink(e.path(), lec);
+    if (!lec) ids[target.filename().string()].push_back(e.path().filename().string());
+  }
+  const std::set<std::string> system = SystemDevices(root);
   for (const auto& d : disks) {
     std::string name = d.filename().string();
-    if (name.rfind("loop", 0) == 0 || name.rfind("ram", 0) == 0 || name.rfind("zram", 0) == 0)
+    if (name.rfind("loop", 0) == 0 || name.rfind("ram", 0) == 0 || name.rfind("zram", 0) == 0 ||
+        name.rfind("md", 0) == 0 || name.rfind("dm-", 0) == 0 || name.rfind("sr", 0) == 0 ||
+        name.rfind("nbd", 0) == 0)
       continue;
     uint64_t sectors = std::strtoull(Read(d / "size").c_str(), nullptr, 10);
-    list.push_back({{"name", name},
-                    {"size_bytes", sectors * 512},
-                    {"model", Read(d / "device/model")},
-                    {"rotational", Read(d / "queue/rotational") == "1"}});
+    std::vector<std::string> mine = ids[name];
+    std::sort(mine.begin(), mine.end());
+    // The name to keep: the model-and-serial one (nvme-, ata-, scsi-,
+    // usb-, virtio-) before the wwn-/eui. ones that only some disks have.
+    std::string by_id;
+    for (const auto& id : mine)
+      if (id.rfind("wwn-", 0) != 0 && id.find(".") == std::string::npos &&
+          id.rfind("nvme-nvme.", 0) != 0) {
+        by_id = id;
+        break;
+      }
+    if (by_id.empty() && !mine.empty()) by_id = mine.front();
+    std::string serial = Read(d / "device/serial");
+    if (serial.empty()) serial = Read(d / "serial");
+    if (serial.empty() && by_id.find('_') != std::string::npos)
+      serial = by_id.substr(by_id.rfind('_') + 1);
+    else if (serial.empty() && by_id.rfind("virtio-", 0) == 0)
+      serial = by_id.substr(7);  // virtio-SERIAL
+    std::string model = Read(d / "device/model");
+    std::error_code lec;
+    std::string sys_path = fs::read_symlink(d, lec).string();
+    if (lec) sys_path = fs::read_symlink(d / "device", lec).string();
+    bool on_system = system.count(name) > 0;
+    int partitions = 0;
+    for (const auto& p : fs::directory_iterator(d, ec)) {
+      const std::string part = p.path().filename().string();
+      if (part.rfind(name, 0) != 0 || !fs::exists(p.path() / "partition", lec)) continue;
+      ++partitions;
+      if (system.count(part)) on_system = true;
+    }
+    nlohmann::json disk = {{"name", name},
+                           {"size_bytes", sectors * 512},
+                           {"model", model},
+                           {"serial", serial},
+                           {"rotational", Read(d / "queue/rotational") == "1"},
+                           {"removable", Read(d / "removable") == "1"},
+                           {"transport", Transport(sys_path)},
+                           {"partitions", partitions},
+                           {"content", DiskContent(root + "/dev/" + name)},
+                           {"system", on_system}};
+    if (!by_id.empty()) {
+      disk["by_id"] = "/dev/disk/by-id/" + by_id;
+      disk["ids"] = mine;
+    }
+    list.push_back(disk);
   }
   return list;
 }
@@ -182,6 +290,10 @@ PciNames LookupPciNames(const std::string& text, const std::string& vendor_id,
   return out;
 }
 
+nlohmann::json CollectDisks(const std::string& root) {
+  return Disks(root);
+}
+
 nlohmann::json CollectFacts(const std::string& root) {
   std::string pci_ids;
   for (const char* p : {"/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids"}) {
@@ -225,6 +337,15 @@ nlohmann::json CollectFacts(const std::string& root) {
   struct utsname u {};
   if (arch.empty() && (root.empty() || root == "/") && uname(&u) == 0) arch = u.machine;
   if (!arch.empty()) facts["arch"] = arch;
+  // What provision-storage did at this boot (storage.h), for the hello.
+  std::ifstream storage(root + "/run/provision/storage.json");
+  if (storage) {
+    auto outcome = nlohmann::json::parse(storage, nullptr, false);
+    facts["storage"] = outcome.is_discarded()
+                           ? nlohmann::json{{"state", "failed"},
+                                            {"reason", "run/provision/storage.json does not parse"}}
+                           : outcome;
+  }
   return facts;
 }
 

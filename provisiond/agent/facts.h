@@ -12,6 +12,11 @@ namespace prov::agent {
 
 // `root` is "/" on a node; tests pass a directory laid out like one.
 nlohmann::json CollectFacts(const std::string& root);
+// The `disks` part alone: each block device that is a disk (not loop, ram,
+// md, dm), with its stable /dev/disk/by-id name, model, serial, size,
+// transport, what its first sectors hold (empty, gpt, mbr, md, ext4, xfs,
+// ...) and whether the running system stands on it.
+nlohmann::json CollectDisks(const std::string& root);
 
 // "Intel Corporation" / "DG2 [Arc A770]" from a pci.ids text.
 struct PciNames {

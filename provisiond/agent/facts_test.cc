@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 namespace prov::agent {
 namespace {
@@ -88,6 +89,71 @@ TEST_CASE("facts from a fake node: CPU, memory, PCI with names, NICs, disks, hos
         nlohmann::json{{"uefi", true}, {"secure_boot", true}});
   Put(var, std::string("\x06\x00\x00\x00\x00", 5));
   CHECK(CollectFacts(r.string())["firmware"]["secure_boot"] == false);
+  fs::remove_all(r);
+}
+
+TEST_CASE("disks: stable names, transport, what they hold, and the system's own") {
+  fs::path r = fs::temp_directory_path() / ("provision-disks-" + std::to_string(getpid()));
+  fs::remove_all(r);
+  auto disk = [&](const std::string& name, const std::string& sys, uint64_t sectors,
+                  const std::string& content) {
+    Put(r / "sys/devices" / sys / name / "size", std::to_string(sectors) + "\n");
+    Put(r / "sys/devices" / sys / name / "queue/rotational", "0\n");
+    fs::create_directories(r / "sys/block");
+    fs::create_symlink("../devices/" + sys + "/" + name, r / "sys/block" / name);
+    Put(r / "dev" / name, content);
+  };
+  std::string gpt(70 * 1024, '\0');
+  gpt.replace(512, 8, "EFI PART");
+  std::string ext4(70 * 1024, '\0');
+  ext4.replace(1080, 2, "\x53\xef");
+  std::string md(70 * 1024, '\0');
+  md.replace(4096, 4, "\xfc\x4e\x2b\xa9");
+  disk("nvme0n1", "pci0000:00/0000:00:06.0/nvme/nvme0", 3907029168ULL,
+       std::string(70 * 1024, '\0'));
+  Put(r / "sys/devices/pci0000:00/0000:00:06.0/nvme/nvme0/nvme0n1/device/model",
+      "Samsung SSD 990 PRO 2TB\n");
+  Put(r / "sys/devices/pci0000:00/0000:00:06.0/nvme/nvme0/nvme0n1/device/serial", "S7DNNJ0X\n");
+  disk("vda", "pci0000:00/0000:00:04.0/virtio1/block", 2097152, md);
+  disk("sda", "pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0/block", 1000000, gpt);
+  Put(r / "sys/devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0/block/sda/sda2/"
+          "partition",
+      "2\n");
+  disk("sdb", "pci0000:00/0000:00:14.0/usb2/2-1/2-1:1.0/host1/target1:0:0/1:0:0:0/block", 1000,
+       ext4);
+  disk("loop0", "virtual/block", 100, "");
+  disk("md127", "virtual/block", 100, "");
+  fs::create_directories(r / "dev/disk/by-id");
+  fs::create_symlink("../../nvme0n1", r / "dev/disk/by-id/nvme-Samsung_SSD_990_PRO_2TB_S7DNNJ0X");
+  fs::create_symlink("../../nvme0n1", r / "dev/disk/by-id/nvme-eui.0025384c41a0b7d2");
+  fs::create_symlink("../../vda", r / "dev/disk/by-id/virtio-lab-scratch-1");
+  fs::create_symlink("../../sda", r / "dev/disk/by-id/ata-WDC_WD10_123");
+  fs::create_symlink("../../sda2", r / "dev/disk/by-id/ata-WDC_WD10_123-part2");
+  Put(r / "proc/self/mounts", "/dev/sda2 / ext4 rw 0 0\nnode:/img /usr nfs ro 0 0\n");
+
+  auto disks = CollectFacts(r.string())["disks"];
+  REQUIRE(disks.size() == 4);  // loop and md devices are not disks
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& d : disks) by_name[d["name"].get<std::string>()] = d;
+  const auto& nvme = by_name.at("nvme0n1");
+  CHECK(nvme["by_id"] == "/dev/disk/by-id/nvme-Samsung_SSD_990_PRO_2TB_S7DNNJ0X");
+  CHECK(nvme["ids"].size() == 2);
+  CHECK(nvme["transport"] == "nvme");
+  CHECK(nvme["serial"] == "S7DNNJ0X");
+  CHECK(nvme["model"] == "Samsung SSD 990 PRO 2TB");
+  CHECK(nvme["size_bytes"] == 3907029168ULL * 512);
+  CHECK(nvme["content"] == "empty");
+  CHECK(nvme["system"] == false);
+  CHECK(by_name.at("vda")["transport"] == "virtio");
+  CHECK(by_name.at("vda")["content"] == "md");
+  CHECK(by_name.at("vda")["serial"] == "lab-scratch-1");  // from its by-id name
+  CHECK(by_name.at("sda")["transport"] == "sata");
+  CHECK(by_name.at("sda")["content"] == "gpt");
+  CHECK(by_name.at("sda")["partitions"] == 1);
+  CHECK(by_name.at("sda")["system"] == true);  // its partition is /
+  CHECK(by_name.at("sdb")["transport"] == "usb");
+  CHECK(by_name.at("sdb")["content"] == "ext4");
+  CHECK_FALSE(by_name.at("sdb").contains("by_id"));
   fs::remove_all(r);
 }
 

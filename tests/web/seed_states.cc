@@ -48,7 +48,11 @@ const char* kArcFacts = R"json({"cpu":{"model":"AMD Ryzen 9 7950X","cores":16},
         {"slot":"0000:04:00.0","vendor_id":"8086","device_id":"125c","class":"0200",
          "vendor":"Intel Corporation","device":"Ethernet Controller I226-V","driver":"igc"}],
  "nics":[{"name":"enp4s0","mac":"52:54:00:10:00:05"}],
- "disks":[{"name":"nvme0n1","model":"Samsung SSD 990 PRO 2TB","bytes":2000398934016}]})json";
+ "disks":[{"name":"nvme0n1","model":"Samsung SSD 990 PRO 2TB","size_bytes":2000398934016,
+           "by_id":"/dev/disk/by-id/nvme-Samsung_SSD_990_PRO_2TB_S7DN","transport":"nvme",
+           "content":"ext4","system":false}],
+ "storage":{"state":"ready","volumes":[{"name":"models","state":"mounted","mount":"/mnt/models",
+            "device":"/dev/disk/by-id/nvme-Samsung_SSD_990_PRO_2TB_S7DN","uuid":"5f1c"}]}})json";
 
 const char* kNvidiaFacts = R"json({"cpu":{"model":"Intel Xeon w5-2455X","cores":12},
  "memory_bytes":137438953472,"kernel":"6.1.0-28-amd64",

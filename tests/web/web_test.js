@@ -382,7 +382,8 @@ async function testStates(page) {
     'clicking a hostname opens its node page in place');
   const facts = await page.innerText('#node-facts');
   for (const want of ['8086:56a0', 'Arc A770', 'i915', 'AMD Ryzen 9 7950X (16 cores)', '64.0 GiB',
-    'Debian GNU/Linux 12 (bookworm)', '6.1.0-28-amd64', 'Samsung SSD 990 PRO', '0000:04:00.0'])
+    'Debian GNU/Linux 12 (bookworm)', '6.1.0-28-amd64', 'Samsung SSD 990 PRO', '0000:04:00.0',
+    'nvme-Samsung_SSD_990_PRO_2TB_S7DN', '2000 GB', 'models: mounted at /mnt/models (UUID 5f1c)'])
     check(facts.includes(want), `gpu05's facts show ${want}`, facts.slice(0, 600));
   const steps = await page.$$eval('#node-timeline li', (lis) => lis.map((li) => [li.dataset.stage, li.className]));
   check(JSON.stringify(steps.map((s) => s[0])) ===

@@ -93,14 +93,43 @@ std::string RenderNode(const json& node, const json& events, int64_t now_ms) {
   kv.Add("id", Str(node, "id"));
   std::string out = kv.Render();
 
-  const json facts = node.value("facts", json::object());
+  json facts = node.value("facts", json::object());
   if (facts.empty()) {
     out += "facts: none yet (a node reports them when it has booted)\n";
   } else {
+    // Disks and storage as tables of their own; the other facts flat.
+    if (const json& disks = facts.value("disks", json()); disks.is_array() && !disks.empty()) {
+      Table t({"DISK", "BY-ID", "TRANSPORT", "SIZE", "MODEL", "HOLDS"});
+      for (const auto& d : disks) {
+        std::string id = Str(d, "by_id");
+        if (id.rfind("/dev/disk/by-id/", 0) == 0) id = id.substr(16);
+        std::string holds = Dash(Str(d, "content"));
+        if (d.value("system", false)) holds += " (the system)";
+        t.AddRow({Str(d, "name"), Dash(id), Dash(Str(d, "transport")),
+                  FormatSize(d.value("size_bytes", int64_t{0})), Dash(Str(d, "model")), holds});
+      }
+      out += "disks:\n" + PrefixLines(t.Render(), "  ");
+    }
+    if (const json& st = facts.value("storage", json()); st.is_object()) {
+      out += "storage: " + Str(st, "state") + "\n";
+      for (const auto& v : st.value("volumes", json::array())) {
+        std::string line = "  " + Str(v, "name") + ": " + Str(v, "state");
+        if (!Str(v, "mount").empty()) line += " at " + Str(v, "mount");
+        if (!Str(v, "device").empty()) line += " on " + Str(v, "device");
+        if (!Str(v, "uuid").empty()) line += " (UUID " + Str(v, "uuid") + ")";
+        if (v.contains("wiped")) line += "; wiped: " + Join(Strings(v["wiped"]), ", ");
+        if (!Str(v, "reason").empty()) line += "; " + Str(v, "reason");
+        out += line + "\n";
+      }
+    }
+    facts.erase("disks");
+    facts.erase("storage");
     KeyValues f;
     FlattenFacts(facts, "", f);
     out += "facts:\n" + f.Render("  ");
   }
+  if (const json& wipe = node.value("storage_wipe", json()); wipe.is_array() && !wipe.empty())
+    out += "storage wipe allowed at its next boot: " + Join(Strings(wipe), ", ") + "\n";
   if (events.empty()) {
     out += "events: none\n";
   } else {

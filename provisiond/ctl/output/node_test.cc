@@ -38,6 +38,42 @@ TEST_CASE("node facts are flattened to dotted keys") {
   CHECK(out.find("events: none\n") != std::string::npos);
 }
 
+TEST_CASE("node show: disks as a table, the storage outcome, a wipe allowed") {
+  json node = {{"hostname", "n1"},
+               {"storage_wipe", {"/dev/disk/by-id/virtio-data-1"}},
+               {"facts",
+                {{"kernel", "6.1"},
+                 {"disks",
+                  {{{"name", "vdb"},
+                    {"by_id", "/dev/disk/by-id/virtio-scratch-1"},
+                    {"transport", "virtio"},
+                    {"size_bytes", 1073741824},
+                    {"content", "md"}},
+                   {{"name", "sda"}, {"transport", "sata"}, {"content", "gpt"}, {"system", true}}}},
+                 {"storage",
+                  {{"state", "failed"},
+                   {"volumes",
+                    {{{"name", "scratch"},
+                      {"state", "mounted"},
+                      {"mount", "/mnt/scratch"},
+                      {"device", "/dev/md/scratch"},
+                      {"uuid", "u-1"}},
+                     {{"name", "data"},
+                      {"state", "failed"},
+                      {"reason", "volume data: disk X holds gpt"}}}}}}}}};
+  std::string out = RenderNode(node, json::array(), 0);
+  CHECK(out.find("disks:\n  DISK  BY-ID             TRANSPORT  SIZE     MODEL  HOLDS\n"
+                 "  vdb   virtio-scratch-1  virtio     1.0 GiB  -      md\n"
+                 "  sda   -                 sata       0 B      -      gpt (the system)\n") !=
+        std::string::npos);
+  CHECK(out.find("storage: failed\n  scratch: mounted at /mnt/scratch on /dev/md/scratch (UUID "
+                 "u-1)\n  data: failed; volume data: disk X holds gpt\n") != std::string::npos);
+  CHECK(out.find("storage wipe allowed at its next boot: /dev/disk/by-id/virtio-data-1") !=
+        std::string::npos);
+  CHECK(out.find("kernel:") != std::string::npos);
+  CHECK(out.find("disks[0]") == std::string::npos);  // not flattened as well
+}
+
 TEST_CASE("node why: header, one line per stage, errors, command line, summary last") {
   json why = json::parse(R"js({
     "node": "node0", "mac": "52:54:00:aa:00:00", "state": "booting", "image": "lab@abcd",

@@ -78,6 +78,47 @@ Status EachOf(const json& facts, const char* key, F&& check) {
   return Status::Ok();
 }
 
+// A disk of the node (the agent's CollectDisks): its names are shown and
+// matched against profiles' rules, so they are words.
+Status CheckDisk(const std::string& path, const json& d) {
+  Status s = Count(path, d, "size_bytes");
+  if (!s.ok()) return s;
+  s = Count(path, d, "partitions");
+  if (!s.ok()) return s;
+  auto text = [&](const char* key, std::string_view extra) -> Status {
+    if (!d.contains(key)) return Status::Ok();
+    if (!d[key].is_string() || !IsWord(d[key].get<std::string>(), extra))
+      return Bad(path + "." + key, "must be letters, digits and '" + std::string(extra) + "'");
+    return Status::Ok();
+  };
+  for (auto [key, extra] :
+       {std::pair<const char*, std::string_view>{"name", ""}, {"transport", ""}, {"content", ""}}) {
+    s = text(key, extra);
+    if (!s.ok()) return s;
+  }
+  const std::string_view id_chars = "_.:+@-";
+  if (d.contains("by_id")) {
+    const std::string prefix = "/dev/disk/by-id/";
+    if (!d["by_id"].is_string() || d["by_id"].get<std::string>().rfind(prefix, 0) != 0 ||
+        !IsWord(d["by_id"].get<std::string>().substr(prefix.size()), id_chars) ||
+        d["by_id"].get<std::string>().size() == prefix.size())
+      return Bad(path + ".by_id", "must be /dev/disk/by-id/ and a name of letters, digits and '" +
+                                      std::string(id_chars) + "'");
+  }
+  if (d.contains("ids")) {
+    if (!d["ids"].is_array()) return Bad(path + ".ids", "must be a list");
+    for (const auto& id : d["ids"])
+      if (!id.is_string() || id.get<std::string>().empty() ||
+          !IsWord(id.get<std::string>(), id_chars))
+        return Bad(path + ".ids",
+                   "must be names of letters, digits and '" + std::string(id_chars) + "'");
+  }
+  for (const char* key : {"rotational", "removable", "system"})
+    if (d.contains(key) && !d[key].is_boolean())
+      return Bad(path + "." + key, "must be true or false");
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ValidateFacts(const json& facts) {
@@ -131,9 +172,15 @@ Status ValidateFacts(const json& facts) {
         !fw["secure_boot"].is_null())
       return Bad("facts.firmware.secure_boot", "must be true, false or null");
   }
-  s = EachOf(facts, "disks",
-             [](const std::string& path, const json& d) { return Count(path, d, "size_bytes"); });
+  s = EachOf(facts, "disks", CheckDisk);
   if (!s.ok()) return s;
+  if (facts.contains("storage")) {
+    const json& st = facts["storage"];
+    if (!st.is_object()) return Bad("facts.storage", "must be an object");
+    const json state = st.value("state", json());
+    if (state != "ready" && state != "failed")
+      return Bad("facts.storage.state", "must be ready or failed");
+  }
   // (A NIC's address is not checked as a MAC: InfiniBand ports have 20 bytes.)
   return EachOf(facts, "nics", [](const std::string& path, const json& n) {
     return Count(path, n, "speed_mbps");
