@@ -64,6 +64,7 @@ struct Args {
   std::string run_id;                   // run show/logs ID
   bool no_wait = false;                 // profile apply --no-wait
   std::string from_file;                // secret set --from-file
+  std::vector<std::string> disks;       // node storage wipe --disk
 };
 
 // What a verb runs with. `cli` is the whole command line (for `doc`).

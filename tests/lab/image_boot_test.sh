@@ -12,10 +12,18 @@
 #      of its facts written once natively and once under ansible-playbook,
 #      which must agree) and health checks; `provisionctl cmd` reaches them as the compute user; over SSH
 #      / is an overlay, and a file written there does not reach the export
-#   2. after a power cycle of lab0 with the lab's mirror stopped, the file is
-#      gone, the node phoned home again and was configured again (its overlay
-#      is new) to `ready` with no mirror; the
-#      other one stayed ready and reachable meanwhile
+#   1d. local storage: lab0 has three blank virtio disks; its profile's volumes
+#      (an md RAID-0 of the two large ones at /mnt/scratch with a folder of
+#      the compute user bound onto it, the small one at /srv/data) are made
+#      at its first boot, before its services, and a file is written there
+#   2. lab0 is powered off and a partition table written on its data disk:
+#      it boots with its RAID-0 assembled and mounted, not formatted again
+#      (same filesystem UUID, the file there), and is `failed` with the disk
+#      named; after `node storage wipe` and a power cycle with the lab's
+#      mirror stopped, the file on / is gone, the node phoned home again and
+#      was configured again (its overlay is new) to `ready` with no mirror,
+#      its data disk wiped and made again; the other one stayed ready and
+#      reachable meanwhile
 #   3. node why names the stage when the export cannot be read, and when a
 #      phone-home comes with a wrong token
 #   1c. Debian's Prometheus finds lab0 and lab1 through provisiond's service
@@ -97,6 +105,20 @@ sed -e 's/^version: lab$/version: lab-nobake/' -e 's/^  pattern: lab\*$/  patter
 if grep -q "^bake:" "$LAB_DIR/profiles/lab-nobake/profile.yaml" || ! grep -q "^version: lab-nobake$" "$LAB_DIR/profiles/lab-nobake/profile.yaml"; then
   cat "$LAB_DIR/profiles/lab-nobake/profile.yaml"; fail "could not make the lab-nobake profile"
 fi
+# lab0's local storage (lab1, on lab-nobake, has no disks and no volumes).
+cat >>"$LAB_DIR/profiles/lab/profile.yaml" <<'STORAGE'
+storage:
+  - name: scratch
+    disks: {transport: virtio, min_size: 1G}
+    layout: raid0
+    mount: /mnt/scratch
+    binds:
+      - {path: /home/compute/.cache, owner: compute, mode: "0700"}
+  - name: data
+    disks: {ids: [virtio-data-1]}
+    mount: /srv/data
+STORAGE
+printf 'lab0 scratch-1 1G\nlab0 scratch-2 1G\nlab0 data-1 512M\n' >"$LAB_DIR/disks"
 t="${EPOCHREALTIME//[!0-9]/}"
 STORE="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$LAB_DIR/profiles" lab lab)" || fail "the lab image or the lab profile's derived image was not built"
 say "lab image and the lab profile's derived image ready in $STORE ($(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s): lab@$(cat "$STORE/lab/current"), lab.baked@$(cat "$STORE/lab.baked/current")"
@@ -313,6 +335,30 @@ ver="$(node_json lab0 | sed -n 's/.*"image":"lab\.baked@\([0-9a-f]*\)".*/\1/p')"
 [ ! -e "$STORE/lab.baked/$ver/root/root/written-on-node" ] || fail "a file written on lab0 reached the export"
 say "lab0: / is an overlay, hostname from its overlay, a write stays on the node (host key pinned, SSH with the control key)"
 
+# 1d. lab0's volumes, made at its first boot.
+# py NODE EXPRESSION: a Python expression over the node's JSON (n), printed.
+py() { node_json "$1" | python3 -c "import json, sys; n = json.load(sys.stdin); print($2)"; }
+storage_of() { py "$1" 'json.dumps(n["facts"].get("storage"))'; }
+volume() {  # volume NODE NAME FIELD: from the node's facts ("" when absent)
+  py "$1" "next((v.get('$3', '') for v in n['facts'].get('storage', {}).get('volumes', []) if v['name'] == '$2'), '')"
+}
+[ "$(volume lab0 scratch state)" = created ] || fail "lab0's scratch volume was not made: $(storage_of lab0)"
+[ "$(volume lab0 data state)" = created ] || fail "lab0's data volume was not made: $(storage_of lab0)"
+uuid0="$(volume lab0 scratch uuid)"
+[ -n "$uuid0" ] || fail "lab0's scratch volume has no UUID"
+[ "$(py lab0 "sum(1 for d in n['facts']['disks'] if d.get('by_id') == '/dev/disk/by-id/virtio-scratch-1' and d['transport'] == 'virtio')")" = 1 ] ||
+  fail "lab0's facts do not list its disks by id: $(py lab0 "json.dumps(n['facts']['disks'])")"
+ssh_node "$ip0" 'findmnt -n -o SOURCE,FSTYPE /mnt/scratch' >"$LAB_DIR/scratch.out"
+grep -qE '^/dev/md[0-9a-z/_-]* +ext4$' "$LAB_DIR/scratch.out" || { cat "$LAB_DIR/scratch.out"; fail "/mnt/scratch on lab0 is not an ext4 on an md array"; }
+ssh_node "$ip0" 'cat /sys/block/md*/md/level' | grep -qx raid0 || fail "lab0's array is not a RAID-0"
+ssh_node "$ip0" 'findmnt -n /home/compute/.cache >/dev/null && stat -c %U /mnt/scratch/.binds/home/compute/.cache' | grep -qx compute ||
+  fail "the compute user's cache is not bound onto /mnt/scratch, owned by compute"
+ssh_node "$ip0" 'systemctl show -p ActiveState --value provision-storage.service' | grep -qx active || fail "provision-storage.service is not active on lab0"
+ssh_node "$ip0" 'echo kept >/mnt/scratch/kept && sync'
+ctl node show lab0 >"$LAB_DIR/show-lab0-disks.out"
+grep -q "virtio-scratch-1" "$LAB_DIR/show-lab0-disks.out" || { cat "$LAB_DIR/show-lab0-disks.out"; fail "node show does not list lab0's disks"; }
+say "lab0: an md RAID-0 of its two blank disks made at its first boot (ext4, UUID $uuid0) at /mnt/scratch with the compute user's cache bound onto it, and its data disk at /srv/data"
+
 # 1b. An unprivileged user on lab0 (compute) tries to act as the node: nothing it can read holds
 # the node's token or this boot's ticket; every hex string it can read, tried as a token and as
 # a ticket for the hello, the overlay and a report, is refused; the boot's ticket is spent (no
@@ -363,8 +409,35 @@ time_spent() {
 }
 time_spent lab0
 
-# 2. Power cycle lab0: the write is gone, and the node phoned home again;
-# lab1 stays ready and answers meanwhile.
+# 2. lab0 off, a GPT written on its data disk (another system's disk put in):
+# its next boot assembles and mounts its RAID-0 as it was and leaves the data
+# disk alone: failed, the disk named.
+ctl node power off lab0 >/dev/null
+printf 'EFI PART' | dd of="$LAB_DIR/lab0-data-1.img" bs=1 seek=512 conv=notrunc status=none
+before="$(hellos lab0)"
+ctl node power on lab0 >/dev/null
+wait_for "lab0 to phone home with the foreign disk" "$TIMEOUT" more_hellos lab0 "$before"
+wait_for "lab0 to be failed for its data disk" 60 state_is lab0 failed
+reason="$(field lab0 reason)"
+case "$reason" in
+  *"storage: volume data: disk /dev/disk/by-id/virtio-data-1"*"holds gpt"*"node storage wipe"*) ;;
+  *) fail "lab0's reason does not name its data disk and the wipe: $reason" ;;
+esac
+[ "$(volume lab0 scratch state)" = mounted ] || fail "lab0's RAID-0 was not assembled and mounted as it was: $(storage_of lab0)"
+[ "$(volume lab0 scratch uuid)" = "$uuid0" ] || fail "lab0's scratch volume was formatted again (UUID $uuid0 -> $(volume lab0 scratch uuid))"
+echo "$ip0 $(field lab0 host_key)" >"$LAB_DIR/known_hosts"
+wait_for "sshd on the failed lab0" 120 ssh_ok "$ip0"
+[ "$(ssh_node "$ip0" cat /mnt/scratch/kept)" = kept ] || fail "the file on lab0's RAID-0 did not survive its reboot"
+[ "$(sqlite3 "$LAB_DIR/data/provisiond.db" "select count(*) from events where node = 'lab0' and kind = 'storage'")" = 0 ] ||
+  fail "a storage event before any wipe was allowed"
+say "lab0 rebooted with a partition table on its data disk: RAID-0 assembled and mounted as it was (UUID $uuid0, the file there), failed with: $reason"
+ctl node storage wipe lab0 --disk virtio-data-1 --yes >"$LAB_DIR/wipe.out" || { cat "$LAB_DIR/wipe.out"; fail "node storage wipe failed"; }
+ctl events --node lab0 --limit 100 >"$LAB_DIR/wipe-events.out"
+grep -q "wipe allowed at its next boot: /dev/disk/by-id/virtio-data-1" "$LAB_DIR/wipe-events.out" || { cat "$LAB_DIR/wipe-events.out"; fail "no event for the wipe"; }
+
+# Power cycle lab0: the write on / is gone, the data disk wiped and made
+# again, and the node phoned home again; lab1 stays ready and answers
+# meanwhile.
 before="$(hellos lab0)"
 # With the lab's repository stopped: a node of the baked image needs none.
 kill "$LAB_REPO_PID" && wait "$LAB_REPO_PID" 2>/dev/null || true
@@ -381,6 +454,12 @@ state_is lab1 ready || fail "lab1 left ready while lab0 rebooted: $(field lab1 s
 echo "$ip0 $(field lab0 host_key)" >"$LAB_DIR/known_hosts"
 wait_for "sshd on lab0 again" 120 ssh_ok "$ip0"
 ssh_node "$ip0" 'test ! -e /root/written-on-node' || fail "the file written before the power cycle survived"
+[ "$(volume lab0 data state)" = created ] || fail "lab0's data disk was not made again after the wipe: $(storage_of lab0)"
+[ "$(volume lab0 data wiped)" = "['/dev/disk/by-id/virtio-data-1']" ] ||
+  fail "lab0's data disk was not reported wiped: $(storage_of lab0)"
+[ "$(volume lab0 scratch uuid)" = "$uuid0" ] || fail "lab0's scratch volume was formatted again by the wipe of another disk"
+[ "$(ssh_node "$ip0" cat /mnt/scratch/kept)" = kept ] || fail "the file on lab0's RAID-0 did not survive the second reboot"
+[ "$(py lab0 "n['storage_wipe']")" = "[]" ] || fail "the wipe was not spent by the boot that used it"
 ctl cmd lab0 --user compute -- id -un >"$LAB_DIR/cmd0b.out" || { cat "$LAB_DIR/cmd0b.out"; fail "cmd after the power cycle failed"; }
 say "lab0 power-cycled with the lab's apt repository stopped: the file written before is gone, configured again to ready ($(lab_vm_elapsed lab0)s after the power cycle, $(hello_to_ready lab0) s after its phone-home); lab1 stayed ready and answered"
 time_spent lab0

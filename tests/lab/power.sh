@@ -3,7 +3,10 @@
 #   power.sh on|off|cycle HOSTNAME MAC
 # inside the lab namespace, with LAB_NS and LAB_DIR from the lab's environment.
 # The VM is named after the node; its firmware comes from $LAB_DIR/firmware
-# ("HOSTNAME bios|uefi|uefi-pxe" lines; bios when not listed).
+# ("HOSTNAME bios|uefi|uefi-pxe" lines; bios when not listed), its local disks
+# from $LAB_DIR/disks ("HOSTNAME SERIAL SIZE" lines: a virtio disk with that
+# serial, /dev/disk/by-id/virtio-SERIAL on the node, kept in
+# $LAB_DIR/HOSTNAME-SERIAL.img across power cycles like a real one).
 set -euo pipefail
 action="${1:-}" name="${2:-}" mac="${3:-}"
 [ -n "${LAB_NS:-}" ] && [ -n "${LAB_DIR:-}" ] || { echo "power.sh: not inside a lab (LAB_NS, LAB_DIR)" >&2; exit 2; }
@@ -12,6 +15,15 @@ action="${1:-}" name="${2:-}" mac="${3:-}"
 source "$(dirname "${BASH_SOURCE[0]}")/lab.sh"
 mode="$(awk -v n="$name" '$1 == n {print $2}' "$LAB_DIR/firmware" 2>/dev/null || true)"
 mode="${mode:-bios}"
+LAB_VM_EXTRA_ARGS=()
+while read -r host serial size; do
+  [ "$host" = "$name" ] || continue
+  img="$LAB_DIR/$name-$serial.img"
+  [ -e "$img" ] || truncate -s "$size" "$img"
+  # shellcheck disable=SC2054 # commas belong to QEMU's option syntax
+  LAB_VM_EXTRA_ARGS+=(-drive "file=$img,format=raw,if=none,id=disk-$serial,cache=unsafe"
+    -device "virtio-blk-pci,drive=disk-$serial,serial=$serial")
+done < <(cat "$LAB_DIR/disks" 2>/dev/null || true)
 case "$action" in
   on)
     if lab_vm_running "$name"; then echo "$name is on already"; exit 0; fi

@@ -12,6 +12,7 @@
 #include "../output/node.h"
 #include "base/hostlist.h"
 #include "base/json_fields.h"
+#include "base/strings.h"
 #include "common.h"
 #include "table.h"
 
@@ -357,6 +358,36 @@ int RunNodePower(Context& ctx, const Args& a) {
   });
 }
 
+int RunNodeStorageWipe(Context& ctx, const Args& a) {
+  const std::string what =
+      a.disks.empty() ? "every disk its profile's volumes take" : Join(a.disks, ", ");
+  if (!a.yes) {
+    if (!ctx.interactive)
+      return UsageError(ctx,
+                        "not allowed: stdin is not a terminal, so there is no one to confirm; "
+                        "pass --yes");
+    ctx.out << "At its next boot, " << a.target << " erases what " << what
+            << " holds, unless it is the volume already. Allow? [y/N] " << std::flush;
+    std::string answer;
+    std::getline(ctx.in, answer);
+    if (answer != "y" && answer != "Y" && answer != "yes") {
+      ctx.err << "provisionctl: not allowed\n";
+      return kExitFailed;
+    }
+  }
+  json body = json::object();
+  if (!a.disks.empty()) body["disks"] = a.disks;
+  auto r = ctx.client.Post(NodePath(a.target) + "/storage/wipe", &body);
+  if (!r.ok()) return Fail(ctx, r.status());
+  if (a.json) {
+    PrintJson(ctx, *r);
+    return kExitOk;
+  }
+  ctx.out << a.target << ": wipe allowed at its next boot (" << what
+          << "); boot it again to use it: provisionctl node power cycle " << a.target << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 std::vector<Verb> NodeVerbs() {
@@ -600,6 +631,30 @@ Examples:
              ->required();
        },
        RunNodePower},
+
+      {"node storage wipe", "node storage wipe NODE [--disk BY-ID]... [--yes] [--json]",
+       "Let a node's next boot wipe disks that hold something else",
+       R"(A node whose profile has storage volumes (storage: in profile.yaml) never
+formats a disk that holds anything but the volume: a partition table, another
+filesystem, another array. Its boot then fails with the disk named (node why).
+This allows its next boot to wipe those disks: the ones named by --disk (their
+/dev/disk/by-id names, as node show lists them), or every disk its volumes take.
+What they hold is erased; the permission is spent by that boot and recorded as
+an event with who gave it. Boot the node again for it to take effect.
+
+Examples:
+  provisionctl node storage wipe node1 --disk nvme-Samsung_SSD_990_PRO_2TB_S7DNNJ0X
+  provisionctl node storage wipe node1 --yes && provisionctl node power cycle node1)",
+       [](CLI::App& c, Args& a) {
+         c.add_option("node", a.target, "The node (hostname or MAC)")
+             ->type_name("NODE")
+             ->required();
+         c.add_option("--disk", a.disks, "A disk's /dev/disk/by-id name (repeatable); none: all")
+             ->type_name("BY-ID");
+         c.add_flag("-y,--yes", a.yes, "Allow without asking");
+         c.add_flag("--json", a.json, "Print the node as JSON");
+       },
+       RunNodeStorageWipe},
 
       {"node rm", "node rm HOSTLIST [--purge]", "Retire nodes, or remove them with --purge",
        R"(Retires each node the hostlist names: it keeps its row and history but is no

@@ -163,6 +163,23 @@ HttpResponse ChangeNode(const ApiContext& ctx, const HttpRequest& r) {
   return HttpResponse::Json(200, ToJson(*node));
 }
 
+HttpResponse AllowStorageWipe(const ApiContext& ctx, const HttpRequest& r) {
+  auto body = ParseJsonObject(r.body.empty() ? "{}" : r.body, {"disks"});
+  if (!body.ok()) return HttpResponse::FromStatus(body.status());
+  std::vector<std::string> disks;
+  if (body->contains("disks")) {
+    const auto& list = (*body)["disks"];
+    if (!list.is_array()) return HttpResponse::Error(400, "'disks' must be a list of by-id names");
+    for (const auto& d : list) {
+      if (!d.is_string()) return HttpResponse::Error(400, "'disks' must be a list of by-id names");
+      disks.push_back(d.get<std::string>());
+    }
+  }
+  auto node = ctx.inventory->AllowStorageWipe(r.Param("node"), disks, r.who);
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  return HttpResponse::Json(200, ToJson(*node));
+}
+
 HttpResponse RetireNode(const ApiContext& ctx, const HttpRequest& r) {
   std::string purge = r.Query("purge");
   if (!purge.empty() && purge != "true" && purge != "false")

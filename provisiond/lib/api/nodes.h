@@ -35,5 +35,8 @@ HttpResponse EnrollNode(const ApiContext& context, const HttpRequest& request);
 HttpResponse ShowNode(const ApiContext& context, const HttpRequest& request);
 HttpResponse ChangeNode(const ApiContext& context, const HttpRequest& request);
 HttpResponse RetireNode(const ApiContext& context, const HttpRequest& request);
+// POST /nodes/{node}/storage/wipe {"disks": [by-id names]}: its next boot
+// may wipe those disks (all its volumes take when none are named).
+HttpResponse AllowStorageWipe(const ApiContext& context, const HttpRequest& request);
 
 }  // namespace prov

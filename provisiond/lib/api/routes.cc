@@ -41,6 +41,7 @@ constexpr ApiRoute kRoutes[] = {
   {"GET",    "/api/v1/nodes/{node}/boots",         kRead,  NodeBoots},         // boot
   {"POST",   "/api/v1/nodes/{node}/power",         kAdmin, PowerNode},         // power
   {"POST",   "/api/v1/nodes/{node}/configure",     kAdmin, ConfigureNode},     // runs
+  {"POST",   "/api/v1/nodes/{node}/storage/wipe",  kAdmin, AllowStorageWipe},  // nodes
   // Profiles.
   {"GET",    "/api/v1/profiles",                   kRead,  ListProfiles},      // profiles
   {"GET",    "/api/v1/profiles/{version}",         kRead,  ShowProfile},       // profiles

@@ -101,9 +101,26 @@ Result<std::string> PhoneHome::Overlay(const std::string& mac, const NodeCaller&
                    0600});
   if (!node->profile_version.empty()) {
     auto profile = inventory_.Snapshot(node->profile_version);
-    if (profile.ok())
+    if (profile.ok()) {
       for (const auto& o : (*profile)->overlay)
         files.push_back({o.path, o.content, std::stoi(o.mode, nullptr, 8)});
+      if (!(*profile)->storage.empty()) {
+        // The volumes, and the wipes the operator allowed for this boot;
+        // provision-storage.service runs when this file is there. md arrays
+        // are provisiond's to assemble, not udev's (AUTO -all).
+        nlohmann::json spec = {{"volumes", nlohmann::json::array()},
+                               {"wipe", nlohmann::json::array()}};
+        for (const auto& v : (*profile)->storage) spec["volumes"].push_back(ToJson(v));
+        auto wipe = nlohmann::json::parse(node->storage_wipe, nullptr, false);
+        if (wipe.is_array()) spec["wipe"] = wipe;
+        files.push_back({"etc/provision/storage.json", spec.dump(2) + "\n", 0644});
+        files.push_back({"etc/mdadm", "", 0755, 0, 0, true});
+        files.push_back({"etc/mdadm/mdadm.conf",
+                         "# Written by provisiond: the profile's arrays are assembled by "
+                         "provision-storage.service.\nAUTO -all\n",
+                         0644});
+      }
+    }
   }
   auto tar = WriteTar(files, NowMs() / 1000);
   if (!tar.ok()) return tar.status();
@@ -189,7 +206,12 @@ Result<NodeRecord> PhoneHome::Hello(const std::string& mac, const NodeCaller& ca
     auto p = inventory_.Snapshot(node->profile_version);
     if (p.ok()) profile = std::move(*p);
   }
+  // Why the node cannot be used as it booted: its hardware, or its storage.
   Status hardware = profile ? CheckHardware(*profile, facts) : Status::Ok();
+  if (!hardware.ok())
+    hardware = Status::Invalid("hardware: " + hardware.message());
+  else if (profile)
+    hardware = CheckStorageOutcome(*profile, facts);
   NodeRecord result;
   Status s = inventory_.store().Transact([&](StoreTx& tx) -> Status {
     auto n = tx.NodeById(node->id);
@@ -200,6 +222,17 @@ Result<NodeRecord> PhoneHome::Hello(const std::string& mac, const NodeCaller& ca
     updated.configured.clear();  // a new boot: its RAM overlay is fresh
     updated.last_seen_ms = NowMs();
     updated.ticket.clear();  // spent
+    // A wipe the operator allowed went with this boot's overlay: spent too.
+    if (!updated.storage_wipe.empty()) {
+      updated.storage_wipe.clear();
+      EventRecord spent{.node_id = updated.id,
+                        .node = updated.name(),
+                        .kind = "storage",
+                        .detail = "the wipe allowed for this boot is spent",
+                        .who = "node"};
+      Status w = tx.AppendEvent(spent);
+      if (!w.ok()) return w;
+    }
     // Host keys are made in the node's RAM overlay at every boot: the hello
     // of the boot, with its ticket, pins the key of this boot.
     std::string key_note;
@@ -223,9 +256,9 @@ Result<NodeRecord> PhoneHome::Hello(const std::string& mac, const NodeCaller& ca
           tx.Transition(updated, NodeState::kBooting, "phoned home without a boot seen", "node");
       if (!t.ok()) return t;
     }
-    Status t = hardware.ok() ? tx.Transition(updated, NodeState::kBooted, "phoned home", "node")
-                             : tx.Transition(updated, NodeState::kFailed,
-                                             "hardware: " + hardware.message(), "node");
+    Status t = hardware.ok()
+                   ? tx.Transition(updated, NodeState::kBooted, "phoned home", "node")
+                   : tx.Transition(updated, NodeState::kFailed, hardware.message(), "node");
     if (!t.ok()) return t;
     t = tx.AppendEvent(e);
     if (!t.ok()) return t;

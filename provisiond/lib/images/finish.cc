@@ -107,7 +107,8 @@ Status CheckFinishingInputs(const ImageBuildOptions& opt) {
   for (const std::string& need :
        {opt.tools_dir + "/provision-facts", opt.tools_dir + "/provision-mount",
         opt.tools_dir + "/provision-fetch", opt.agent_dir + "/provision-hello",
-        opt.agent_dir + "/provision-console", opt.initrd_builder})
+        opt.agent_dir + "/provision-console", opt.agent_dir + "/provision-storage.service",
+        opt.initrd_builder})
     if (access(need.c_str(), R_OK) != 0)
       return Status::NotFound("image builds need " + need +
                               " (build provision-facts, provision-mount and provision-fetch; "
@@ -135,11 +136,19 @@ Status AddProvisionFiles(const std::string& root, const ImageManifest& m,
   if (s.ok())
     s = CopyInto(root, opt.agent_dir + "/provision-console.service",
                  "/etc/systemd/system/provision-console.service", 0644);
+  // The profile's local storage, set up early at each boot (runs only where
+  // the node's overlay names volumes).
+  if (s.ok())
+    s = CopyInto(root, opt.agent_dir + "/provision-storage.service",
+                 "/etc/systemd/system/provision-storage.service", 0644);
   if (!s.ok()) return s;
   std::error_code ec;
-  const std::string wants = root + "/etc/systemd/system/multi-user.target.wants/";
-  fs::create_directories(wants, ec);
-  for (const char* unit : {"provision-hello.service", "provision-console.service"}) {
+  for (auto [target, unit] :
+       {std::pair<const char*, const char*>{"multi-user.target", "provision-hello.service"},
+        {"multi-user.target", "provision-console.service"},
+        {"local-fs.target", "provision-storage.service"}}) {
+    const std::string wants = root + "/etc/systemd/system/" + target + ".wants/";
+    fs::create_directories(wants, ec);
     // Already there in a tree finished before (a derived image's copy).
     if (fs::is_symlink(wants + unit, ec)) continue;
     fs::create_symlink(std::string("/etc/systemd/system/") + unit, wants + unit, ec);

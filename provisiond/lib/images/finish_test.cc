@@ -43,6 +43,7 @@ struct FinishFixture {
     Put(options.agent_dir + "/provision-hello.service", "[Unit]\n");
     Put(options.agent_dir + "/provision-console", "CONSOLE", 0755);
     Put(options.agent_dir + "/provision-console.service", "[Unit]\n");
+    Put(options.agent_dir + "/provision-storage.service", "[Unit]\n");
     // The real builder packs busybox and the kernel's modules; this one
     // writes what it was given, and fails when the root has no modules.
     Put(options.initrd_builder,
@@ -121,6 +122,9 @@ TEST_CASE("image finishing: a fake root becomes a committed version") {
   CHECK(fs::read_symlink(root +
                          "/etc/systemd/system/multi-user.target.wants/provision-console.service") ==
         "/etc/systemd/system/provision-console.service");
+  CHECK(fs::read_symlink(root +
+                         "/etc/systemd/system/local-fs.target.wants/provision-storage.service") ==
+        "/etc/systemd/system/provision-storage.service");
   const auto keygen = ReadFile(root + "/etc/systemd/system/ssh.service.d/provision-hostkeys.conf");
   REQUIRE(keygen.ok());
   CHECK(keygen->find("-t ed25519") != std::string::npos);

@@ -76,4 +76,22 @@ Status CheckHardware(const Profile& profile, const nlohmann::json& facts) {
                          "; GPUs and accelerators seen: " + (list.empty() ? "none" : list));
 }
 
+Status CheckStorageOutcome(const Profile& profile, const nlohmann::json& facts) {
+  if (profile.storage.empty()) return Status::Ok();
+  auto it = facts.find("storage");
+  if (it == facts.end() || !it->is_object())
+    return Status::Invalid(
+        "storage: the node reported no storage outcome (its image lacks "
+        "provision-storage.service, or the unit did not run: journalctl -u provision-storage)");
+  if (it->value("state", "") == "ready") return Status::Ok();
+  return Status::Invalid("storage: " + it->value("reason", std::string("failed, no reason given")));
+}
+
+Status CheckStorageFits(const Profile& profile, const nlohmann::json& facts) {
+  if (profile.storage.empty() || !facts.is_object() || !facts.contains("disks"))
+    return Status::Ok();
+  auto matched = MatchVolumes(profile.storage, facts["disks"]);
+  return matched.ok() ? Status::Ok() : matched.status();
+}
+
 }  // namespace prov

@@ -7,6 +7,7 @@
 
 #include "base/strings.h"
 #include "power/power.h"
+#include "profiles/hardware_check.h"
 
 namespace prov {
 
@@ -73,6 +74,11 @@ nlohmann::json ToJson(const NodeRecord& n) {
           {"image", n.image_version},
           {"stage", n.stage ? std::string(ToString(*n.stage)) : std::string()},
           {"uefi_loader", n.uefi_loader},
+          {"storage_wipe",
+           [&] {
+             auto w = nlohmann::json::parse(n.storage_wipe, nullptr, false);
+             return w.is_array() ? w : nlohmann::json::array();
+           }()},
           {"power",
            [&] {
              auto p = nlohmann::json::parse(n.power, nullptr, false);
@@ -342,6 +348,54 @@ Result<NodeRecord> Inventory::Enroll(const EnrollRequest& request, const std::st
   return result;
 }
 
+Result<NodeRecord> Inventory::AllowStorageWipe(const std::string& name,
+                                               const std::vector<std::string>& disks,
+                                               const std::string& who) {
+  nlohmann::json wipe = nlohmann::json::array();
+  for (const auto& d : disks) {
+    std::string id = d.rfind("/dev/disk/by-id/", 0) == 0 ? d.substr(16) : d;
+    if (id.empty() || id.size() > 200 ||
+        id.find_first_not_of(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:+@-") !=
+            std::string::npos)
+      return Status::Invalid("disk '" + d.substr(0, 200) +
+                             "' is not a /dev/disk/by-id name (node show lists the node's disks)");
+    wipe.push_back("/dev/disk/by-id/" + id);
+  }
+  if (wipe.empty()) wipe.push_back("*");
+  NodeRecord result;
+  Status s = store_.Transact([&](StoreTx& tx) -> Status {
+    auto n = tx.FindNode(name);
+    if (!n.ok()) return n.status();
+    std::shared_ptr<const Profile> profile;
+    if (!n->profile_version.empty()) {
+      auto p = Snapshot(n->profile_version);
+      if (p.ok()) profile = *p;
+    }
+    if (!profile || profile->storage.empty())
+      return Status::Conflict(n->name() + "'s profile" +
+                              (n->profile_version.empty() ? " (none)" : " " + n->profile_version) +
+                              " has no storage volumes: there is nothing of provisiond's to put on "
+                              "its disks");
+    n->storage_wipe = wipe.dump();
+    Status u = tx.UpdateNode(*n);
+    if (!u.ok()) return u;
+    result = *n;
+    std::string what = wipe[0] == "*"
+                           ? std::string("every disk its volumes take")
+                           : Join(std::vector<std::string>(wipe.begin(), wipe.end()), ", ");
+    EventRecord e{.node_id = n->id,
+                  .node = n->name(),
+                  .kind = "storage",
+                  .detail = "wipe allowed at its next boot: " + what +
+                            " (what they hold is erased if it is not the volume)",
+                  .who = who};
+    return tx.AppendEvent(e);
+  });
+  if (!s.ok()) return s;
+  return result;
+}
+
 Result<NodeRecord> Inventory::Change(const std::string& name, const NodeChange& change,
                                      const std::string& who) {
   if (change.hostname) {
@@ -529,12 +583,40 @@ Plan Inventory::ComputePlan(const Profile& profile, const ImageChoice& choice, S
   return plan;
 }
 
+namespace {
+
+// The profile's volumes against the disks of each node it covers whose
+// facts are known: every node a rule does not fit, at once.
+Status CheckStorageOnNodes(const Profile& profile, StoreTx& tx) {
+  if (profile.storage.empty()) return Status::Ok();
+  std::vector<std::string> misfits;
+  for (const auto& node : tx.ListNodes()) {
+    if (node.state == NodeState::kDiscovered || node.state == NodeState::kRetired ||
+        !profile.Covers(node.hostname, node.mac))
+      continue;
+    auto facts = nlohmann::json::parse(node.facts, nullptr, false);
+    if (facts.is_discarded()) continue;
+    Status fits = CheckStorageFits(profile, facts);
+    if (!fits.ok()) misfits.push_back("node " + node.name() + ": " + fits.message());
+  }
+  if (misfits.empty()) return Status::Ok();
+  return Status::Invalid("profile " + profile.version + ": its storage does not fit " +
+                         std::to_string(misfits.size()) + " node(s):\n" + Join(misfits, "\n"));
+}
+
+}  // namespace
+
 Result<Plan> Inventory::PlanProfile(const std::string& spec) {
   auto profile = Resolve(spec);
   if (!profile.ok()) return profile.status();
   const ImageChoice image = ChooseImage(**profile);
   Plan plan;
-  store_.Read([&](StoreTx& tx) { plan = ComputePlan(**profile, image, tx); });
+  Status fits;
+  store_.Read([&](StoreTx& tx) {
+    fits = CheckStorageOnNodes(**profile, tx);
+    plan = ComputePlan(**profile, image, tx);
+  });
+  if (!fits.ok()) return fits;
   plan.files = FilesAgainst(**profile, plan.files_against);
   return plan;
 }
@@ -563,6 +645,7 @@ Result<Plan> Inventory::ApplyProfile(const std::string& spec, const std::string&
   std::string against;
   std::vector<FileChange> files = FilesAgainst(*profile, against);
   Status s = store_.Transact([&](StoreTx& tx) -> Status {
+    if (Status fits = CheckStorageOnNodes(*profile, tx); !fits.ok()) return fits;
     plan = ComputePlan(*profile, image, tx);
     if (!plan.changes) return Status::Ok();
     Status r = tx.RecordSnapshot(profile->sha256, profile->version, who);

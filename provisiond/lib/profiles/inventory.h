@@ -109,6 +109,13 @@ class Inventory {
   Result<NodeRecord> Enroll(const EnrollRequest& request, const std::string& who);
   Result<NodeRecord> Change(const std::string& name, const NodeChange& change,
                             const std::string& who);
+  // Lets the node's next boot wipe local disks its profile's volumes take
+  // that hold something else (profiles/storage.h): those of `disks`
+  // (/dev/disk/by-id names), or every one when `disks` is empty. An event
+  // says who allowed it; that boot's hello spends it.
+  Result<NodeRecord> AllowStorageWipe(const std::string& name,
+                                      const std::vector<std::string>& disks,
+                                      const std::string& who);
   // Retires the node (it keeps its row and history); `purge` deletes the row
   // (its events stay, by name).
   Status Retire(const std::string& name, bool purge, const std::string& who);

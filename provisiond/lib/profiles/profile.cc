@@ -22,6 +22,86 @@ namespace fs = std::filesystem;
 const std::regex kPciId("^[0-9a-f]{4}:[0-9a-f]{4}$");
 const std::regex kVersion("^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$");
 
+// One entry of `storage:` (profiles/storage.h).
+void ParseStorageVolume(MapReader& m, Profile& p) {
+  StorageVolume v;
+  v.line = m.node().Mark().line + 1;
+  m.GetString("name", v.name, true);
+  std::string layout = "single";
+  if (m.GetString("layout", layout)) {
+    auto l = ParseStorageLayout(layout);
+    if (l.ok())
+      v.layout = *l;
+    else
+      m.errors().Add(m.Raw("layout"), l.status().message());
+  }
+  m.GetString("filesystem", v.filesystem);
+  m.GetString("mount", v.mount, true);
+  m.GetBool("wipe", v.wipe);
+  m.GetMap(
+      "disks",
+      [&](MapReader& d) {
+        d.GetStringList("ids", v.disks.ids);
+        d.GetString("transport", v.disks.transport);
+        d.GetString("model", v.disks.model);
+        for (auto [key, out] : {std::pair<const char*, uint64_t*>{"min_size", &v.disks.min_bytes},
+                                {"max_size", &v.disks.max_bytes}}) {
+          std::string text;
+          if (!d.GetString(key, text)) continue;
+          auto bytes = ParseByteSize(text);
+          if (bytes.ok())
+            *out = *bytes;
+          else
+            d.errors().Add(d.Raw(key), bytes.status().message());
+        }
+        bool rotational = false;
+        if (d.GetBool("rotational", rotational)) v.disks.rotational = rotational ? 1 : 0;
+        YAML::Node count = d.Raw("count");
+        if (count.IsDefined() && !(count.IsScalar() && count.Scalar() == "all")) {
+          long n = 0;
+          if (d.GetInt("count", n, false, 1, 64)) v.disks.count = static_cast<int>(n);
+        }
+        d.Finish();
+      },
+      true);
+  YAML::Node binds = m.Raw("binds");
+  if (binds.IsDefined() && !binds.IsNull()) {
+    if (!binds.IsSequence()) {
+      m.errors().Add(binds, "'binds' must be a list of paths or of {path, owner, mode}");
+    } else {
+      for (const auto& b : binds) {
+        StorageVolume::Bind bind;
+        if (b.IsScalar()) {
+          bind.path = b.Scalar();
+        } else if (b.IsMap()) {
+          MapReader bm(b, m.errors(), "bind");
+          bm.GetString("path", bind.path, true);
+          bm.GetString("owner", bind.owner);
+          bm.GetString("mode", bind.mode);
+          bm.Finish();
+        } else {
+          m.errors().Add(b, "a bind must be a path or {path, owner, mode}");
+          continue;
+        }
+        v.binds.push_back(std::move(bind));
+      }
+    }
+  }
+  m.Finish();
+  if (v.name.empty() || v.mount.empty()) return;  // reported as missing
+  if (Status valid = ValidateStorageVolume(v); !valid.ok()) {
+    m.errors().Add(m.node(), valid.message());
+    return;
+  }
+  for (const auto& other : p.storage)
+    if (other.name == v.name)
+      m.errors().Add(m.Raw("name"), "volume '" + v.name + "' is named twice");
+    else if (other.mount == v.mount)
+      m.errors().Add(m.Raw("mount"), "volume '" + v.name + "' mounts at " + v.mount +
+                                         " like volume '" + other.name + "'");
+  p.storage.push_back(std::move(v));
+}
+
 void ParseHardware(MapReader& hw, Profile& p) {
   hw.GetMapList("accelerators", [&](MapReader& a) {
     AcceleratorSpec spec;
@@ -243,6 +323,7 @@ Result<Profile> ParseProfile(FileSet& disk, const std::string& file,
     if (Status v = ValidateUefiLoader(p.uefi_loader); !v.ok())
       errors.Add(top.Raw("uefi_loader"), v.message());
   }
+  top.GetMapList("storage", [&](MapReader& m) { ParseStorageVolume(m, p); });
   top.GetMapList("overlay", [&](MapReader& o) {
     OverlayFile f;
     if (o.GetString("path", f.path, true) && (f.path.empty() || f.path[0] != '/'))
@@ -470,6 +551,8 @@ nlohmann::json ToJson(const Profile& p) {
         {{"vendor", a.vendor}, {"model", a.model}, {"pci_ids", a.pci_ids}, {"count", a.count}});
   nlohmann::json overlay = nlohmann::json::array();
   for (const auto& o : p.overlay) overlay.push_back({{"path", o.path}, {"mode", o.mode}});
+  nlohmann::json storage = nlohmann::json::array();
+  for (const auto& v : p.storage) storage.push_back(ToJson(v));
   nlohmann::json playbooks = nlohmann::json::array();
   for (const auto& pb : p.playbooks)
     playbooks.push_back({{"playbook", pb.file},
@@ -502,6 +585,7 @@ nlohmann::json ToJson(const Profile& p) {
           {"health_hook", p.health_hook},
           {"wait_for_peers", p.wait_for_peers_s},
           {"overlay", overlay},
+          {"storage", storage},
           {"bake", bake},
           {"playbooks", playbooks},
           {"secrets", secrets},

@@ -18,6 +18,7 @@
 #include "base/result.h"
 #include "playbook/playbook.h"
 #include "playbook/runner_choice.h"
+#include "profiles/storage.h"
 
 namespace prov {
 
@@ -110,6 +111,8 @@ struct Profile {
   // dhcp.uefi_loader. A node's own choice comes first (NodeRecord).
   std::string uefi_loader;
   std::vector<OverlayFile> overlay;
+  // Local disks its nodes assemble and mount at every boot (storage.h).
+  std::vector<StorageVolume> storage;
   // Image stage (`bake:`), in order: they make the derived image its nodes
   // boot (bake/derived_image.h); empty: the nodes boot image_name itself.
   std::vector<PlaybookRef> bake;

@@ -63,6 +63,9 @@ struct NodeRecord {
   std::string uefi_loader;
   // Its latest health checks, JSON (migration 009); "" when never checked.
   std::string health;
+  // The disk wipes allowed for its next boot, JSON: by-id names or ["*"]
+  // (migration 011); "" when none. Spent by that boot's hello.
+  std::string storage_wipe;
   int64_t last_seen_ms = 0;
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
