@@ -128,7 +128,10 @@ std::map<const CLI::App*, const Verb*> BuildCli(CLI::App& app, GlobalArgs& globa
         parent = found.front();
       }
     }
-    if (words.size() > 1) nouns[words.front()].push_back(words.back());
+    if (words.size() > 1 &&
+        std::find(nouns[words.front()].begin(), nouns[words.front()].end(), words[1]) ==
+            nouns[words.front()].end())
+      nouns[words.front()].push_back(words[1]);
     CLI::App* command = parent->add_subcommand(words.back(), verb.summary);
     command->footer(verb.description);
     command->fallthrough();
@@ -233,7 +236,12 @@ int CheckCommandWords(int argc, const char* const* argv, const Io& io) {
     auto w = Words(v.path);
     auto& top = verbs_of[""];
     if (std::find(top.begin(), top.end(), w.front()) == top.end()) top.push_back(w.front());
-    if (w.size() > 1) verbs_of[w.front()].push_back(w.back());
+    // The word after the noun: a verb, or the group of a verb of three
+    // words ("node storage wipe").
+    if (w.size() > 1) {
+      auto& subs = verbs_of[w.front()];
+      if (std::find(subs.begin(), subs.end(), w[1]) == subs.end()) subs.push_back(w[1]);
+    }
     synopsis[v.path] = v.synopsis;
   }
   const auto words = CommandWords(argc, argv);

@@ -134,3 +134,32 @@ TEST_CASE("node show asks for the node's last 20 events by its MAC") {
 }
 
 }  // namespace prov::ctl
+
+namespace prov::ctl {
+
+TEST_CASE("node storage wipe: three words, the disks sent, a confirmation asked for") {
+  CurlGlobal curl;
+  FakeDaemon d;
+  d.Add("POST", "/api/v1/nodes/{node}/storage/wipe", [](const HttpRequest& r) {
+    return HttpResponse::Json(200, {{"hostname", r.Param("node")}});
+  });
+  Run r = d.Cli({"node", "storage", "wipe", "node1", "--disk", "virtio-data-1", "--yes"});
+  CHECK(r.status == kExitOk);
+  CHECK(r.out.find("node1: wipe allowed at its next boot (virtio-data-1)") == 0);
+  r = d.Cli({"node", "storage", "wipe", "node1", "--yes"});
+  CHECK(r.status == kExitOk);
+  // Not a terminal and no --yes: nobody confirmed, nothing sent.
+  r = d.Cli({"node", "storage", "wipe", "node1"});
+  CHECK(r.status == kExitUsage);
+  CHECK(r.err.find("pass --yes") != std::string::npos);
+  const auto requests = d.requests();
+  REQUIRE(requests.size() == 2);
+  CHECK(requests[0] == R"(POST /api/v1/nodes/node1/storage/wipe {"disks":["virtio-data-1"]})");
+  CHECK(requests[1] == R"(POST /api/v1/nodes/node1/storage/wipe {})");
+  // A misspelt group is named with the nearest.
+  r = d.Cli({"node", "storag", "wipe", "node1"});
+  CHECK(r.status == kExitUsage);
+  CHECK(r.err.find("did you mean 'node storage'?") != std::string::npos);
+}
+
+}  // namespace prov::ctl
