@@ -128,9 +128,8 @@ std::map<const CLI::App*, const Verb*> BuildCli(CLI::App& app, GlobalArgs& globa
         parent = found.front();
       }
     }
-    if (words.size() > 1 &&
-        std::find(nouns[words.front()].begin(), nouns[words.front()].end(), words[1]) ==
-            nouns[words.front()].end())
+    if (words.size() > 1 && std::find(nouns[words.front()].begin(), nouns[words.front()].end(),
+                                      words[1]) == nouns[words.front()].end())
       nouns[words.front()].push_back(words[1]);
     CLI::App* command = parent->add_subcommand(words.back(), verb.summary);
     command->footer(verb.description);

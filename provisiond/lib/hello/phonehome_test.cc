@@ -7,6 +7,7 @@
 
 #include "base/file_util.h"
 #include "base/process.h"
+#include "base/tar.h"
 #include "base/temp_dir.h"
 
 namespace prov {
@@ -59,10 +60,20 @@ nlohmann::json ArcFacts(bool with_gpu) {
                    {"device_id", "56a0"},
                    {"class", "0300"},
                    {"device", "DG2 [Arc A770]"}});
+  // v0.1 keeps its model cache on the node's NVMe disk: the agent set it up.
   return {{"pci", pci},
           {"memory_bytes", 64ULL << 30},
           {"ssh_host_key", "ssh-ed25519 AAAAhost root@node0"},
-          {"image", "ubuntu-arc@0123"}};
+          {"image", "ubuntu-arc@0123"},
+          {"disks",
+           {{{"name", "nvme0n1"},
+             {"by_id", "/dev/disk/by-id/nvme-Samsung_SSD_990_PRO_2TB_S7DN"},
+             {"transport", "nvme"},
+             {"size_bytes", 2000398934016ULL},
+             {"content", "ext4"}}}},
+          {"storage",
+           {{"state", "ready"},
+            {"volumes", {{{"name", "models"}, {"state", "mounted"}, {"mount", "/mnt/models"}}}}}}};
 }
 
 }  // namespace
@@ -106,6 +117,14 @@ TEST_CASE("phone-home: the overlay carries the node's identity, for this boot's 
         (fs::perms::owner_read | fs::perms::owner_write));
   CHECK(ReadFile((dir / "root/etc/motd").string())->find("profile v0.1") !=
         std::string::npos);  // profile overlay
+  // Its volumes, for provision-storage.service; no wipe allowed; md arrays
+  // left to the agent, not udev.
+  auto spec = nlohmann::json::parse(*ReadFile((dir / "root/etc/provision/storage.json").string()));
+  CHECK(spec["volumes"].at(0)["name"] == "models");
+  CHECK(spec["volumes"].at(0)["mount"] == "/mnt/models");
+  CHECK(spec["wipe"] == nlohmann::json::array());
+  CHECK(ReadFile((dir / "root/etc/mdadm/mdadm.conf").string())->find("AUTO -all") !=
+        std::string::npos);
   fs::remove_all(dir);
 }
 
@@ -165,6 +184,53 @@ TEST_CASE("phone-home: a v0.1 node without its Arc A770 is failed, with the reas
   auto node = f.store->FindNode("node0");
   CHECK(node->state == NodeState::kFailed);
   CHECK(node->reason.find("hardware: expected 1 x intel Arc A770 (8086:56a0), found 0") == 0);
+}
+
+TEST_CASE(
+    "phone-home: a node whose storage failed is failed with the agent's reason; a wipe is "
+    "spent by the boot that carried it") {
+  PhoneHomeFixture f;
+  NodeRecord n = f.Enroll("node0", "52:54:00:00:00:01", "v0.1");
+  auto facts = ArcFacts(true);
+  facts["storage"] = {{"state", "failed"},
+                      {"reason", "volume models: disk /dev/disk/by-id/nvme-X (2.0 TB) holds gpt"}};
+  REQUIRE(f.home.Hello(n.mac, PhoneHomeFixture::Root(n.token, f.Ticket("node0")), facts).ok());
+  auto node = f.store->FindNode("node0");
+  CHECK(node->state == NodeState::kFailed);
+  CHECK(node->reason == "storage: volume models: disk /dev/disk/by-id/nvme-X (2.0 TB) holds gpt");
+
+  // An image without the agent's unit reports nothing: failed too, saying so.
+  facts.erase("storage");
+  REQUIRE(f.home.Hello(n.mac, PhoneHomeFixture::Root(n.token, f.Ticket("node0")), facts).ok());
+  CHECK(f.store->FindNode("node0")->reason.find("reported no storage outcome") !=
+        std::string::npos);
+
+  // The operator allows a wipe: the next overlay carries it, its hello spends it.
+  auto allowed = f.inventory.AllowStorageWipe("node0", {"nvme-X"}, "admin");
+  REQUIRE_MESSAGE(allowed.ok(), allowed.status().message());
+  CHECK(f.Events("node0").back() ==
+        "storage wipe allowed at its next boot: /dev/disk/by-id/nvme-X (what they hold is erased "
+        "if it is not the volume)");
+  const std::string ticket = f.Ticket("node0");
+  auto tar = f.home.Overlay(n.mac, PhoneHomeFixture::Root("", ticket));
+  REQUIRE(tar.ok());
+  auto entries = ReadTar(*tar);
+  REQUIRE(entries.ok());
+  bool carried = false;
+  for (const auto& e : *entries)
+    if (e.path == "etc/provision/storage.json")
+      carried =
+          nlohmann::json::parse(e.content)["wipe"] == nlohmann::json{"/dev/disk/by-id/nvme-X"};
+  CHECK(carried);
+  REQUIRE(f.home.Hello(n.mac, PhoneHomeFixture::Root(n.token, ticket), ArcFacts(true)).ok());
+  CHECK(f.store->FindNode("node0")->storage_wipe.empty());
+  CHECK(f.store->FindNode("node0")->state == NodeState::kBooted);
+
+  // Not a by-id name, or a node whose profile has no volumes: refused.
+  CHECK(f.inventory.AllowStorageWipe("node0", {"../sda"}, "admin").status().code() ==
+        Code::kInvalid);
+  f.Enroll("plain", "52:54:00:00:00:09", "");
+  CHECK(f.inventory.AllowStorageWipe("plain", {}, "admin").status().code() == Code::kConflict);
 }
 
 TEST_CASE("phone-home: failure reports from the initrd (its ticket) become events") {
