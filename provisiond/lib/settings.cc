@@ -38,6 +38,7 @@ ConfigureSettings ConfigureSettingsOf(const Config& config, const std::string& k
   configure.connect_retry_s = config.connect_retry_s;
   configure.ansible_dir = config.data_dir + "/ansible";
   configure.ansible = AnsibleToolOf(config);
+  if (!config.tools_dir.empty()) configure.facts_program = config.tools_dir + "/provision-facts";
   return configure;
 }
 

@@ -162,7 +162,34 @@ cat >"$WORK/playbooks/peers.yml" <<'EOF'
         content: "{% for h in groups['all'] %}{{ h }} {{ hostvars[h].ansible_host }} {{ (hostvars[h].provisiond_facts.ssh_host_key | default('') | length) > 20 }}\n{% endfor %}"
 EOF
 
-PROFILES_DIR="$WORK/profiles" PLAYBOOKS_DIR="$WORK/playbooks" start_provisiond it "ssh.port: $PORT" "configure.task_timeout: 60" \
+# A machine that keeps its own OS, adopted over SSH: its profile's bake
+# playbook runs on it (it has no image), then the node stage. (Its "machine"
+# is the sshd target t5: the playbooks write only under $NODES.)
+mkdir -p "$WORK/profiles/inst"
+cat >"$WORK/profiles/inst/profile.yaml" <<EOF
+version: inst
+image:
+  name: lab
+bake:
+  - playbook: stage.yml
+    vars: {base: $NODES, stage: image}
+playbooks:
+  - playbook: stage.yml
+    vars: {base: $NODES, stage: node}
+nodes:
+  pattern: inst*
+EOF
+cat >"$WORK/playbooks/stage.yml" <<'EOF'
+- hosts: all
+  tasks:
+    - name: the stage ran here
+      lineinfile:
+        path: "{{ base }}/{{ inventory_hostname }}-stages"
+        line: "{{ stage }}"
+        create: true
+EOF
+
+PROFILES_DIR="$WORK/profiles" PLAYBOOKS_DIR="$WORK/playbooks" start_provisiond it "tools_dir: $(dirname "$PROVISIOND")" "ssh.port: $PORT" "configure.task_timeout: 60" \
   "configure.connect_retry: 3"
 sed -i "s#URL/web#$URL/web#" "$WORK/profiles/itest/profile.yaml"
 DB="$DATA/data/provisiond.db"
@@ -379,6 +406,25 @@ expect_exit 1 "then the node is refused" ctl cmd it4 -- true
 expect_output "because of its host key" "host key"
 check "and set back" ctl node set it4 --host-key "$(key_of t4)"
 check "works again" ctl cmd it4 -- true
+
+echo "== an installed machine adopted over SSH: its key confirmed, its facts, both stages, no netboot"
+check "enroll inst1 by address" ctl node add inst1 --mac 52:54:00:cc:00:10 --ip "$(addr_of t5)" --profile inst
+expect_exit 2 "adopt without a terminal or --yes only shows the key" ctl node adopt inst1
+expect_output "the key inst1 shows" "$(key_of t5)"
+expect_output "and its fingerprint" "SHA256:"
+expect_eq "nothing was stored" "$(sqlite3 "$DB" "select installed || ',' || coalesce(host_key, '') || ',' || state from nodes where hostname='inst1'")" "0,,enrolled"
+expect_exit 1 "another key than the one it shows is refused" ctl node adopt inst1 --host-key "$(key_of t1)"
+expect_eq "still not adopted" "$(sqlite3 "$DB" "select installed from nodes where hostname='inst1'")" 0
+check "adopt with the key confirmed" ctl node adopt inst1 --host-key "$(key_of t5)"
+expect_output "adopted" "inst1: adopted"
+check "inst1 becomes ready" ctl wait inst1 --timeout 120
+expect_eq "the image stage ran on it, then the node stage" "$(cat "$NODES/inst1-stages")" "$(printf 'image\nnode')"
+expect_eq "installed, its key pinned" "$(sqlite3 "$DB" "select installed || ',' || host_key from nodes where hostname='inst1'" | cut -d' ' -f1-2)" "1,$(key_of t5)"
+check "its facts came from provision-facts run on it" bash -c "sqlite3 '$DB' \"select facts from nodes where hostname='inst1'\" | grep -q memory_bytes"
+check "an event names the address and the key's fingerprint" bash -c "'$PROVISIONCTL' events --node inst1 | grep -q 'adopted over SSH at $(addr_of t5), host key SHA256:'"
+expect_eq "no boot stage recorded" "$(sqlite3 "$DB" "select coalesce(stage, '') from nodes where hostname='inst1'")" ""
+curl -s "$URL/boot/52-54-00-cc-00-10.ipxe" >"$WORK/inst1.ipxe"
+check "if it netboots, it is told to boot its disk" grep -q "not netbooting" "$WORK/inst1.ipxe"
 
 echo "== playbook run failures"
 cat >"$WORK/playbooks/fail.yml" <<'EOF'

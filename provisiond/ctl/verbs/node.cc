@@ -358,6 +358,47 @@ int RunNodePower(Context& ctx, const Args& a) {
   });
 }
 
+int RunNodeAdopt(Context& ctx, const Args& a) {
+  const std::string path = NodePath(a.target) + "/adopt";
+  std::string key = a.host_key.value_or("");
+  if (key.empty()) {
+    const json probe = json::object();
+    auto shown = ctx.client.Call("POST", path, &probe, 120);
+    if (!shown.ok()) return Fail(ctx, shown.status());
+    key = Str(*shown, "host_key");
+    ctx.out << a.target << " at " << Str(*shown, "ip") << " shows the host key\n  " << key << "\n  "
+            << Str(*shown, "fingerprint") << "\n";
+    if (!a.yes) {
+      if (!ctx.interactive)
+        return UsageError(ctx,
+                          "not adopted: stdin is not a terminal, so there is no one to "
+                          "confirm the key; pass --yes to take the key shown, or "
+                          "--host-key KEY");
+      ctx.out << "Is this the machine's key (ssh-keygen -lf on it shows it)? Adopt it? [y/N] "
+              << std::flush;
+      std::string answer;
+      std::getline(ctx.in, answer);
+      if (answer != "y" && answer != "Y" && answer != "yes") {
+        ctx.err << "provisionctl: not adopted\n";
+        return kExitFailed;
+      }
+    }
+  }
+  const json body = {{"host_key", key}};
+  auto r = ctx.client.Call("POST", path, &body, 300);
+  if (!r.ok()) return Fail(ctx, r.status());
+  if (a.json) {
+    PrintJson(ctx, *r);
+    return kExitOk;
+  }
+  ctx.out << a.target << ": adopted, " << Str(*r, "state")
+          << (Str(*r, "reason").empty() ? "" : " (" + Str(*r, "reason") + ")")
+          << (Str(*r, "profile").empty() ? "; no profile"
+                                         : "; configured with profile " + Str(*r, "profile"))
+          << " (provisionctl wait " << a.target << ")\n";
+  return kExitOk;
+}
+
 int RunNodeStorageWipe(Context& ctx, const Args& a) {
   const std::string what =
       a.disks.empty() ? "every disk its profile's volumes take" : Join(a.disks, ", ");
@@ -631,6 +672,36 @@ Examples:
              ->required();
        },
        RunNodePower},
+
+      {"node adopt", "node adopt NODE [--host-key KEY | --yes] [--json]",
+       "Adopt a machine that boots its own installed OS, over SSH",
+       R"(A machine that keeps its own OS (a workstation with a desktop, the control
+node itself) is configured by its profile like a netbooted node, without being
+netbooted. Enroll it with its address (node add NAME --mac MAC --ip ADDRESS
+--profile VERSION) and put provisiond's control key in root's authorized_keys
+on it (its public half is provisiond's data_dir/ssh/id_ed25519.pub). Then
+adopt it: provisiond connects, shows the host key the machine offers, and
+once you confirm it (like ssh's first connection) pins it, collects the
+machine's facts with provision-facts (sent over SSH, run, removed), and marks
+it installed: it is never netbooted (its boot script, if it asks, boots its
+disk). It goes booted, then configuring: its profile's image-stage (bake)
+playbooks run on it first, as it has no image to bake them into, then the
+node-stage ones and its health checks, to ready.
+
+Examples:
+  provisionctl node add node0 --mac 52:54:00:aa:00:01 --ip 10.0.0.10 --profile nvidia-slurm
+  provisionctl node adopt node0
+  provisionctl node adopt node0 --host-key "ssh-ed25519 AAAAC3Nza...")",
+       [](CLI::App& c, Args& a) {
+         c.add_option("node", a.target, "The node (hostname or MAC)")
+             ->type_name("NODE")
+             ->required();
+         c.add_option("--host-key", a.host_key, "The key the machine must show (its pub key line)")
+             ->type_name("KEY");
+         c.add_flag("-y,--yes", a.yes, "Take the key the machine shows without asking");
+         c.add_flag("--json", a.json, "Print the node as JSON");
+       },
+       RunNodeAdopt},
 
       {"node storage wipe", "node storage wipe NODE [--disk BY-ID]... [--yes] [--json]",
        "Let a node's next boot wipe disks that hold something else",

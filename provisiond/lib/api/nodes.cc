@@ -7,6 +7,8 @@
 #include <unordered_set>
 
 #include "base/hostlist.h"
+#include "configure/configurator.h"
+#include "hello/facts.h"
 #include "profiles/inventory.h"
 
 namespace prov {
@@ -161,6 +163,41 @@ HttpResponse ChangeNode(const ApiContext& ctx, const HttpRequest& r) {
   auto node = ctx.inventory->Change(r.Param("node"), change, r.who);
   if (!node.ok()) return HttpResponse::FromStatus(node.status());
   return HttpResponse::Json(200, ToJson(*node));
+}
+
+HttpResponse AdoptNode(const ApiContext& ctx, const HttpRequest& r) {
+  auto body = ParseJsonObject(r.body.empty() ? "{}" : r.body, {"host_key"});
+  if (!body.ok()) return HttpResponse::FromStatus(body.status());
+  std::optional<std::string> confirmed;
+  if (Status s = OptionalString(*body, "host_key", confirmed); !s.ok())
+    return HttpResponse::FromStatus(s);
+  auto node = ctx.inventory->store().FindNode(r.Param("node"));
+  if (!node.ok()) return HttpResponse::FromStatus(node.status());
+  if (!ctx.configurator) return HttpResponse::Error(503, "configuration over SSH is off");
+  // First: the key the machine shows, for the operator to confirm; nothing
+  // is stored.
+  if (!confirmed) {
+    auto key = ctx.configurator->ProbeHostKey(*node);
+    if (!key.ok()) return HttpResponse::FromStatus(key.status());
+    return HttpResponse::Json(200, {{"node", node->name()},
+                                    {"ip", node->ip},
+                                    {"host_key", *key},
+                                    {"fingerprint", HostKeyFingerprint(*key)},
+                                    {"adopted", false}});
+  }
+  if (Status k = ValidateHostKey(*confirmed); !k.ok()) return HttpResponse::FromStatus(k);
+  auto facts = ctx.configurator->CollectFacts(*node, *confirmed);
+  if (!facts.ok()) return HttpResponse::FromStatus(facts.status());
+  if (Status valid = ValidateFacts(*facts); !valid.ok())
+    return HttpResponse::FromStatus(
+        Status::Invalid(node->name() + "'s facts are refused: " + valid.message()));
+  auto adopted = ctx.inventory->Adopt(node->name(), *confirmed, *facts, r.who);
+  if (!adopted.ok()) return HttpResponse::FromStatus(adopted.status());
+  if (adopted->state == NodeState::kBooted && !adopted->profile_version.empty())
+    ctx.configurator->Configure(adopted->name(), r.who);
+  nlohmann::json out = ToJson(*adopted);
+  out["adopted"] = true;
+  return HttpResponse::Json(200, out);
 }
 
 HttpResponse AllowStorageWipe(const ApiContext& ctx, const HttpRequest& r) {

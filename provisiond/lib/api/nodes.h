@@ -38,5 +38,11 @@ HttpResponse RetireNode(const ApiContext& context, const HttpRequest& request);
 // POST /nodes/{node}/storage/wipe {"disks": [by-id names]}: its next boot
 // may wipe those disks (all its volumes take when none are named).
 HttpResponse AllowStorageWipe(const ApiContext& context, const HttpRequest& request);
+// POST /nodes/{node}/adopt: a machine that boots its own OS, reached over SSH
+// at its address with provisiond's control key. Without {"host_key"}: the
+// key it shows now and its fingerprint, nothing stored. With the key the
+// operator confirmed: its facts collected (provision-facts, sent and run
+// over SSH), the key pinned, the node installed and booted, then configured.
+HttpResponse AdoptNode(const ApiContext& context, const HttpRequest& request);
 
 }  // namespace prov

@@ -42,6 +42,7 @@ constexpr ApiRoute kRoutes[] = {
   {"POST",   "/api/v1/nodes/{node}/power",         kAdmin, PowerNode},         // power
   {"POST",   "/api/v1/nodes/{node}/configure",     kAdmin, ConfigureNode},     // runs
   {"POST",   "/api/v1/nodes/{node}/storage/wipe",  kAdmin, AllowStorageWipe},  // nodes
+  {"POST",   "/api/v1/nodes/{node}/adopt",         kAdmin, AdoptNode},         // nodes
   // Profiles.
   {"GET",    "/api/v1/profiles",                   kRead,  ListProfiles},      // profiles
   {"GET",    "/api/v1/profiles/{version}",         kRead,  ShowProfile},       // profiles

@@ -137,6 +137,9 @@ Result<std::string> BootService::RenderNodeScript(const BootLoader& loader,
     default:
       break;
   }
+  // A machine that boots its own OS is never netbooted: if its firmware
+  // asks, it is told to boot from its disk.
+  if (node.installed) return loader.LocalScript(context);
   auto image = node.image_version.empty()
                    ? Result<ImageVersion>(Status::NotFound("it has no profile (and so no image)"))
                    : images_.Resolve(node.image_version);

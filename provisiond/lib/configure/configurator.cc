@@ -307,7 +307,14 @@ struct Configurator::Impl {
       return;
     }
     json vars = node_vars.For(node, Group(node.profile_version));
-    for (const auto& ref : profile.playbooks) {
+    // A machine with its own OS has no image its image-stage playbooks were
+    // baked into: they run on it first, then the node stage.
+    std::vector<const PlaybookRef*> refs;
+    if (node.installed)
+      for (const auto& ref : profile.bake) refs.push_back(&ref);
+    for (const auto& ref : profile.playbooks) refs.push_back(&ref);
+    for (const PlaybookRef* each : refs) {
+      const PlaybookRef& ref = *each;
       if (!ref.parsed && ref.runs_on != PlaybookRunner::kAnsible) {
         run.status = RunStatus::kFailed;
         run.message = ref.file + ": not loaded with profile " + profile.version;
@@ -530,6 +537,62 @@ int Configurator::ResumeCutOff(const std::string& who) {
     }
   }
   return queued;
+}
+
+namespace {
+
+// A session to `node` as an adoption makes it: the configured user and port,
+// pinned to `host_key` (empty: whatever the machine shows).
+Result<std::unique_ptr<NodeSession>> ConnectForAdoption(const ConfigureSettings& settings,
+                                                        const NodeRecord& node,
+                                                        const std::string& host_key) {
+  if (node.ip.empty())
+    return Status::Invalid(node.name() + " has no address: give it one (node set --ip) first");
+  SshEndpoint ep;
+  ep.node = node.name();
+  ep.host = node.ip;
+  ep.port = settings.ssh_port;
+  ep.user = settings.ssh_user;
+  ep.pinned_host_key = host_key;
+  ep.connect_timeout_ms = settings.connect_timeout_ms;
+  SessionConnector connect =
+      settings.connector ? settings.connector : SshConnector(settings.key_path);
+  return connect(ep);
+}
+
+}  // namespace
+
+Result<std::string> Configurator::ProbeHostKey(const NodeRecord& node) {
+  auto session = ConnectForAdoption(impl_->settings, node, "");
+  if (!session.ok()) return session.status();
+  return (*session)->host_key();
+}
+
+Result<nlohmann::json> Configurator::CollectFacts(const NodeRecord& node,
+                                                  const std::string& host_key) {
+  if (host_key.empty()) return Status::Invalid("adopting " + node.name() + " needs its host key");
+  if (impl_->settings.facts_program.empty())
+    return Status::Error(Code::kUnavailable, "no provision-facts program configured (tools_dir)");
+  auto program = ReadFile(impl_->settings.facts_program);
+  if (!program.ok()) return program.status();
+  auto session = ConnectForAdoption(impl_->settings, node, host_key);
+  if (!session.ok()) return session.status();
+  // The static collector goes over stdin into a private file, runs, and is
+  // removed: nothing is installed on the machine.
+  auto r = (*session)->Run(
+      "f=$(mktemp /tmp/provision-facts.XXXXXX) || exit 1\n"
+      "trap 'rm -f \"$f\"' EXIT\n"
+      "cat >\"$f\" && chmod 0700 \"$f\" && \"$f\"\n",
+      *program, "", impl_->settings.task_timeout_s * 1000);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0)
+    return Status::Error(Code::kUnavailable, node.name() + ": provision-facts failed (exit code " +
+                                                 std::to_string(r->exit_code) +
+                                                 "): " + r->err.substr(0, 500));
+  auto facts = nlohmann::json::parse(r->out, nullptr, false);
+  if (facts.is_discarded() || !facts.is_object())
+    return Status::Invalid(node.name() + ": provision-facts printed no JSON object");
+  return facts;
 }
 
 Result<std::vector<RunRecord>> Configurator::StartPlaybook(

@@ -52,6 +52,9 @@ struct ConfigureSettings {
   // How nodes are reached: empty, SshConnector(key_path) (unit tests give a
   // fake network: configure/testing/fake_sessions.h).
   SessionConnector connector = {};
+  // The static fact collector (provision-facts), sent to installed machines
+  // when they are adopted; empty: adoption is not possible.
+  std::string facts_program;
   // What runs wait on (connect retries, wait_for_peers, tasks' retries and
   // pauses); null: SteadyClock(). Must outlive the Configurator.
   Clock* clock = nullptr;
@@ -101,6 +104,13 @@ class Configurator {
   std::vector<CommandResult> Command(const std::vector<std::string>& nodes,
                                      const std::string& command, const std::string& user,
                                      int timeout_ms);
+  // Adopting a machine that boots its own OS (node adopt): the host key it
+  // shows at `node.ip` now, pinning nothing, for the operator to confirm.
+  Result<std::string> ProbeHostKey(const NodeRecord& node);
+  // Its facts, from provision-facts sent over SSH and run there, the
+  // session pinned to `host_key` (a node showing another is refused):
+  // unvalidated JSON, as a phone-home's body.
+  Result<nlohmann::json> CollectFacts(const NodeRecord& node, const std::string& host_key);
   // Reads one file from every node (command.h: GatherFromNodes).
   std::vector<GatherResult> Gather(const std::vector<std::string>& nodes, const std::string& path,
                                    const std::string& user, int timeout_ms);

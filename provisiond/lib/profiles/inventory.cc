@@ -74,6 +74,7 @@ nlohmann::json ToJson(const NodeRecord& n) {
           {"image", n.image_version},
           {"stage", n.stage ? std::string(ToString(*n.stage)) : std::string()},
           {"uefi_loader", n.uefi_loader},
+          {"installed", n.installed},
           {"storage_wipe",
            [&] {
              auto w = nlohmann::json::parse(n.storage_wipe, nullptr, false);
@@ -342,6 +343,53 @@ Result<NodeRecord> Inventory::Enroll(const EnrollRequest& request, const std::st
       if (!a.ok()) return a;
     }
     result = node;
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return result;
+}
+
+Result<NodeRecord> Inventory::Adopt(const std::string& name, const std::string& host_key,
+                                    const nlohmann::json& facts, const std::string& who) {
+  if (Status k = ValidateHostKey(host_key); !k.ok()) return k;
+  NodeRecord result;
+  Status s = store_.Transact([&](StoreTx& tx) -> Status {
+    auto n = tx.FindNode(name);
+    if (!n.ok()) return n.status();
+    if (n->state == NodeState::kRetired || n->state == NodeState::kDiscovered ||
+        n->state == NodeState::kConfiguring || n->state == NodeState::kMaintenance)
+      return Status::Conflict(n->name() + " is " + std::string(ToString(n->state)) +
+                              ": it cannot be adopted now");
+    std::shared_ptr<const Profile> profile;
+    if (!n->profile_version.empty()) {
+      auto p = Snapshot(n->profile_version);
+      if (p.ok()) profile = *p;
+    }
+    Status hardware = profile ? CheckHardware(*profile, facts) : Status::Ok();
+    n->installed = true;
+    n->host_key = host_key;
+    n->facts = facts.dump();
+    n->stage.reset();  // no boot stages: it boots itself
+    n->ticket.clear();
+    n->configured.clear();
+    n->last_seen_ms = NowMs();
+    EventRecord e{.node_id = n->id,
+                  .node = n->name(),
+                  .kind = "adopted",
+                  .detail = "installed machine adopted over SSH at " + n->ip + ", host key " +
+                            HostKeyFingerprint(host_key) + " pinned",
+                  .who = who};
+    if (n->state != NodeState::kBooting) {
+      Status t = tx.Transition(*n, NodeState::kBooting, "adopted over SSH", who);
+      if (!t.ok()) return t;
+    }
+    Status t = hardware.ok()
+                   ? tx.Transition(*n, NodeState::kBooted, "adopted: its own OS", who)
+                   : tx.Transition(*n, NodeState::kFailed, "hardware: " + hardware.message(), who);
+    if (!t.ok()) return t;
+    t = tx.AppendEvent(e);
+    if (!t.ok()) return t;
+    result = *n;
     return Status::Ok();
   });
   if (!s.ok()) return s;

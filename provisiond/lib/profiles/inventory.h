@@ -113,6 +113,12 @@ class Inventory {
   // that hold something else (profiles/storage.h): those of `disks`
   // (/dev/disk/by-id names), or every one when `disks` is empty. An event
   // says who allowed it; that boot's hello spends it.
+  // A machine that boots its own OS, adopted over SSH (node adopt): its host
+  // key pinned, its facts (validated by the caller) kept, marked installed,
+  // and `booted` (or `failed` when its hardware is not its profile's), with
+  // an event naming who adopted it and the key's fingerprint.
+  Result<NodeRecord> Adopt(const std::string& name, const std::string& host_key,
+                           const nlohmann::json& facts, const std::string& who);
   Result<NodeRecord> AllowStorageWipe(const std::string& name,
                                       const std::vector<std::string>& disks,
                                       const std::string& who);

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <sstream>
+
+#include "base/file_util.h"
+#include "base/strings.h"
 
 namespace prov {
 namespace {
@@ -141,6 +145,21 @@ Status ValidateHostKey(std::string_view key) {
           c == '/' || c == '='))
       return Status::Invalid("host key data is not base64");
   return Status::Ok();
+}
+
+std::string HostKeyFingerprint(const std::string& key) {
+  std::istringstream in(key);
+  std::string type, blob;
+  in >> type >> blob;
+  auto raw = Base64Decode(blob);
+  if (blob.empty() || !raw) return "";
+  const std::string hex = Sha256Hex(*raw);
+  std::string digest;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    digest.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  std::string b64 = Base64Encode(digest);
+  while (!b64.empty() && b64.back() == '=') b64.pop_back();
+  return "SHA256:" + b64;
 }
 
 }  // namespace prov

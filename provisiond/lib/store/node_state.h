@@ -53,5 +53,8 @@ Status ValidateNodeIp(std::string_view ip);
 // A pinned host key: one OpenSSH public key line ("ssh-ed25519 AAAA...
 // [comment]"), a known key type, base64 key data, a printable comment.
 Status ValidateHostKey(std::string_view key);
+// "SHA256:<base64 of the key blob's SHA-256, unpadded>", as ssh-keygen -lf
+// and ssh's first-connection prompt show a key; "" when it does not parse.
+std::string HostKeyFingerprint(const std::string& key);
 
 }  // namespace prov

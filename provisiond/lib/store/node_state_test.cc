@@ -91,3 +91,16 @@ TEST_CASE("node data: an IP is one dotted quad, a host key one key line") {
 }
 
 }  // namespace prov
+
+namespace prov {
+
+TEST_CASE("host key fingerprints are ssh-keygen -lf's") {
+  // ssh-keygen -lf on this key printed SHA256:5/hde79JmfFgNB9dn6+KOnqtwO3PdmEwoZF6w7xKJOM.
+  CHECK(HostKeyFingerprint(
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFj8k4y8j17Lkg0zq8PvoC/bNhAc7KSyQ6SLkXEi5XQn t") ==
+        "SHA256:5/hde79JmfFgNB9dn6+KOnqtwO3PdmEwoZF6w7xKJOM");
+  CHECK(HostKeyFingerprint("ssh-ed25519") == "");
+  CHECK(HostKeyFingerprint("") == "");
+}
+
+}  // namespace prov

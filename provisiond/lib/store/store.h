@@ -66,6 +66,9 @@ struct NodeRecord {
   // The disk wipes allowed for its next boot, JSON: by-id names or ["*"]
   // (migration 011); "" when none. Spent by that boot's hello.
   std::string storage_wipe;
+  // It boots its own installed OS, adopted over SSH (migration 012): never
+  // netbooted; its profile's image-stage playbooks run on it at configure.
+  bool installed = false;
   int64_t last_seen_ms = 0;
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
