@@ -314,7 +314,9 @@ function factsHtml(n) {
   add('state', stateBadge(n.state) + (n.reason ? ` <span class="reason">${esc(n.reason)}</span>` : ''));
   add('MAC', `<span class="mono">${esc(n.mac)}</span>`);
   add('IP', `<span class="mono">${esc(n.ip)}</span>`);
-  add('profile', esc(n.profile)); add('image', esc(n.image)); add('boot stage', esc(n.stage));
+  add('profile', esc(n.profile));
+  add('image', n.installed ? 'none: it boots its own OS (adopted)' : esc(n.image));
+  add('boot stage', esc(n.stage));
   add('last seen', esc(ago(n.last_seen)));
   if (f.cpu) add('CPU', esc(`${f.cpu.model || ''}${f.cpu.cores ? ` (${f.cpu.cores} cores)` : ''}`));
   if (f.memory_bytes) add('memory', esc((f.memory_bytes / 2 ** 30).toFixed(1) + ' GiB'));

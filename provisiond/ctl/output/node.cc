@@ -74,7 +74,8 @@ std::string RenderNode(const json& node, const json& events, int64_t now_ms) {
   kv.Add("state", StateWithReason(node));
   if (std::string stage = Str(node, "stage"); !stage.empty()) kv.Add("stage", stage);
   kv.Add("profile", Dash(Str(node, "profile")));
-  kv.Add("image", Dash(Str(node, "image")));
+  kv.Add("image", node.value("installed", false) ? "none: it boots its own OS (adopted)"
+                                                 : Dash(Str(node, "image")));
   kv.Add("power", Dash(FormatPowerSpec(node.value("power", json::object()))));
   if (std::string l = Str(node, "uefi_loader"); !l.empty())
     kv.Add("uefi loader", l + " (this node's own choice)");

@@ -72,6 +72,10 @@ TEST_CASE("node show: disks as a table, the storage outcome, a wipe allowed") {
         std::string::npos);
   CHECK(out.find("kernel:") != std::string::npos);
   CHECK(out.find("disks[0]") == std::string::npos);  // not flattened as well
+  node["installed"] = true;
+  CHECK(RenderNode(node, json::array(), 0).find("image:") != std::string::npos);
+  CHECK(RenderNode(node, json::array(), 0).find("none: it boots its own OS (adopted)") !=
+        std::string::npos);
 }
 
 TEST_CASE("node why: header, one line per stage, errors, command line, summary last") {
