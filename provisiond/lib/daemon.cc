@@ -206,7 +206,9 @@ Status Daemon::OpenDataDir(const Config& config, Impl& d) {
                  st.st_mode & 0777);
     chmod(config.data_dir.c_str(), 0711);
   }
-  auto lock = LockDataDir(config.data_dir);
+  // A start right after a crash (kill -9, then started again) may find the
+  // old process's last thread still closing its files: waits for it, briefly.
+  auto lock = LockDataDir(config.data_dir, 15000);
   if (!lock.ok()) return lock.status();
   d.data_lock = std::move(*lock);
   s = EnsureTokensFile(config);

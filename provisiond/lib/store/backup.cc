@@ -3,6 +3,9 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
 
 #include <cstring>
 #include <filesystem>
@@ -314,11 +317,18 @@ Result<BackupInfo> RestoreBackup(const std::string& archive_path, const std::str
   return info;
 }
 
-Result<UniqueFd> LockDataDir(const std::string& data_dir) {
+Result<UniqueFd> LockDataDir(const std::string& data_dir, int wait_ms) {
   const std::string path = data_dir + "/provisiond.lock";
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!fd.valid()) return Status::Internal("cannot open " + path + ": " + strerror(errno));
-  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+  int locked = ::flock(fd.get(), LOCK_EX | LOCK_NB);
+  for (int waited = 0; locked != 0 && errno == EWOULDBLOCK && waited < wait_ms; waited += 100) {
+    if (waited == 0)
+      spdlog::info("{} is locked by another process: waiting up to {} s", path, wait_ms / 1000);
+    ::usleep(100 * 1000);
+    locked = ::flock(fd.get(), LOCK_EX | LOCK_NB);
+  }
+  if (locked != 0) {
     auto holder = ReadFile(path);
     std::string pid = holder.ok() ? holder->substr(0, holder->find('\n')) : "";
     return Status::Conflict("another provisiond (or a restore) is using " + data_dir +

@@ -45,9 +45,12 @@ Result<BackupInfo> VerifyBackup(const std::string& archive_path);
 Result<BackupInfo> RestoreBackup(const std::string& archive_path, const std::string& data_dir,
                                  const std::string& database, std::string* moved_to);
 
-// Takes <data_dir>/provisiond.lock (flock, exclusive, not waiting): held by
-// a running provisiond for its lifetime and by a restore. Fails, naming the
-// process that holds it, when another has it.
-Result<UniqueFd> LockDataDir(const std::string& data_dir);
+// Takes <data_dir>/provisiond.lock (flock, exclusive): held by a running
+// provisiond for its lifetime and by a restore. Fails, naming the process
+// that holds it, when another still has it after `wait_ms` (0: at once). A
+// daemon started again right after a crash waits: the lock goes only when
+// the last thread of the old one has closed its files, which can be after
+// its process shows as gone (a zombie leader).
+Result<UniqueFd> LockDataDir(const std::string& data_dir, int wait_ms = 0);
 
 }  // namespace prov

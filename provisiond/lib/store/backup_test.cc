@@ -161,4 +161,18 @@ TEST_CASE("backup: the data folder's lock admits one holder") {
   CHECK(LockDataDir(d.path.string()).ok());
 }
 
+TEST_CASE("backup: a start waits a bounded time for the lock's last holder to let go") {
+  BackupDir d;
+  auto first = LockDataDir(d.path.string());
+  REQUIRE(first.ok());
+  std::thread release([&] { first->reset(); });  // the old process's last thread, exiting
+  auto waited = LockDataDir(d.path.string(), 30000);
+  release.join();
+  CHECK_MESSAGE(waited.ok(), waited.status().message());
+  // Still held after the wait: refused, naming the holder.
+  auto again = LockDataDir(d.path.string(), 200);
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.status().message().find("process " + std::to_string(getpid())) != std::string::npos);
+}
+
 }  // namespace prov
