@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/json_fields.h"
 #include "facts.h"
 #include "profiles/storage.h"
 
@@ -18,11 +19,6 @@ namespace prov::agent {
 namespace {
 
 using json = nlohmann::json;
-
-std::string Str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 // KEY=VALUE lines (blkid -o export, mdadm --export) as a map.
 std::map<std::string, std::string> ExportLines(const std::string& text) {
@@ -58,11 +54,11 @@ class VolumeSetup {
 
  private:
   static std::string Device(const json& d) {
-    std::string id = Str(d, "by_id");
-    return id.empty() ? "/dev/" + Str(d, "name") : id;
+    std::string id = JsonString(d, "by_id");
+    return id.empty() ? "/dev/" + JsonString(d, "name") : id;
   }
   static std::string Describe(const json& d) {
-    std::string model = Str(d, "model");
+    std::string model = JsonString(d, "model");
     return Device(d) + " (" + (model.empty() ? "" : model + ", ") +
            FormatByteSize(d.value("size_bytes", uint64_t{0})) + ")";
   }
@@ -116,7 +112,7 @@ class VolumeSetup {
     std::vector<std::string> ours, blank;
     json wiped = json::array();
     for (const auto& d : disks_) {
-      const std::string dev = Device(d), content = Str(d, "content");
+      const std::string dev = Device(d), content = JsonString(d, "content");
       if (content == "empty") {
         blank.push_back(dev);
         continue;
@@ -207,8 +203,9 @@ class VolumeSetup {
   bool Mount() {
     if (Mounted(v_.mount)) return true;  // a second run in the same boot
     if (!Must({"mkdir", "-p", v_.mount}, "making " + v_.mount)) return false;
-    return Must({"mount", "-t", v_.filesystem, "-o", "noatime", Str(out_, "device"), v_.mount},
-                "mounting " + Str(out_, "device") + " at " + v_.mount);
+    return Must(
+        {"mount", "-t", v_.filesystem, "-o", "noatime", JsonString(out_, "device"), v_.mount},
+        "mounting " + JsonString(out_, "device") + " at " + v_.mount);
   }
 
   // The user of an owner spec exists on this node (its /etc/passwd).

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <set>
 
+#include "base/json_fields.h"
+
 namespace prov {
 namespace {
 
@@ -18,19 +20,14 @@ std::string ShortId(std::string id) {
   return id;
 }
 
-std::string Str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 // A disk as messages name it: its by-id name, else its kernel name.
 std::string DiskName(const json& d) {
-  std::string id = Str(d, "by_id");
-  return id.empty() ? Str(d, "name") : ShortId(id);
+  std::string id = JsonString(d, "by_id");
+  return id.empty() ? JsonString(d, "name") : ShortId(id);
 }
 
 bool HasId(const json& d, const std::string& wanted) {
-  if (ShortId(Str(d, "by_id")) == wanted) return true;
+  if (ShortId(JsonString(d, "by_id")) == wanted) return true;
   auto ids = d.find("ids");
   if (ids != d.end() && ids->is_array())
     for (const auto& i : *ids)
@@ -45,8 +42,8 @@ bool Takes(const DiskRule& r, const json& d) {
       if (HasId(d, ShortId(id))) return true;
     return false;
   }
-  if (!r.transport.empty() && Str(d, "transport") != r.transport) return false;
-  if (!r.model.empty() && !GlobMatch(r.model, Str(d, "model"))) return false;
+  if (!r.transport.empty() && JsonString(d, "transport") != r.transport) return false;
+  if (!r.model.empty() && !GlobMatch(r.model, JsonString(d, "model"))) return false;
   uint64_t size = d.value("size_bytes", uint64_t{0});
   if (size < r.min_bytes || (r.max_bytes && size > r.max_bytes)) return false;
   if (r.rotational >= 0 && d.value("rotational", false) != (r.rotational == 1)) return false;
@@ -88,7 +85,7 @@ Result<std::vector<json>> Match(const StorageVolume& v, const json& disks,
       for (const auto& d : disks)
         if (d.is_object())
           have += std::string(have.empty() ? "" : "; ") + DiskName(d) + " (" +
-                  (Str(d, "transport").empty() ? "?" : Str(d, "transport")) + ", " +
+                  (JsonString(d, "transport").empty() ? "?" : JsonString(d, "transport")) + ", " +
                   FormatByteSize(d.value("size_bytes", uint64_t{0})) +
                   (d.value("system", false) ? ", holds the system" : "") +
                   (taken.count(DiskName(d)) ? ", taken by an earlier volume" : "") + ")";
