@@ -23,6 +23,7 @@ declare -A allowed=(
   [configure]="base store profiles playbook"
   [bake]="base store profiles playbook images configure"
   [console]="base store"
+  [watch]="base store profiles hello configure"
   [api]="base http store power playbook profiles dhcp images boot hello configure console bake"
 )
 fails=0

@@ -312,6 +312,10 @@ nlohmann::json CollectFacts(const std::string& root) {
                           {"firmware", Firmware(root)},
                           {"image", CmdlineValue(cmdline, "provision.image")},
                           {"ssh_host_key", Read(root + "/etc/ssh/ssh_host_ed25519_key.pub")}};
+  // Which boot this is: a heartbeat that reads another one knows the machine
+  // has rebooted (installed machines, which ask provisiond for nothing at boot).
+  if (std::string boot_id = Read(root + "/proc/sys/kernel/random/boot_id"); !boot_id.empty())
+    facts["boot_id"] = boot_id;
   // os-release: the pretty name for people, and the fields the playbooks'
   // distribution facts (ansible_distribution, ...) are derived from.
   std::string os = Read(root + "/etc/os-release");

@@ -27,6 +27,7 @@ TEST_CASE("facts from a fake node: CPU, memory, PCI with names, NICs, disks, hos
   Put(r / "proc/meminfo", "MemTotal:       131072000 kB\nMemFree: 1 kB\n");
   Put(r / "proc/sys/kernel/osrelease", "6.1.0-26-amd64\n");
   Put(r / "proc/sys/kernel/hostname", "node0\n");
+  Put(r / "proc/sys/kernel/random/boot_id", "0f6c1d3e-8b2a-4c59-9e07-4d1f2a3b5c6d\n");
   Put(r / "proc/cmdline", "initrd=initrd.img provision.image=ubuntu-arc@0123456789abcdef quiet\n");
   Put(r / "sys/bus/pci/devices/0000:03:00.0/vendor", "0x8086\n");
   Put(r / "sys/bus/pci/devices/0000:03:00.0/device", "0x56a0\n");
@@ -57,6 +58,7 @@ TEST_CASE("facts from a fake node: CPU, memory, PCI with names, NICs, disks, hos
   CHECK(f["cpu"]["cores"] == 2);
   CHECK(f["memory_bytes"] == 131072000ULL * 1024);
   CHECK(f["kernel"] == "6.1.0-26-amd64");
+  CHECK(f["boot_id"] == "0f6c1d3e-8b2a-4c59-9e07-4d1f2a3b5c6d");
   CHECK(f["image"] == "ubuntu-arc@0123456789abcdef");
   REQUIRE(f["pci"].size() == 2);
   CHECK(f["pci"][1]["slot"] == "0000:03:00.0");

@@ -368,6 +368,11 @@ const std::vector<Setting>& Table() {
         "`configuring`) and those that phoned home but were never configured (`booted` with a "
         "profile)."},
        BoolSetting(&Config::resume_on_start)},
+      {{"configure.heartbeat", "seconds", "30",
+        "How often provisiond reads the boot id of each installed node that is ready or failed "
+        "(node adopt) over SSH: another one than its facts' means it rebooted, and it is "
+        "configured again; one that does not answer gets an event. 0: no heartbeat."},
+       NumberSetting(0, 86400, &Config::heartbeat_s)},
       {{"console.listen", "ADDR:PORT|off", "",
         "The network console: the UDP address booting nodes send what they print to (the "
         "kernel's netconsole, with the initrd's steps and the journal). Empty: the cluster "

@@ -78,6 +78,12 @@ TEST_CASE("config: listen_backlog sizes the accept queue") {
   }
 }
 
+TEST_CASE("config: the installed nodes' heartbeat, every 30 s unless set; 0 turns it off") {
+  CHECK(ParseConfig("", "p.yaml")->heartbeat_s == 30);
+  CHECK(ParseConfig("configure:\n  heartbeat: 0\n", "p.yaml")->heartbeat_s == 0);
+  CHECK_FALSE(ParseConfig("configure:\n  heartbeat: -1\n", "p.yaml").ok());
+}
+
 TEST_CASE("config: booleans take YAML's spellings") {
   auto c = ParseConfig("", "p.yaml");
   REQUIRE(c.ok());

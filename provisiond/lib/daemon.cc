@@ -41,6 +41,7 @@
 #include "settings.h"
 #include "store/backup.h"
 #include "store/store.h"
+#include "watch/heartbeat.h"
 
 namespace prov {
 
@@ -89,6 +90,7 @@ struct Daemon::Impl {
   std::unique_ptr<NfsService> nfs;
   std::unique_ptr<SecretStore> secrets;
   std::unique_ptr<Configurator> configurator;
+  std::unique_ptr<Heartbeat> heartbeat;  // null when configure.heartbeat is 0
   std::optional<InterfaceAddress> iface;
   std::string url;
 };
@@ -104,6 +106,7 @@ Daemon::~Daemon() {
   impl_->tftp_configs.reset();  // after dnsmasq, which queues; before nfs, which it uses
   impl_->api_server.reset();
   impl_->server.reset();
+  impl_->heartbeat.reset();     // before the configurator it reads nodes through
   impl_->configurator.reset();  // interrupts runs, records them as interrupted
   impl_->nfs.reset();
   impl_->image_service.reset();  // stops a running build
@@ -252,6 +255,35 @@ Status Daemon::MakeServices(const Config& config, Impl& d) {
       ConfigureSettingsOf(config, control_key->private_key_path, control_key->public_key);
   configure.secrets = d.secrets.get();
   d.configurator = std::make_unique<Configurator>(*d.inventory, configure);
+  if (config.heartbeat_s > 0) {
+    Configurator* configurator = d.configurator.get();
+    HeartbeatProbes probes{
+        .boot_ids =
+            [configurator, timeout_ms = std::min(config.heartbeat_s, 60) *
+                                        1000](const std::vector<NodeRecord>& nodes) {
+              std::vector<std::string> names;
+              for (const auto& n : nodes) names.push_back(n.name());
+              std::vector<Result<std::string>> out;
+              for (auto& r : configurator->Command(names, "cat /proc/sys/kernel/random/boot_id", "",
+                                                   timeout_ms)) {
+                if (r.status == CommandStatus::kOk)
+                  out.emplace_back(std::move(r.out));
+                else
+                  out.emplace_back(Status::Error(
+                      Code::kUnavailable, !r.error.empty()
+                                              ? r.error
+                                              : "exit code " + std::to_string(r.exit_code) + ": " +
+                                                    r.err.substr(0, 200)));
+              }
+              return out;
+            },
+        .facts = [configurator](
+                     const NodeRecord& n) { return configurator->CollectFacts(n, n.host_key); },
+        .configure =
+            [configurator](const std::string& n) { configurator->Configure(n, "heartbeat"); }};
+    d.heartbeat =
+        std::make_unique<Heartbeat>(*d.inventory, std::move(probes), config.heartbeat_s * 1000);
+  }
   d.phonehome = std::make_unique<PhoneHome>(*d.inventory, control_key->public_key,
                                             [raw] { return raw->boot->boot_url(); });
 
@@ -493,6 +525,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     if (int n = d.configurator->ResumeCutOff("provisiond (resumed after a restart)"); n > 0)
       spdlog::info("configuring {} node(s) again that the last stop cut off", n);
   }
+  if (d.heartbeat) d.heartbeat->Start();
   return daemon;
 }
 

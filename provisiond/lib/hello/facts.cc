@@ -121,6 +121,16 @@ Status CheckDisk(const std::string& path, const json& d) {
 
 }  // namespace
 
+bool IsBootId(std::string_view id) {
+  if (id.size() != 36) return false;
+  for (size_t i = 0; i < id.size(); ++i) {
+    const char c = id[i];
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
 Status ValidateFacts(const json& facts) {
   if (!facts.is_object()) return Status::Invalid("facts: must be a JSON object");
   Status s = CheckTree("facts", facts);
@@ -157,6 +167,10 @@ Status ValidateFacts(const json& facts) {
       if (!IsWord(value.get<std::string>(), key == "id_like" ? "._-~ " : "._-~"))
         return Bad("facts.os_release." + key, "must be letters, digits, '.', '_', '-' or '~'");
     }
+  }
+  if (facts.contains("boot_id")) {
+    if (!facts["boot_id"].is_string() || !IsBootId(facts["boot_id"].get<std::string>()))
+      return Bad("facts.boot_id", "must be a boot id as the kernel gives it (a lowercase UUID)");
   }
   if (facts.contains("arch")) {
     if (!facts["arch"].is_string()) return Bad("facts.arch", "must be a string");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "base/result.h"
 
@@ -15,7 +16,12 @@ namespace prov {
 // bytes; at most 4096 elements in an array; the fields provisiond reads have
 // their types (cpu.cores and cpu.threads, memory_bytes, disks[].size_bytes,
 // nics[].speed_mbps: non-negative integers; ssh_host_key: one key line;
-// image: NAME@VERSION characters).
+// image: NAME@VERSION characters; boot_id: IsBootId).
 Status ValidateFacts(const nlohmann::json& facts);
+
+// A boot id as Linux gives it (/proc/sys/kernel/random/boot_id): a UUID in
+// lowercase hex, 8-4-4-4-12. Another one than the facts' means the machine
+// has booted since.
+bool IsBootId(std::string_view id);
 
 }  // namespace prov

@@ -17,7 +17,8 @@ TEST_CASE("facts: what the agent sends passes; lines, markup carriers and wrong 
       {"pci", {{{"vendor_id", "10de"}, {"device", "AD102 [GeForce RTX 4090] <b>"}}}},
       {"firmware", {{"uefi", true}, {"secure_boot", true}}},
       {"os_release", {{"id", "debian"}, {"version_id", "12"}, {"version_codename", "bookworm"}}},
-      {"arch", "x86_64"}};
+      {"arch", "x86_64"},
+      {"boot_id", "0f6c1d3e-8b2a-4c59-9e07-4d1f2a3b5c6d"}};
   CHECK(ValidateFacts(good).ok());
 
   auto refused = [&](json facts, const std::string& where) {
@@ -51,6 +52,13 @@ TEST_CASE("facts: what the agent sends passes; lines, markup carriers and wrong 
   f = good;
   f["image"] = "lab; rm -rf /";
   refused(f, "facts.image");
+  f = good;
+  f["boot_id"] = "0F6C1D3E-8B2A-4C59-9E07-4D1F2A3B5C6D";
+  refused(f, "facts.boot_id: must be a boot id");
+  f["boot_id"] = "0f6c1d3e-8b2a-4c59-9e07-4d1f2a3b5c6d\n";
+  refused(f, "facts.boot_id");
+  f["boot_id"] = "0f6c1d3e8b2a4c599e074d1f2a3b5c6d";
+  refused(f, "facts.boot_id");
   f = good;
   f["nics"] = "eth0";
   refused(f, "facts.nics: must be a list");

@@ -349,9 +349,37 @@ Result<NodeRecord> Inventory::Enroll(const EnrollRequest& request, const std::st
   return result;
 }
 
+std::shared_ptr<const Profile> Inventory::ProfileOfNode(const std::string& name) {
+  auto n = store_.FindNode(name);
+  if (!n.ok() || n->profile_version.empty()) return nullptr;
+  auto p = Snapshot(n->profile_version);
+  return p.ok() ? *p : nullptr;
+}
+
+Status Inventory::BootedItsOwnOs(StoreTx& tx, NodeRecord& n, const Profile* profile,
+                                 const nlohmann::json& facts, const std::string& why,
+                                 const std::string& who) {
+  if (profile && profile->version != n.profile_version) profile = nullptr;  // changed meanwhile
+  Status hardware = profile ? CheckHardware(*profile, facts) : Status::Ok();
+  n.facts = facts.dump();
+  n.stage.reset();  // no boot stages: it boots itself
+  n.ticket.clear();
+  n.configured.clear();
+  n.last_seen_ms = NowMs();
+  if (n.state != NodeState::kBooting) {
+    Status t = tx.Transition(n, NodeState::kBooting, why, who);
+    if (!t.ok()) return t;
+  }
+  return hardware.ok()
+             ? tx.Transition(n, NodeState::kBooted, "its own OS is up", who)
+             : tx.Transition(n, NodeState::kFailed, "hardware: " + hardware.message(), who);
+}
+
 Result<NodeRecord> Inventory::Adopt(const std::string& name, const std::string& host_key,
                                     const nlohmann::json& facts, const std::string& who) {
   if (Status k = ValidateHostKey(host_key); !k.ok()) return k;
+  // Its profile before the transaction: a snapshot may be read from the store.
+  std::shared_ptr<const Profile> profile = ProfileOfNode(name);
   NodeRecord result;
   Status s = store_.Transact([&](StoreTx& tx) -> Status {
     auto n = tx.FindNode(name);
@@ -360,34 +388,37 @@ Result<NodeRecord> Inventory::Adopt(const std::string& name, const std::string& 
         n->state == NodeState::kConfiguring || n->state == NodeState::kMaintenance)
       return Status::Conflict(n->name() + " is " + std::string(ToString(n->state)) +
                               ": it cannot be adopted now");
-    std::shared_ptr<const Profile> profile;
-    if (!n->profile_version.empty()) {
-      auto p = Snapshot(n->profile_version);
-      if (p.ok()) profile = *p;
-    }
-    Status hardware = profile ? CheckHardware(*profile, facts) : Status::Ok();
     n->installed = true;
     n->host_key = host_key;
-    n->facts = facts.dump();
-    n->stage.reset();  // no boot stages: it boots itself
-    n->ticket.clear();
-    n->configured.clear();
-    n->last_seen_ms = NowMs();
     EventRecord e{.node_id = n->id,
                   .node = n->name(),
                   .kind = "adopted",
                   .detail = "installed machine adopted over SSH at " + n->ip + ", host key " +
                             HostKeyFingerprint(host_key) + " pinned",
                   .who = who};
-    if (n->state != NodeState::kBooting) {
-      Status t = tx.Transition(*n, NodeState::kBooting, "adopted over SSH", who);
-      if (!t.ok()) return t;
-    }
-    Status t = hardware.ok()
-                   ? tx.Transition(*n, NodeState::kBooted, "adopted: its own OS", who)
-                   : tx.Transition(*n, NodeState::kFailed, "hardware: " + hardware.message(), who);
+    Status t = BootedItsOwnOs(tx, *n, profile.get(), facts, "adopted over SSH", who);
     if (!t.ok()) return t;
     t = tx.AppendEvent(e);
+    if (!t.ok()) return t;
+    result = *n;
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return result;
+}
+
+Result<NodeRecord> Inventory::Rebooted(const std::string& name, const nlohmann::json& facts,
+                                       const std::string& why, const std::string& who) {
+  std::shared_ptr<const Profile> profile = ProfileOfNode(name);
+  NodeRecord result;
+  Status s = store_.Transact([&](StoreTx& tx) -> Status {
+    auto n = tx.FindNode(name);
+    if (!n.ok()) return n.status();
+    if (!n->installed) return Status::Conflict(n->name() + " netboots: its boots are its own");
+    if (n->state != NodeState::kReady && n->state != NodeState::kFailed)
+      return Status::Conflict(n->name() + " is " + std::string(ToString(n->state)) +
+                              ": left as it is");
+    Status t = BootedItsOwnOs(tx, *n, profile.get(), facts, why, who);
     if (!t.ok()) return t;
     result = *n;
     return Status::Ok();
@@ -411,15 +442,13 @@ Result<NodeRecord> Inventory::AllowStorageWipe(const std::string& name,
     wipe.push_back("/dev/disk/by-id/" + id);
   }
   if (wipe.empty()) wipe.push_back("*");
+  std::shared_ptr<const Profile> read_profile = ProfileOfNode(name);
   NodeRecord result;
   Status s = store_.Transact([&](StoreTx& tx) -> Status {
     auto n = tx.FindNode(name);
     if (!n.ok()) return n.status();
-    std::shared_ptr<const Profile> profile;
-    if (!n->profile_version.empty()) {
-      auto p = Snapshot(n->profile_version);
-      if (p.ok()) profile = *p;
-    }
+    const Profile* profile =
+        read_profile && read_profile->version == n->profile_version ? read_profile.get() : nullptr;
     if (!profile || profile->storage.empty())
       return Status::Conflict(n->name() + "'s profile" +
                               (n->profile_version.empty() ? " (none)" : " " + n->profile_version) +

@@ -109,16 +109,24 @@ class Inventory {
   Result<NodeRecord> Enroll(const EnrollRequest& request, const std::string& who);
   Result<NodeRecord> Change(const std::string& name, const NodeChange& change,
                             const std::string& who);
-  // Lets the node's next boot wipe local disks its profile's volumes take
-  // that hold something else (profiles/storage.h): those of `disks`
-  // (/dev/disk/by-id names), or every one when `disks` is empty. An event
-  // says who allowed it; that boot's hello spends it.
   // A machine that boots its own OS, adopted over SSH (node adopt): its host
   // key pinned, its facts (validated by the caller) kept, marked installed,
   // and `booted` (or `failed` when its hardware is not its profile's), with
   // an event naming who adopted it and the key's fingerprint.
   Result<NodeRecord> Adopt(const std::string& name, const std::string& host_key,
                            const nlohmann::json& facts, const std::string& who);
+  // An installed node that has booted again, as its heartbeat found
+  // (watch/heartbeat.h): its new facts (validated by the caller) kept, and
+  // through `booting` to `booted` (or `failed` by the hardware check), the
+  // way a netbooted node's phone-home takes it, with `why` as the event. Only
+  // an installed node that is ready or failed: one being configured, in
+  // maintenance or retired is left as it is (Conflict).
+  Result<NodeRecord> Rebooted(const std::string& name, const nlohmann::json& facts,
+                              const std::string& why, const std::string& who);
+  // Lets the node's next boot wipe local disks its profile's volumes take
+  // that hold something else (profiles/storage.h): those of `disks`
+  // (/dev/disk/by-id names), or every one when `disks` is empty. An event
+  // says who allowed it; that boot's hello spends it.
   Result<NodeRecord> AllowStorageWipe(const std::string& name,
                                       const std::vector<std::string>& disks,
                                       const std::string& who);
@@ -178,6 +186,15 @@ class Inventory {
   // Per file, `target` against the snapshot that stands for its version
   // now (or else the one applied now); `against` names it.
   std::vector<FileChange> FilesAgainst(const Profile& target, std::string& against);
+  // An installed node's boot, inside `tx`: its facts kept, no boot stage,
+  // through `booting` to `booted`, or `failed` when its hardware is not its
+  // profile's (Adopt, Rebooted).
+  // (`profile`: the node's, read before the transaction with ProfileOfNode,
+  // since a snapshot may come from the store; null: none.)
+  Status BootedItsOwnOs(StoreTx& tx, NodeRecord& n, const Profile* profile,
+                        const nlohmann::json& facts, const std::string& why,
+                        const std::string& who);
+  std::shared_ptr<const Profile> ProfileOfNode(const std::string& name);
 
   Store& store_;
   std::string profiles_dir_;

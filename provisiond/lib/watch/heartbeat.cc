@@ -1,0 +1,149 @@
+#include "watch/heartbeat.h"
+
+#include <spdlog/spdlog.h>
+
+#include "hello/facts.h"
+
+namespace prov {
+
+namespace {
+
+constexpr const char* kHeartbeatWho = "heartbeat";
+
+// The start of a boot id, enough to tell two apart in an event.
+std::string BootIdStart(const std::string& id) {
+  return id.empty() ? std::string("none") : id.substr(0, 8);
+}
+
+// What a node printed, without the line's end and blanks around it.
+std::string StrippedLine(const std::string& out) {
+  const size_t begin = out.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) return "";
+  return out.substr(begin, out.find_last_not_of(" \t\r\n") - begin + 1);
+}
+
+}  // namespace
+
+Heartbeat::Heartbeat(Inventory& inventory, HeartbeatProbes probes, int interval_ms)
+    : inventory_(inventory), probes_(std::move(probes)), interval_ms_(interval_ms) {}
+
+Heartbeat::~Heartbeat() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Heartbeat::Start() {
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!wake_.wait_for(lock, std::chrono::milliseconds(interval_ms_), [&] { return stop_; })) {
+      lock.unlock();
+      try {
+        Beat();
+      } catch (const std::exception& e) {
+        spdlog::error("heartbeat: {}", e.what());
+      }
+      lock.lock();
+    }
+  });
+}
+
+void Heartbeat::Beat() {
+  std::vector<NodeRecord> watched;
+  for (const NodeRecord& n : inventory_.store().ListNodes())
+    if (n.installed && !n.host_key.empty() &&
+        (n.state == NodeState::kReady || n.state == NodeState::kFailed))
+      watched.push_back(n);
+  if (watched.empty()) return;
+  std::vector<Result<std::string>> ids = probes_.boot_ids(watched);
+  for (size_t i = 0; i < watched.size(); ++i) {
+    if (i >= ids.size()) {
+      Silent(watched[i], "no answer was read");
+    } else if (!ids[i].ok()) {
+      Silent(watched[i], ids[i].status().message());
+    } else {
+      std::string id = StrippedLine(*ids[i]);
+      if (IsBootId(id))
+        Heard(watched[i], id);
+      else
+        Silent(watched[i], "it answered no boot id ('" + id.substr(0, 60) + "')");
+    }
+  }
+}
+
+void Heartbeat::Event(const NodeRecord& node, const std::string& detail) {
+  Status s = inventory_.store().Transact([&](StoreTx& tx) {
+    EventRecord e{.node_id = node.id,
+                  .node = node.name(),
+                  .kind = "heartbeat",
+                  .detail = detail,
+                  .who = kHeartbeatWho};
+    return tx.AppendEvent(e);
+  });
+  if (!s.ok()) spdlog::warn("heartbeat: {}: {}", node.name(), s.message());
+}
+
+void Heartbeat::Silent(const NodeRecord& node, const std::string& why) {
+  auto [it, first] = answered_.try_emplace(node.name(), false);
+  if (!first && !it->second) return;  // still silent: said already
+  it->second = false;
+  Event(node, "no answer over SSH: " + why);
+}
+
+void Heartbeat::Heard(const NodeRecord& node, const std::string& boot_id) {
+  auto [it, first] = answered_.try_emplace(node.name(), true);
+  if (!first && !it->second) Event(node, "answers again over SSH");
+  it->second = true;
+  auto known = nlohmann::json::parse(node.facts.empty() ? "{}" : node.facts, nullptr, false);
+  if (!known.is_object()) known = nlohmann::json::object();
+  const std::string before = known.value("boot_id", "");
+  if (before == boot_id || before.empty()) {
+    // The same boot (or a node adopted before facts had boot ids: this one
+    // is its boot from now on): it answered now.
+    Status s = inventory_.store().Transact([&](StoreTx& tx) {
+      auto n = tx.FindNode(node.name());
+      if (!n.ok()) return n.status();
+      n->last_seen_ms = NowMs();
+      if (before.empty()) {
+        auto facts = nlohmann::json::parse(n->facts.empty() ? "{}" : n->facts, nullptr, false);
+        if (facts.is_object()) {
+          facts["boot_id"] = boot_id;
+          n->facts = facts.dump();
+        }
+      }
+      return tx.UpdateNode(*n);
+    });
+    if (!s.ok()) spdlog::warn("heartbeat: {}: {}", node.name(), s.message());
+    return;
+  }
+  // It has booted since: what it is now, then its configuration again.
+  auto facts = probes_.facts(node);
+  Status valid = facts.ok() ? ValidateFacts(*facts) : facts.status();
+  if (valid.ok() && facts->value("boot_id", "") != boot_id && facts->contains("boot_id"))
+    valid = Status::Invalid("its facts name boot " + BootIdStart(facts->value("boot_id", "")) +
+                            ", not the one it answered");
+  if (!valid.ok()) {
+    Event(node, "rebooted (boot " + BootIdStart(before) + " → " + BootIdStart(boot_id) +
+                    "), but its facts could not be collected: " + valid.message());
+    return;
+  }
+  (*facts)["boot_id"] = boot_id;
+  auto rebooted = inventory_.Rebooted(node.name(), *facts,
+                                      "rebooted (boot " + BootIdStart(before) + " → " +
+                                          BootIdStart(boot_id) + "), seen by its heartbeat",
+                                      kHeartbeatWho);
+  if (!rebooted.ok()) {
+    spdlog::info("heartbeat: {} rebooted: {}", node.name(), rebooted.status().message());
+    return;
+  }
+  spdlog::info("heartbeat: {} rebooted (boot {} → {})", node.name(), BootIdStart(before),
+               BootIdStart(boot_id));
+  if (rebooted->state == NodeState::kBooted && !rebooted->profile_version.empty() &&
+      probes_.configure)
+    probes_.configure(rebooted->name());
+}
+
+}  // namespace prov
