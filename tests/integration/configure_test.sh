@@ -185,7 +185,7 @@ cat >"$WORK/playbooks/stage.yml" <<'EOF'
     - name: the stage ran here
       lineinfile:
         path: "{{ base }}/{{ inventory_hostname }}-stages"
-        line: "{{ stage }}"
+        line: "{{ stage }} provisiond_stage={{ provisiond_stage }}"
         create: true
 EOF
 
@@ -418,7 +418,8 @@ expect_eq "still not adopted" "$(sqlite3 "$DB" "select installed from nodes wher
 check "adopt with the key confirmed" ctl node adopt inst1 --host-key "$(key_of t5)"
 expect_output "adopted" "inst1: adopted"
 check "inst1 becomes ready" ctl wait inst1 --timeout 120
-expect_eq "the image stage ran on it, then the node stage" "$(cat "$NODES/inst1-stages")" "$(printf 'image\nnode')"
+expect_eq "the image stage ran on it (as the image stage), then the node stage" "$(cat "$NODES/inst1-stages")" \
+  "$(printf 'image provisiond_stage=image\nnode provisiond_stage=node')"
 expect_eq "installed, its key pinned" "$(sqlite3 "$DB" "select installed || ',' || host_key from nodes where hostname='inst1'" | cut -d' ' -f1-2)" "1,$(key_of t5)"
 check "its facts came from provision-facts run on it" bash -c "sqlite3 '$DB' \"select facts from nodes where hostname='inst1'\" | grep -q memory_bytes"
 check "an event names the address and the key's fingerprint" bash -c "'$PROVISIONCTL' events --node inst1 | grep -q 'adopted over SSH at $(addr_of t5), host key SHA256:'"

@@ -308,12 +308,16 @@ struct Configurator::Impl {
     }
     json vars = node_vars.For(node, Group(node.profile_version));
     // A machine with its own OS has no image its image-stage playbooks were
-    // baked into: they run on it first, then the node stage.
-    std::vector<const PlaybookRef*> refs;
+    // baked into: they run on it first, at image stage (provisiond_stage is
+    // "image": what they would bake, with the vars the profile's bake list
+    // gives), then the node stage.
+    json image_vars = vars;
+    image_vars["provisiond_stage"] = "image";
+    std::vector<std::pair<const PlaybookRef*, const json*>> refs;
     if (node.installed)
-      for (const auto& ref : profile.bake) refs.push_back(&ref);
-    for (const auto& ref : profile.playbooks) refs.push_back(&ref);
-    for (const PlaybookRef* each : refs) {
+      for (const auto& ref : profile.bake) refs.emplace_back(&ref, &image_vars);
+    for (const auto& ref : profile.playbooks) refs.emplace_back(&ref, &vars);
+    for (const auto& [each, stage_vars] : refs) {
       const PlaybookRef& ref = *each;
       if (!ref.parsed && ref.runs_on != PlaybookRunner::kAnsible) {
         run.status = RunStatus::kFailed;
@@ -334,11 +338,11 @@ struct Configurator::Impl {
       NodeRunOutcome out;
       if (ref.runs_on == PlaybookRunner::kAnsible) {
         auto outs =
-            RunAnsiblePlaybook(ref.path, {HostOf(node, vars, &recorder)}, options.extra_vars,
+            RunAnsiblePlaybook(ref.path, {HostOf(node, *stage_vars, &recorder)}, options.extra_vars,
                                options.secret_values, Ansible(), &cancel);
         out = outs[node.name()];
       } else {
-        out = RunPlaybook(*ref.parsed, node.name(), **session, vars, &recorder, options);
+        out = RunPlaybook(*ref.parsed, node.name(), **session, *stage_vars, &recorder, options);
       }
       if (out.status != RunStatus::kOk) {
         run.status = out.status;
