@@ -46,6 +46,7 @@ struct Args {
   bool no_profile = false;
   bool purge = false;
   bool yes = false;
+  bool password = false;                // node adopt --password: ask for a one-time password
   std::string node;                     // events --node
   std::optional<int64_t> since;         // events --since
   std::optional<int64_t> boot;          // node console --boot

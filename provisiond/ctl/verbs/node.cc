@@ -1,5 +1,7 @@
 // provisionctl node list|show|why|add|set|power|check|rm: the inventory, node by
 // node or by hostlist.
+#include <termios.h>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -384,7 +386,33 @@ int RunNodeAdopt(Context& ctx, const Args& a) {
       }
     }
   }
-  const json body = {{"host_key", key}};
+  json body = {{"host_key", key}};
+  if (a.password) {
+    const std::string login = a.user.empty() ? "the SSH user" : a.user;
+    std::string password;
+    if (ctx.interactive) {
+      // Asked on the terminal without echo, like ssh and sudo ask.
+      ctx.out << login << "'s password on " << a.target
+              << " (used once, kept nowhere): " << std::flush;
+      termios before{};
+      const bool tty = tcgetattr(STDIN_FILENO, &before) == 0;
+      if (tty) {
+        termios quiet = before;
+        quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet);
+      }
+      std::getline(ctx.in, password);
+      if (tty) tcsetattr(STDIN_FILENO, TCSAFLUSH, &before);
+      ctx.out << "\n";
+    } else {
+      std::getline(ctx.in, password);  // one line on stdin
+    }
+    if (password.empty()) return UsageError(ctx, "not adopted: no password given");
+    body["password"] = password;
+    if (!a.user.empty()) body["user"] = a.user;
+  } else if (!a.user.empty()) {
+    return UsageError(ctx, "--user goes with --password");
+  }
   auto r = ctx.client.Call("POST", path, &body, 300);
   if (!r.ok()) return Fail(ctx, r.status());
   if (a.json) {
@@ -673,14 +701,17 @@ Examples:
        },
        RunNodePower},
 
-      {"node adopt", "node adopt NODE [--host-key KEY | --yes] [--json]",
+      {"node adopt", "node adopt NODE [--host-key KEY | --yes] [--password [--user NAME]] [--json]",
        "Adopt a machine that boots its own installed OS, over SSH",
        R"(A machine that keeps its own OS (a workstation with a desktop, the control
 node itself) is configured by its profile like a netbooted node, without being
 netbooted. Enroll it with its address (node add NAME --mac MAC --ip ADDRESS
 --profile VERSION) and put provisiond's control key in root's authorized_keys
-on it (its public half is provisiond's data_dir/ssh/id_ed25519.pub). Then
-adopt it: provisiond connects, shows the host key the machine offers, and
+on it (its public half is provisiond's data_dir/ssh/id_ed25519.pub), or give
+--password: provisionctl asks for a password once (on stdin when it is not a
+terminal) and provisiond logs in with it (as --user NAME, through sudo, when
+root may not log in with a password) only to put its key there; the password
+is kept nowhere. Then adopt it: provisiond connects, shows the host key the machine offers, and
 once you confirm it (like ssh's first connection) pins it, collects the
 machine's facts with provision-facts (sent over SSH, run, removed), and marks
 it installed: it is never netbooted (its boot script, if it asks, boots its
@@ -691,7 +722,8 @@ node-stage ones and its health checks, to ready.
 Examples:
   provisionctl node add node0 --mac 52:54:00:aa:00:01 --ip 10.0.0.10 --profile nvidia-slurm
   provisionctl node adopt node0
-  provisionctl node adopt node0 --host-key "ssh-ed25519 AAAAC3Nza...")",
+  provisionctl node adopt node0 --host-key "ssh-ed25519 AAAAC3Nza..."
+  provisionctl node adopt node0 --password --user admin)",
        [](CLI::App& c, Args& a) {
          c.add_option("node", a.target, "The node (hostname or MAC)")
              ->type_name("NODE")
@@ -699,6 +731,10 @@ Examples:
          c.add_option("--host-key", a.host_key, "The key the machine must show (its pub key line)")
              ->type_name("KEY");
          c.add_flag("-y,--yes", a.yes, "Take the key the machine shows without asking");
+         c.add_flag("--password", a.password,
+                    "Ask for a password to log in with once and install the control key");
+         c.add_option("--user", a.user, "Log in as this user with --password (default: root)")
+             ->type_name("NAME");
          c.add_flag("--json", a.json, "Print the node as JSON");
        },
        RunNodeAdopt},

@@ -166,11 +166,18 @@ HttpResponse ChangeNode(const ApiContext& ctx, const HttpRequest& r) {
 }
 
 HttpResponse AdoptNode(const ApiContext& ctx, const HttpRequest& r) {
-  auto body = ParseJsonObject(r.body.empty() ? "{}" : r.body, {"host_key"});
+  auto body = ParseJsonObject(r.body.empty() ? "{}" : r.body, {"host_key", "user", "password"});
   if (!body.ok()) return HttpResponse::FromStatus(body.status());
-  std::optional<std::string> confirmed;
-  if (Status s = OptionalString(*body, "host_key", confirmed); !s.ok())
-    return HttpResponse::FromStatus(s);
+  std::optional<std::string> confirmed, user, password;
+  for (auto [key, value] : {std::pair{"host_key", &confirmed}, std::pair{"user", &user},
+                            std::pair{"password", &password}})
+    if (Status s = OptionalString(*body, key, *value); !s.ok()) return HttpResponse::FromStatus(s);
+  if (user && (user->empty() || user->size() > 64 ||
+               user->find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                       "0123456789._-") != std::string::npos))
+    return HttpResponse::Error(400, "user: not a user name");
+  if (password && !confirmed)
+    return HttpResponse::Error(400, "a password goes with the confirmed host_key only");
   auto node = ctx.inventory->store().FindNode(r.Param("node"));
   if (!node.ok()) return HttpResponse::FromStatus(node.status());
   if (!ctx.configurator) return HttpResponse::Error(503, "configuration over SSH is off");
@@ -186,6 +193,20 @@ HttpResponse AdoptNode(const ApiContext& ctx, const HttpRequest& r) {
                                     {"adopted", false}});
   }
   if (Status k = ValidateHostKey(*confirmed); !k.ok()) return HttpResponse::FromStatus(k);
+  // A one-time password: used once to put the control key in place, kept
+  // nowhere; from then on the key.
+  if (password) {
+    Status installed =
+        ctx.configurator->InstallControlKey(*node, *confirmed, user.value_or(""), *password);
+    if (!installed.ok()) return HttpResponse::FromStatus(installed);
+    EventRecord e{.node_id = node->id,
+                  .node = node->name(),
+                  .kind = "adopted",
+                  .detail = "control key installed over SSH with a one-time password" +
+                            (user ? " (as " + *user + ")" : std::string()),
+                  .who = r.who};
+    ctx.inventory->store().RecordEvent(e);
+  }
   auto facts = ctx.configurator->CollectFacts(*node, *confirmed);
   if (!facts.ok()) return HttpResponse::FromStatus(facts.status());
   if (Status valid = ValidateFacts(*facts); !valid.ok())

@@ -105,4 +105,48 @@ TEST_CASE("profiles: the list is read again when a profile's files change, from 
   CHECK(errors.empty());
 }
 
+TEST_CASE(
+    "profiles: a storage rule no disk of a known node matches is a plan error naming the "
+    "node; an installed machine's disks are its own") {
+  auto store = std::move(*Store::Open(":memory:"));
+  TempDir dir{"profiles"}, snapshots{"snapshots"};
+  REQUIRE(MakeDirs(dir.path() + "/s").ok());
+  REQUIRE(WriteFileAtomic(dir.path() + "/s/profile.yaml",
+                          "version: s\nimage: {name: lab}\nnodes: {pattern: \"n*\"}\n"
+                          "storage:\n  - name: data\n    disks: {transport: nvme}\n"
+                          "    filesystem: ext4\n    mount: /srv/data\n")
+              .ok());
+  Inventory inventory{*store, dir.path(), PROVISION_SOURCE_DIR "/playbooks", snapshots.path()};
+  for (const char* name : {"n0", "n1"}) {
+    auto n = inventory.Enroll({name, std::string("52:54:00:00:01:0") + name[1], "", ""}, "t");
+    REQUIRE_MESSAGE(n.ok(), n.status().message());
+  }
+  auto facts = [&](const std::string& name, const std::string& transport, bool installed) {
+    REQUIRE(store
+                ->Transact([&](StoreTx& tx) {
+                  auto n = tx.FindNode(name);
+                  if (!n.ok()) return n.status();
+                  n->facts = nlohmann::json{{"disks",
+                                             {{{"name", "sda"},
+                                               {"transport", transport},
+                                               {"by_id", "/dev/disk/by-id/x-" + name},
+                                               {"size_bytes", 1000000000000LL}}}}}
+                                 .dump();
+                  n->installed = installed;
+                  return tx.UpdateNode(*n);
+                })
+                .ok());
+  };
+  facts("n0", "nvme", false);
+  facts("n1", "sata", false);
+  auto plan = inventory.PlanProfile("s");
+  REQUIRE_FALSE(plan.ok());
+  CHECK_MESSAGE(plan.status().message().find("node n1: ") != std::string::npos,
+                plan.status().message());
+  CHECK(plan.status().message().find("node n0") == std::string::npos);
+  facts("n1", "sata", true);  // n1 keeps its own OS
+  plan = inventory.PlanProfile("s");
+  CHECK_MESSAGE(plan.ok(), plan.status().message());
+}
+
 }  // namespace prov

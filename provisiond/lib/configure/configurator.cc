@@ -549,14 +549,17 @@ namespace {
 // pinned to `host_key` (empty: whatever the machine shows).
 Result<std::unique_ptr<NodeSession>> ConnectForAdoption(const ConfigureSettings& settings,
                                                         const NodeRecord& node,
-                                                        const std::string& host_key) {
+                                                        const std::string& host_key,
+                                                        const std::string& user = "",
+                                                        const std::string& password = "") {
   if (node.ip.empty())
     return Status::Invalid(node.name() + " has no address: give it one (node set --ip) first");
   SshEndpoint ep;
   ep.node = node.name();
   ep.host = node.ip;
   ep.port = settings.ssh_port;
-  ep.user = settings.ssh_user;
+  ep.user = user.empty() ? settings.ssh_user : user;
+  ep.password = password;
   ep.pinned_host_key = host_key;
   ep.connect_timeout_ms = settings.connect_timeout_ms;
   SessionConnector connect =
@@ -570,6 +573,43 @@ Result<std::string> Configurator::ProbeHostKey(const NodeRecord& node) {
   auto session = ConnectForAdoption(impl_->settings, node, "");
   if (!session.ok()) return session.status();
   return (*session)->host_key();
+}
+
+Status Configurator::InstallControlKey(const NodeRecord& node, const std::string& host_key,
+                                       const std::string& user, const std::string& password) {
+  if (host_key.empty()) return Status::Invalid("adopting " + node.name() + " needs its host key");
+  if (password.empty()) return Status::Invalid("no password given");
+  if (impl_->settings.public_key.empty())
+    return Status::Error(Code::kUnavailable, "provisiond has no control key to install");
+  const std::string login = user.empty() ? impl_->settings.ssh_user : user;
+  auto session = ConnectForAdoption(impl_->settings, node, host_key, login, password);
+  if (!session.ok()) return session.status();
+  // The key into the SSH user's authorized_keys (once); through sudo, which
+  // reads the same password on stdin, when the login is another user. The
+  // password goes over stdin only, never in the script or a message.
+  const std::string target = impl_->settings.ssh_user;
+  std::string public_key = impl_->settings.public_key;
+  while (!public_key.empty() && (public_key.back() == '\n' || public_key.back() == ' '))
+    public_key.pop_back();
+  const std::string key = ShellQuote(public_key);
+  const std::string install = "set -e; umask 077; h=$(getent passwd " + ShellQuote(target) +
+                              " | cut -d: -f6); [ -n \"$h\" ]; mkdir -p \"$h/.ssh\"; "
+                              "touch \"$h/.ssh/authorized_keys\"; grep -qxF " +
+                              key + " \"$h/.ssh/authorized_keys\" || echo " + key +
+                              " >>\"$h/.ssh/authorized_keys\"; " + "chown -R " +
+                              ShellQuote(target) + ": \"$h/.ssh\"";
+  const std::string script =
+      login == target ? install + "\n"
+                      : "sudo -S -p '' -u root -- sh -c " + ShellQuote(install) + " 2>&1\n";
+  auto r = (*session)->Run(script, login == target ? "" : password + "\n", "",
+                           impl_->settings.task_timeout_s * 1000);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0)
+    return Status::Error(Code::kConflict, node.name() + ": the control key could not be put in " +
+                                              target + "'s authorized_keys as " + login +
+                                              " (exit code " + std::to_string(r->exit_code) +
+                                              "): " + (r->out + r->err).substr(0, 300));
+  return Status::Ok();
 }
 
 Result<nlohmann::json> Configurator::CollectFacts(const NodeRecord& node,

@@ -107,6 +107,14 @@ class Configurator {
   // Adopting a machine that boots its own OS (node adopt): the host key it
   // shows at `node.ip` now, pinning nothing, for the operator to confirm.
   Result<std::string> ProbeHostKey(const NodeRecord& node);
+  // A one-time password instead of a key already in place: logs in as
+  // `user` (empty: the configured SSH user) with `password`, the session
+  // pinned to `host_key`, and puts the control key in the SSH user's
+  // authorized_keys (through `sudo -S` with the same password when `user`
+  // is another). The password is used for this one session and kept
+  // nowhere.
+  Status InstallControlKey(const NodeRecord& node, const std::string& host_key,
+                           const std::string& user, const std::string& password);
   // Its facts, from provision-facts sent over SSH and run there, the
   // session pinned to `host_key` (a node showing another is refused):
   // unvalidated JSON, as a phone-home's body.

@@ -437,6 +437,17 @@ Result<std::unique_ptr<SshSession>> SshSession::Connect(const SshEndpoint& endpo
                      " --host-key '" + impl->host_key + "' to accept)");
   }
 
+  if (!endpoint.password.empty()) {
+    switch (ssh_userauth_password(s, nullptr, endpoint.password.c_str())) {
+      case SSH_AUTH_SUCCESS:
+        return std::unique_ptr<SshSession>(new SshSession(std::move(impl)));
+      case SSH_AUTH_ERROR:
+        return Unavailable(where + ": authentication failed: " + ssh_get_error(s));
+      default:
+        return Forbidden("node " + endpoint.node + ": " + endpoint.user + "@" + impl->address +
+                         " refused the password (or does not take passwords over SSH)");
+    }
+  }
   ssh_key raw_private = nullptr;
   if (ssh_pki_import_privkey_file(key_path.c_str(), nullptr, nullptr, nullptr, &raw_private) !=
       SSH_OK)

@@ -24,6 +24,9 @@ struct SshEndpoint {
   // and report it (SshSession::pinned_now()).
   std::string pinned_host_key;
   int connect_timeout_ms = 10000;
+  // Non-empty: log in with this password instead of the control key (an
+  // adoption's one-time password; never stored, never in a message).
+  std::string password;
 };
 
 // A connected session to one node as the configurator uses it (sessions.h):

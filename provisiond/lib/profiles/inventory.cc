@@ -668,8 +668,10 @@ Status CheckStorageOnNodes(const Profile& profile, StoreTx& tx) {
   if (profile.storage.empty()) return Status::Ok();
   std::vector<std::string> misfits;
   for (const auto& node : tx.ListNodes()) {
+    // An installed machine's disks are its owner's: it keeps what it writes
+    // on its own root, and the volumes are for netbooted nodes.
     if (node.state == NodeState::kDiscovered || node.state == NodeState::kRetired ||
-        !profile.Covers(node.hostname, node.mac))
+        node.installed || !profile.Covers(node.hostname, node.mac))
       continue;
     auto facts = nlohmann::json::parse(node.facts, nullptr, false);
     if (facts.is_discarded()) continue;
