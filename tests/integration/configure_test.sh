@@ -415,6 +415,12 @@ expect_output "and its fingerprint" "SHA256:"
 expect_eq "nothing was stored" "$(sqlite3 "$DB" "select installed || ',' || coalesce(host_key, '') || ',' || state from nodes where hostname='inst1'")" "0,,enrolled"
 expect_exit 1 "another key than the one it shows is refused" ctl node adopt inst1 --host-key "$(key_of t1)"
 expect_eq "still not adopted" "$(sqlite3 "$DB" "select installed from nodes where hostname='inst1'")" 0
+expect_eq "a password without the confirmed key is refused" "$(curl -s -o /dev/null -w '%{http_code}' -X POST \
+  -H "Authorization: Bearer $TOKEN" -d '{"password":"secret-pw-1"}' "$URL/api/v1/nodes/inst1/adopt")" 400
+check "refused: one line on stdin as the password, against a machine that takes none for root" bash -c \
+  "! echo secret-pw-2 | '$PROVISIONCTL' node adopt inst1 --host-key '$(key_of t5)' --password"
+check "the password is nowhere in the events or the database" bash -c \
+  "! '$PROVISIONCTL' events --limit 100000 | grep -q secret-pw && ! grep -qa secret-pw '$DB'"
 check "adopt with the key confirmed" ctl node adopt inst1 --host-key "$(key_of t5)"
 expect_output "adopted" "inst1: adopted"
 check "inst1 becomes ready" ctl wait inst1 --timeout 120
