@@ -547,11 +547,9 @@ namespace {
 
 // A session to `node` as an adoption makes it: the configured user and port,
 // pinned to `host_key` (empty: whatever the machine shows).
-Result<std::unique_ptr<NodeSession>> ConnectForAdoption(const ConfigureSettings& settings,
-                                                        const NodeRecord& node,
-                                                        const std::string& host_key,
-                                                        const std::string& user = "",
-                                                        const std::string& password = "") {
+Result<std::unique_ptr<NodeSession>> ConnectForAdoption(
+    const ConfigureSettings& settings, const NodeRecord& node, const std::string& host_key,
+    const std::string& user = "", const std::string& password = "", bool authenticate = true) {
   if (node.ip.empty())
     return Status::Invalid(node.name() + " has no address: give it one (node set --ip) first");
   SshEndpoint ep;
@@ -560,6 +558,7 @@ Result<std::unique_ptr<NodeSession>> ConnectForAdoption(const ConfigureSettings&
   ep.port = settings.ssh_port;
   ep.user = user.empty() ? settings.ssh_user : user;
   ep.password = password;
+  ep.authenticate = authenticate;
   ep.pinned_host_key = host_key;
   ep.connect_timeout_ms = settings.connect_timeout_ms;
   SessionConnector connect =
@@ -570,7 +569,9 @@ Result<std::unique_ptr<NodeSession>> ConnectForAdoption(const ConfigureSettings&
 }  // namespace
 
 Result<std::string> Configurator::ProbeHostKey(const NodeRecord& node) {
-  auto session = ConnectForAdoption(impl_->settings, node, "");
+  // Only the key exchange: the machine need not take provisiond's key yet
+  // (node adopt --password puts it there).
+  auto session = ConnectForAdoption(impl_->settings, node, "", "", "", false);
   if (!session.ok()) return session.status();
   return (*session)->host_key();
 }

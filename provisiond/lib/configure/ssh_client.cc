@@ -437,6 +437,11 @@ Result<std::unique_ptr<SshSession>> SshSession::Connect(const SshEndpoint& endpo
                      " --host-key '" + impl->host_key + "' to accept)");
   }
 
+  if (!endpoint.authenticate) {
+    impl->alive = false;
+    impl->broken_reason = "connected only to see the host key";
+    return std::unique_ptr<SshSession>(new SshSession(std::move(impl)));
+  }
   if (!endpoint.password.empty()) {
     switch (ssh_userauth_password(s, nullptr, endpoint.password.c_str())) {
       case SSH_AUTH_SUCCESS:

@@ -27,6 +27,9 @@ struct SshEndpoint {
   // Non-empty: log in with this password instead of the control key (an
   // adoption's one-time password; never stored, never in a message).
   std::string password;
+  // False: connect only to see the host key (node adopt's first look, before
+  // the machine has provisiond's key); the session runs nothing.
+  bool authenticate = true;
 };
 
 // A connected session to one node as the configurator uses it (sessions.h):
