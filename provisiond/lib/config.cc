@@ -373,6 +373,16 @@ const std::vector<Setting>& Table() {
         "(node adopt) over SSH: another one than its facts' means it rebooted, and it is "
         "configured again; one that does not answer gets an event. 0: no heartbeat."},
        NumberSetting(0, 86400, &Config::heartbeat_s)},
+      {{"configure.installed_hosts", "path", "/etc/hosts",
+        "The file on an installed node (node adopt) that gets the cluster's names, in a block "
+        "between two marker lines rewritten at each configure run (a netbooted node's overlay "
+        "writes its /etc/hosts). Empty: provisiond writes none."},
+       [](const std::string& v, const std::string&, Config& c) {
+         if (!v.empty() && (v[0] != '/' || v.find_first_of("'\"\\ \n") != std::string::npos))
+           return Status::Invalid("expected an absolute path, found '" + v + "'");
+         c.installed_hosts_file = v;
+         return Status::Ok();
+       }},
       {{"console.listen", "ADDR:PORT|off", "",
         "The network console: the UDP address booting nodes send what they print to (the "
         "kernel's netconsole, with the initrd's steps and the journal). Empty: the cluster "

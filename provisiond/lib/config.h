@@ -91,6 +91,7 @@ struct Config {
   int connect_retry_s = 30;
   bool resume_on_start = true;  // configure the nodes a stop cut off again at start
   int heartbeat_s = 30;         // installed nodes' heartbeat over SSH (0: off)
+  std::string installed_hosts_file = "/etc/hosts";  // installed nodes' names block ("": none)
   // The network console: "" (the interface's address, port 6666), "off" or ADDR:PORT.
   std::string console_listen;
   int64_t console_keep_lines = 5000;  // per node (0: all)

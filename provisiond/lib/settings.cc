@@ -36,6 +36,7 @@ ConfigureSettings ConfigureSettingsOf(const Config& config, const std::string& k
   configure.workers = config.configure_workers;
   configure.task_timeout_s = config.task_timeout_s;
   configure.connect_retry_s = config.connect_retry_s;
+  configure.installed_hosts_file = config.installed_hosts_file;
   configure.ansible_dir = config.data_dir + "/ansible";
   configure.ansible = AnsibleToolOf(config);
   if (!config.tools_dir.empty()) configure.facts_program = config.tools_dir + "/provision-facts";

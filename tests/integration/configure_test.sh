@@ -190,7 +190,7 @@ cat >"$WORK/playbooks/stage.yml" <<'EOF'
 EOF
 
 PROFILES_DIR="$WORK/profiles" PLAYBOOKS_DIR="$WORK/playbooks" start_provisiond it "tools_dir: $(dirname "$PROVISIOND")" "ssh.port: $PORT" "configure.task_timeout: 60" \
-  "configure.connect_retry: 3"
+  "configure.connect_retry: 3" "configure.installed_hosts: $NODES/hosts"
 sed -i "s#URL/web#$URL/web#" "$WORK/profiles/itest/profile.yaml"
 DB="$DATA/data/provisiond.db"
 
@@ -421,9 +421,13 @@ check "refused: one line on stdin as the password, against a machine that takes 
   "! echo secret-pw-2 | '$PROVISIONCTL' node adopt inst1 --host-key '$(key_of t5)' --password"
 check "the password is nowhere in the events or the database" bash -c \
   "! '$PROVISIONCTL' events --limit 100000 | grep -q secret-pw && ! grep -qa secret-pw '$DB'"
+# The machine's own hosts file (here a stand-in: configure.installed_hosts), with a line of its own.
+printf '127.0.0.1\tlocalhost\n10.1.2.3\tthe-owners-own\n' >"$NODES/hosts"
 check "adopt with the key confirmed" ctl node adopt inst1 --host-key "$(key_of t5)"
 expect_output "adopted" "inst1: adopted"
 check "inst1 becomes ready" ctl wait inst1 --timeout 120
+check "its hosts file keeps its own line" grep -qx "$(printf '10.1.2.3\tthe-owners-own')" "$NODES/hosts"
+check "and lists the cluster's nodes in provisiond's block" bash -c "sed -n '/^# BEGIN provisiond/,/^# END provisiond/p' '$NODES/hosts' | grep -qx \"\$(printf '%s\tinst1' '$(addr_of t5)')\""
 expect_eq "the image stage ran on it (as the image stage), then the node stage" "$(cat "$NODES/inst1-stages")" \
   "$(printf 'image provisiond_stage=image\nnode provisiond_stage=node')"
 expect_eq "installed, its key pinned" "$(sqlite3 "$DB" "select installed || ',' || host_key from nodes where hostname='inst1'" | cut -d' ' -f1-2)" "1,$(key_of t5)"

@@ -306,6 +306,18 @@ struct Configurator::Impl {
       run.status = RunStatus::kInterrupted;
       return;
     }
+    // A netbooted node's overlay lists the cluster's nodes in /etc/hosts; a
+    // machine with its own OS gets them in a block of its own /etc/hosts.
+    if (node.installed && !settings.installed_hosts_file.empty()) {
+      Status named = WriteClusterNames(**session);
+      if (!named.ok()) {
+        run.status =
+            named.code() == Code::kUnavailable ? RunStatus::kUnreachable : RunStatus::kFailed;
+        run.message = named.message();
+        if (run.status == RunStatus::kUnreachable) lease.Drop();
+        return;
+      }
+    }
     json vars = node_vars.For(node, Group(node.profile_version));
     // A machine with its own OS has no image its image-stage playbooks were
     // baked into: they run on it first, at image stage (provisiond_stage is
@@ -359,6 +371,36 @@ struct Configurator::Impl {
       return;
     }
     run.status = cancel ? RunStatus::kInterrupted : RunStatus::kOk;
+  }
+
+  // The cluster's nodes, from the address book, between two marker lines of
+  // /etc/hosts (replaced at each configure run; the rest of the file is the
+  // machine's own), written to a temporary file, then renamed.
+  Status WriteClusterNames(NodeSession& session) {
+    std::string block;
+    for (const auto& n : store.Addresses()->entries)
+      if (!n.hostname.empty()) block += n.ip + "\t" + n.hostname + "\n";
+    const std::string script =
+        "set -e\n"
+        "f=" +
+        ShellQuote(settings.installed_hosts_file) +
+        "\n"
+        "begin='# BEGIN provisiond: the cluster nodes (rewritten at each configure run)'\n"
+        "end='# END provisiond'\n"
+        "tmp=$(mktemp \"$(dirname \"$f\")/.hosts.provisiond.XXXXXX\")\n"
+        "trap 'rm -f \"$tmp\"' EXIT\n"
+        "{ if [ -f \"$f\" ]; then awk -v b=\"$begin\" -v e=\"$end\" "
+        "'$0 == b {skip = 1} !skip {print} $0 == e {skip = 0}' \"$f\"; fi; "
+        "echo \"$begin\"; cat; echo \"$end\"; } >\"$tmp\"\n"
+        "chmod 0644 \"$tmp\"\n"
+        "mv -f \"$tmp\" \"$f\"\n";
+    auto r = session.Run(script, block, "", settings.task_timeout_s * 1000);
+    if (!r.ok()) return r.status();
+    if (r->exit_code != 0)
+      return Status::Invalid(settings.installed_hosts_file +
+                             ": the cluster's names could not be written (exit code " +
+                             std::to_string(r->exit_code) + "): " + r->err.substr(0, 300));
+    return Status::Ok();
   }
 
   // `node check`: the profile's health checks on one node, all of them,

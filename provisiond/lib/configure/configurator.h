@@ -42,6 +42,9 @@ struct ConfigureSettings {
   // How long a configure run tries again to reach a node that does not
   // answer (its sshd may still be starting), backing off from 1 s.
   int connect_retry_s = 30;
+  // Where an installed machine gets the cluster's names (a netbooted node's
+  // overlay writes its /etc/hosts): a block of this file; empty: nowhere.
+  std::string installed_hosts_file = "/etc/hosts";
   // Where vars that name a secret are filled from (owned by the daemon);
   // null: such vars fail the run.
   SecretStore* secrets = nullptr;
