@@ -182,11 +182,8 @@ EOF
 cat >"$WORK/playbooks/stage.yml" <<'EOF'
 - hosts: all
   tasks:
-    - name: the stage ran here
-      lineinfile:
-        path: "{{ base }}/{{ inventory_hostname }}-stages"
-        line: "{{ stage }} provisiond_stage={{ provisiond_stage }}"
-        create: true
+    - name: the stage ran here (a line each time)
+      shell: echo "{{ stage }} provisiond_stage={{ provisiond_stage }}" >>"{{ base }}/{{ inventory_hostname }}-stages"
 EOF
 
 PROFILES_DIR="$WORK/profiles" PLAYBOOKS_DIR="$WORK/playbooks" start_provisiond it "tools_dir: $(dirname "$PROVISIOND")" "ssh.port: $PORT" "configure.task_timeout: 60" \
@@ -434,6 +431,14 @@ expect_eq "installed, its key pinned" "$(sqlite3 "$DB" "select installed || ',' 
 check "its facts came from provision-facts run on it" bash -c "sqlite3 '$DB' \"select facts from nodes where hostname='inst1'\" | grep -q memory_bytes"
 check "an event names the address and the key's fingerprint" bash -c "'$PROVISIONCTL' events --node inst1 | grep -q 'adopted over SSH at $(addr_of t5), host key SHA256:'"
 expect_eq "no boot stage recorded" "$(sqlite3 "$DB" "select coalesce(stage, '') from nodes where hostname='inst1'")" ""
+n="$(configured_runs inst1)"
+check "configure inst1 again" curl -sf -X POST -H "Authorization: Bearer $TOKEN" -d '{"force": true}' \
+  "$URL/api/v1/nodes/inst1/configure"
+wait_for 120 "inst1's second configure run ends" reconfigured inst1 "$n"
+expect_eq "its image stage, which ran already, is not run again: the node stage only" \
+  "$(cat "$NODES/inst1-stages")" "$(printf 'image provisiond_stage=image\nnode provisiond_stage=node\nnode provisiond_stage=node')"
+expect_eq "the key of what ran at image stage is kept on its row" \
+  "$(sqlite3 "$DB" "select length(installed_baked) from nodes where hostname='inst1'")" 16
 curl -s "$URL/boot/52-54-00-cc-00-10.ipxe" >"$WORK/inst1.ipxe"
 check "if it netboots, it is told to boot its disk" grep -q "not netbooting" "$WORK/inst1.ipxe"
 

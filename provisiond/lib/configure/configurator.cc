@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "base/clock.h"
@@ -37,6 +38,21 @@ SessionSettings SessionSettingsOf(const ConfigureSettings& s) {
 
 // A run that could not get its session: no answer is "unreachable", a
 // refusal (host key, control key) "failed".
+// What an installed machine's image stage is made of: each bake playbook's
+// files (by content), vars and runner, in order. Its node row keeps the key
+// of the last one that ran on it (installed_baked): its disk holds what they
+// installed, as an image would, so they run again only when this changes.
+std::string InstalledBakeKey(const Profile& profile) {
+  std::map<std::string, std::string> sha;
+  for (const auto& f : profile.files) sha[f.path] = f.sha256;
+  std::string inputs = "installed bake v1\n";
+  for (const auto& ref : profile.bake) {
+    inputs += ref.file + "\n" + ToString(ref.runs_on) + "\n" + ref.vars.dump() + "\n";
+    for (const auto& f : ref.files) inputs += f + " " + sha[f] + "\n";
+  }
+  return Sha256Hex(inputs).substr(0, 16);
+}
+
 void SessionFailed(RunRecord& run, const Status& why) {
   run.status = why.code() == Code::kUnavailable ? RunStatus::kUnreachable : RunStatus::kFailed;
   run.message = "ssh: " + why.message();
@@ -326,8 +342,19 @@ struct Configurator::Impl {
     json image_vars = vars;
     image_vars["provisiond_stage"] = "image";
     std::vector<std::pair<const PlaybookRef*, const json*>> refs;
-    if (node.installed)
-      for (const auto& ref : profile.bake) refs.emplace_back(&ref, &image_vars);
+    // Its disk keeps the image stage that last ran on it (InstalledBakeKey):
+    // again only when that changed (a reboot does not).
+    std::string bake_key;
+    if (node.installed && !profile.bake.empty()) {
+      bake_key = InstalledBakeKey(profile);
+      if (node.installed_baked == bake_key) {
+        spdlog::info("{}: its image stage ({}) ran already; node stage only", node.name(),
+                     bake_key);
+        bake_key.clear();
+      } else {
+        for (const auto& ref : profile.bake) refs.emplace_back(&ref, &image_vars);
+      }
+    }
     for (const auto& ref : profile.playbooks) refs.emplace_back(&ref, &vars);
     for (const auto& [each, stage_vars] : refs) {
       const PlaybookRef& ref = *each;
@@ -361,6 +388,17 @@ struct Configurator::Impl {
         run.message = ref.file + ": " + out.failed_task;
         if (out.status == RunStatus::kUnreachable) lease.Drop();
         return;
+      }
+      if (!bake_key.empty() && each == &profile.bake.back()) {
+        // The image stage is on its disk now: kept for its next boots.
+        Status kept = store.Transact([&](StoreTx& tx) {
+          auto n = tx.FindNode(node.name());
+          if (!n.ok()) return n.status();
+          n->installed_baked = bake_key;
+          return tx.UpdateNode(*n);
+        });
+        if (!kept.ok())
+          spdlog::warn("{}: its image stage's key was not kept: {}", node.name(), kept.message());
       }
     }
     HealthOutcome health = RunHealthChecks(profile, node, **session, recorder, store);

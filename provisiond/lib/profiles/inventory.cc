@@ -389,6 +389,7 @@ Result<NodeRecord> Inventory::Adopt(const std::string& name, const std::string& 
       return Status::Conflict(n->name() + " is " + std::string(ToString(n->state)) +
                               ": it cannot be adopted now");
     n->installed = true;
+    n->installed_baked.clear();  // (again) a machine nothing was applied to yet
     n->host_key = host_key;
     EventRecord e{.node_id = n->id,
                   .node = n->name(),

@@ -69,6 +69,9 @@ struct NodeRecord {
   // It boots its own installed OS, adopted over SSH (migration 012): never
   // netbooted; its profile's image-stage playbooks run on it at configure.
   bool installed = false;
+  // The key of the image stage that last ran on it (migration 013), so that
+  // its bake playbooks run again only when they change; "" until then.
+  std::string installed_baked;
   int64_t last_seen_ms = 0;
   int64_t created_ms = 0;
   int64_t updated_ms = 0;

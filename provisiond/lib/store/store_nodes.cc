@@ -14,7 +14,7 @@ namespace {
 constexpr const char* kNodeColumns =
     "id, mac, hostname, ip, state, reason, profile_version, image_version, facts, host_key, "
     "token, stage, last_seen, created, updated, power, configured, ticket, uefi_loader, health, "
-    "storage_wipe, installed";
+    "storage_wipe, installed, installed_baked";
 
 // SQL texts, each prepared once (the cache is keyed by these pointers).
 const std::string kSelectNodeByName =
@@ -39,13 +39,14 @@ constexpr const char* kSelectProfilesInUse =
 constexpr const char* kInsertNode =
     "INSERT INTO nodes (mac, hostname, ip, state, reason, profile_version, image_version, facts, "
     "host_key, token, stage, last_seen, created, updated, power, configured, ticket, uefi_loader, "
-    "health, storage_wipe, installed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-    "?13, ?14, ?16, ?17, ?18, ?19, ?20, ?21, ?22)";
+    "health, storage_wipe, installed, installed_baked) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+    "?10, ?11, ?12, ?13, ?14, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)";
 constexpr const char* kUpdateNode =
     "UPDATE nodes SET mac = ?1, hostname = ?2, ip = ?3, state = ?4, reason = ?5, "
     "profile_version = ?6, image_version = ?7, facts = ?8, host_key = ?9, token = ?10, "
     "stage = ?11, last_seen = ?12, updated = ?14, power = ?16, configured = ?17, ticket = ?18, "
-    "uefi_loader = ?19, health = ?20, storage_wipe = ?21, installed = ?22 WHERE id = ?15";
+    "uefi_loader = ?19, health = ?20, storage_wipe = ?21, installed = ?22, installed_baked = ?23 "
+    "WHERE id = ?15";
 constexpr const char* kDeleteNode = "DELETE FROM nodes WHERE id = ?1";
 constexpr const char* kCountByState = "SELECT state, count(*) FROM nodes GROUP BY state";
 constexpr const char* kCountInState = "SELECT count(*) FROM nodes WHERE state = ?1";
@@ -80,6 +81,7 @@ NodeRecord ReadNode(const sql::Statement& s) {
   n.health = s.Text(19);
   n.storage_wipe = s.Text(20);
   n.installed = s.Int(21) != 0;
+  n.installed_baked = s.Text(22);
   return n;
 }
 
@@ -108,6 +110,7 @@ void BindNode(sql::Statement& s, const NodeRecord& n) {
   BindText(s, 20, n.health);
   BindText(s, 21, n.storage_wipe);
   s.Bind(22, int64_t{n.installed ? 1 : 0});
+  BindText(s, 23, n.installed_baked);
 }
 
 }  // namespace
