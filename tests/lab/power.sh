@@ -3,7 +3,9 @@
 #   power.sh on|off|cycle HOSTNAME MAC
 # inside the lab namespace, with LAB_NS and LAB_DIR from the lab's environment.
 # The VM is named after the node; its firmware comes from $LAB_DIR/firmware
-# ("HOSTNAME bios|uefi|uefi-pxe" lines; bios when not listed), its local disks
+# ("HOSTNAME bios|uefi|uefi-pxe|uefi-sb|uefi-http|disk" lines; bios when not
+# listed; disk: an installed machine that boots $LAB_DIR/HOSTNAME.root.img, made
+# by installed-disk.sh, and never netboots), its local disks
 # from $LAB_DIR/disks ("HOSTNAME SERIAL SIZE" lines: a virtio disk with that
 # serial, /dev/disk/by-id/virtio-SERIAL on the node, kept in
 # $LAB_DIR/HOSTNAME-SERIAL.img across power cycles like a real one).
