@@ -8,6 +8,7 @@
 
 #include "base/hostlist.h"
 #include "configure/configurator.h"
+#include "configure/ssh_client.h"
 #include "hello/facts.h"
 #include "profiles/inventory.h"
 
@@ -172,10 +173,7 @@ HttpResponse AdoptNode(const ApiContext& ctx, const HttpRequest& r) {
   for (auto [key, value] : {std::pair{"host_key", &confirmed}, std::pair{"user", &user},
                             std::pair{"password", &password}})
     if (Status s = OptionalString(*body, key, *value); !s.ok()) return HttpResponse::FromStatus(s);
-  if (user && (user->empty() || user->size() > 64 ||
-               user->find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                       "0123456789._-") != std::string::npos))
-    return HttpResponse::Error(400, "user: not a user name");
+  if (user && !ValidUserName(*user)) return HttpResponse::Error(400, "user: not a user name");
   if (password && !confirmed)
     return HttpResponse::Error(400, "a password goes with the confirmed host_key only");
   auto node = ctx.inventory->store().FindNode(r.Param("node"));

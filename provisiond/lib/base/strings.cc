@@ -11,6 +11,12 @@ std::string Join(const std::vector<std::string>& parts, const std::string& sep) 
   return out;
 }
 
+std::string Trim(const std::string& s, const std::string& chars) {
+  const size_t b = s.find_first_not_of(chars);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(chars) - b + 1);
+}
+
 std::string Lower(std::string s) {
   for (char& c : s)
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');

@@ -10,6 +10,10 @@ namespace prov {
 // The parts with `sep` between them ("" for none).
 std::string Join(const std::vector<std::string>& parts, const std::string& sep);
 
+// `s` without the characters of `chars` at its start and end (Python's
+// str.strip: Jinja's `trim`, a line a node printed).
+std::string Trim(const std::string& s, const std::string& chars = " \t\n\r\f\v");
+
 // ASCII lowercase (facts, vendor names and module names are ASCII).
 std::string Lower(std::string s);
 

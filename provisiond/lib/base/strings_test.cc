@@ -4,6 +4,13 @@
 
 namespace prov {
 
+TEST_CASE("strings: trim takes the given characters off both ends only") {
+  CHECK(Trim("  a b\t\n") == "a b");
+  CHECK(Trim(" \n\t ") == "");
+  CHECK(Trim("xxaxbxx", "x") == "axb");
+  CHECK(Trim(" a\n", " \t") == "a\n");
+}
+
 TEST_CASE("strings: join, lower, and the two shell quotings") {
   CHECK(Join({"a", "", "c"}, ", ") == "a, , c");
   CHECK(Join({}, ",").empty());

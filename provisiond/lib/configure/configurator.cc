@@ -669,10 +669,7 @@ Status Configurator::InstallControlKey(const NodeRecord& node, const std::string
   // reads the same password on stdin, when the login is another user. The
   // password goes over stdin only, never in the script or a message.
   const std::string target = impl_->settings.ssh_user;
-  std::string public_key = impl_->settings.public_key;
-  while (!public_key.empty() && (public_key.back() == '\n' || public_key.back() == ' '))
-    public_key.pop_back();
-  const std::string key = ShellQuote(public_key);
+  const std::string key = ShellQuote(Trim(impl_->settings.public_key));
   const std::string install = "set -e; umask 077; h=$(getent passwd " + ShellQuote(target) +
                               " | cut -d: -f6); [ -n \"$h\" ]; mkdir -p \"$h/.ssh\"; "
                               "touch \"$h/.ssh/authorized_keys\"; grep -qxF " +

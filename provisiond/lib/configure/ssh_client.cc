@@ -103,13 +103,6 @@ constexpr size_t kStderrKeep = 4096;  // of the worker's own stderr, for message
 constexpr int kKeepaliveMs = 10000;
 constexpr unsigned kDeadPeerMs = 30000;
 
-bool ValidUserName(const std::string& u) {
-  if (u.empty() || u.size() > 64 || u[0] == '-') return false;
-  return std::all_of(u.begin(), u.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '_' || c == '-' || c == '.';
-  });
-}
-
 // The command that runs `inner` (no single quotes in it) with /bin/sh as
 // `become` ("" = the login user).
 std::string AsUser(const std::string& login_user, const std::string& become,
@@ -181,6 +174,13 @@ Status Forbidden(std::string m) {
 }
 
 }  // namespace
+
+bool ValidUserName(const std::string& u) {
+  if (u.empty() || u.size() > 64 || u[0] == '-') return false;
+  return std::all_of(u.begin(), u.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '_' || c == '-' || c == '.';
+  });
+}
 
 // One shell worker: its channel and what it told us about itself.
 struct Worker {

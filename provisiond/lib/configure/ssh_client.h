@@ -32,6 +32,10 @@ struct SshEndpoint {
   bool authenticate = true;
 };
 
+// A user name provisiond logs in as or becomes on a node: letters, digits,
+// '_', '-', '.', at most 64, not starting with '-'.
+bool ValidUserName(const std::string& u);
+
 // A connected session to one node as the configurator uses it (sessions.h):
 // scripts run through Remote, plus the host key the node showed. SshSession
 // is the real one; unit tests put fakes behind it.

@@ -161,12 +161,6 @@ json ScalarToJson(const YAML::Node& n) {
   return s;
 }
 
-std::string Trimmed(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
-
 // Splits a hosts pattern on ',' and ':' outside brackets ("n[1,3],gpu1").
 std::vector<std::string> SplitPattern(const std::string& hosts) {
   std::vector<std::string> terms;
@@ -176,13 +170,13 @@ std::vector<std::string> SplitPattern(const std::string& hosts) {
     if (c == '[') ++depth;
     if (c == ']') --depth;
     if ((c == ',' || c == ':') && depth <= 0) {
-      terms.push_back(Trimmed(cur));
+      terms.push_back(Trim(cur, " \t"));
       cur.clear();
     } else {
       cur += c;
     }
   }
-  terms.push_back(Trimmed(cur));
+  terms.push_back(Trim(cur, " \t"));
   return terms;
 }
 
@@ -543,7 +537,7 @@ class PlaybookParser {
       std::string expr = p;
       if (IsTemplated(expr)) {
         // "{{ a }}" inside a combined condition: the bare expression.
-        std::string t = Trimmed(expr);
+        std::string t = Trim(expr, " \t");
         if (t.rfind("{{", 0) == 0 && t.size() >= 4 && t.compare(t.size() - 2, 2, "}}") == 0)
           expr = t.substr(2, t.size() - 4);
       }
@@ -707,10 +701,10 @@ class PlaybookParser {
       } else if (n.IsScalar() && IsTemplated(n.Scalar())) {
         CheckTemplate(n, key);
         std::string expr = n.Scalar();
-        std::string t = Trimmed(expr);
+        std::string t = Trim(expr, " \t");
         if (with_items && t.rfind("{{", 0) == 0 && t.compare(t.size() - 2, 2, "}}") == 0 &&
             t.find("{{", 2) == std::string::npos)
-          expr = "{{ (" + Trimmed(t.substr(2, t.size() - 4)) + ") | flatten(levels=1) }}";
+          expr = "{{ (" + Trim(t.substr(2, t.size() - 4), " \t") + ") | flatten(levels=1) }}";
         task.loop = expr;
       } else {
         errors_.Add(n, "'" + key + "' must be a list or a \"{{ expression }}\", found " + Found(n));

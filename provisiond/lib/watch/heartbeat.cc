@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <utility>
+
+#include "base/strings.h"
 #include "hello/facts.h"
 
 namespace prov {
@@ -13,13 +16,6 @@ constexpr const char* kHeartbeatWho = "heartbeat";
 // The start of a boot id, enough to tell two apart in an event.
 std::string BootIdStart(const std::string& id) {
   return id.empty() ? std::string("none") : id.substr(0, 8);
-}
-
-// What a node printed, without the line's end and blanks around it.
-std::string StrippedLine(const std::string& out) {
-  const size_t begin = out.find_first_not_of(" \t\r\n");
-  if (begin == std::string::npos) return "";
-  return out.substr(begin, out.find_last_not_of(" \t\r\n") - begin + 1);
 }
 
 }  // namespace
@@ -65,7 +61,7 @@ void Heartbeat::Beat() {
     } else if (!ids[i].ok()) {
       Silent(watched[i], ids[i].status().message());
     } else {
-      std::string id = StrippedLine(*ids[i]);
+      std::string id = Trim(*ids[i]);
       if (IsBootId(id))
         Heard(watched[i], id);
       else
@@ -75,15 +71,11 @@ void Heartbeat::Beat() {
 }
 
 void Heartbeat::Event(const NodeRecord& node, const std::string& detail) {
-  Status s = inventory_.store().Transact([&](StoreTx& tx) {
-    EventRecord e{.node_id = node.id,
-                  .node = node.name(),
-                  .kind = "heartbeat",
-                  .detail = detail,
-                  .who = kHeartbeatWho};
-    return tx.AppendEvent(e);
-  });
-  if (!s.ok()) spdlog::warn("heartbeat: {}: {}", node.name(), s.message());
+  inventory_.store().RecordEvent({.node_id = node.id,
+                                  .node = node.name(),
+                                  .kind = "heartbeat",
+                                  .detail = detail,
+                                  .who = kHeartbeatWho});
 }
 
 void Heartbeat::Silent(const NodeRecord& node, const std::string& why) {
@@ -126,10 +118,13 @@ void Heartbeat::Heard(const NodeRecord& node, const std::string& boot_id) {
     valid = Status::Invalid("its facts name boot " + BootIdStart(facts->value("boot_id", "")) +
                             ", not the one it answered");
   if (!valid.ok()) {
-    Event(node, "rebooted (boot " + BootIdStart(before) + " → " + BootIdStart(boot_id) +
-                    "), but its facts could not be collected: " + valid.message());
+    // Said once per boot; each round tries again.
+    if (std::exchange(unread_boot_[node.name()], boot_id) != boot_id)
+      Event(node, "rebooted (boot " + BootIdStart(before) + " → " + BootIdStart(boot_id) +
+                      "), but its facts could not be collected: " + valid.message());
     return;
   }
+  unread_boot_.erase(node.name());
   (*facts)["boot_id"] = boot_id;
   auto rebooted = inventory_.Rebooted(node.name(), *facts,
                                       "rebooted (boot " + BootIdStart(before) + " → " +

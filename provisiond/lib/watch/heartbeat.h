@@ -64,6 +64,9 @@ class Heartbeat {
   // Whether each node answered the last round it was read in (absent: not
   // read yet): an event only when that changes.
   std::map<std::string, bool> answered_;
+  // The new boot whose facts could not be read yet, by node: its event is
+  // not repeated each round.
+  std::map<std::string, std::string> unread_boot_;
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;

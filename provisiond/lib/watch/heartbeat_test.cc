@@ -160,6 +160,8 @@ TEST_CASE_FIXTURE(HeartbeatFixture,
         "rebooted (boot 0f6c1d3e → 7a1e2b3c), but its facts could not be collected: timed out");
   CHECK(Node("inst0").state == NodeState::kReady);
   CHECK(configured.empty());
+  heartbeat.Beat();  // still unreadable: tried again, not said again
+  CHECK(Events("inst0", "heartbeat").size() == 3);
   facts_fail = false;
   heartbeat.Beat();  // the next round tries again
   CHECK(Node("inst0").state == NodeState::kBooted);

@@ -29,7 +29,6 @@ using jinja::ParseTemplate;
 using jinja::RenderJson;
 using jinja::RenderTemplateText;
 using jinja::Scope;
-using jinja::Trim;
 using jinja::Truthy;
 
 std::pair<size_t, size_t> LineCol(const std::string& text, size_t pos) {

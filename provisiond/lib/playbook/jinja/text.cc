@@ -21,13 +21,6 @@ size_t Utf8Length(const std::string& s) {
   return n;
 }
 
-std::string Trim(const std::string& s, const std::string& chars) {
-  size_t b = s.find_first_not_of(chars);
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(chars);
-  return s.substr(b, e - b + 1);
-}
-
 json PySplit(const std::string& s, const json& sep, int64_t maxsplit, size_t pos) {
   json out = json::array();
   if (sep.is_null()) {

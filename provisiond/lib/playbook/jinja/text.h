@@ -22,7 +22,6 @@ inline bool IsDigit(char c) {
 }
 
 std::string Upper(std::string s);
-std::string Trim(const std::string& s, const std::string& chars = " \t\n\r\f\v");
 size_t Utf8Length(const std::string& s);
 
 // Python's str.split(): no separator splits on runs of whitespace.
