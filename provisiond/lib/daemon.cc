@@ -36,6 +36,7 @@
 #include "images/image_service.h"
 #include "images/nfs.h"
 #include "playbook/runner_choice.h"
+#include "power/power.h"
 #include "profiles/inventory.h"
 #include "profiles/profile.h"
 #include "settings.h"
@@ -61,6 +62,19 @@ std::vector<std::string> CheckAll(const Config& config) {
   }
   return errors;
 }
+
+namespace {
+
+// A command's outcome on one node as a result: its output, or why not.
+Result<std::string> CommandOutcome(const CommandResult& r) {
+  if (r.status == CommandStatus::kOk) return r.out;
+  return Status::Error(Code::kUnavailable, !r.error.empty()
+                                               ? r.error
+                                               : "exit code " + std::to_string(r.exit_code) + ": " +
+                                                     r.err.substr(0, 200));
+}
+
+}  // namespace
 
 struct Daemon::Impl {
   // <data_dir>/provisiond.lock, held for the daemon's life (released last):
@@ -90,6 +104,7 @@ struct Daemon::Impl {
   std::unique_ptr<NfsService> nfs;
   std::unique_ptr<SecretStore> secrets;
   std::unique_ptr<Configurator> configurator;
+  PowerSettings power;
   std::unique_ptr<Heartbeat> heartbeat;  // null when configure.heartbeat is 0
   std::optional<InterfaceAddress> iface;
   std::string url;
@@ -255,8 +270,23 @@ Status Daemon::MakeServices(const Config& config, Impl& d) {
       ConfigureSettingsOf(config, control_key->private_key_path, control_key->public_key);
   configure.secrets = d.secrets.get();
   d.configurator = std::make_unique<Configurator>(*d.inventory, configure);
+  // Power: the drivers get the secrets store and the nodes' SSH sessions.
+  Configurator* configurator = d.configurator.get();
+  d.power = PowerSettingsOf(config);
+  d.power.secret = [secrets = d.secrets.get()](const std::string& name) -> Result<std::string> {
+    auto value = secrets->Get(SecretDecl{.name = name, .generate = "none"}, name);
+    if (value.status().code() == Code::kNotFound)
+      return Status::NotFound("secret '" + name +
+                              "' (named by a node's power config) is not set: provisionctl "
+                              "secret set " +
+                              name + " --from-file FILE");
+    return value;
+  };
+  d.power.node_command = [configurator](const std::string& node, const std::string& command) {
+    auto r = configurator->Command({node}, command, "", 30000);
+    return CommandOutcome(r.at(0));
+  };
   if (config.heartbeat_s > 0) {
-    Configurator* configurator = d.configurator.get();
     HeartbeatProbes probes{
         .boot_ids =
             [configurator, timeout_ms = std::min(config.heartbeat_s, 60) *
@@ -265,22 +295,20 @@ Status Daemon::MakeServices(const Config& config, Impl& d) {
               for (const auto& n : nodes) names.push_back(n.name());
               std::vector<Result<std::string>> out;
               for (auto& r : configurator->Command(names, "cat /proc/sys/kernel/random/boot_id", "",
-                                                   timeout_ms)) {
-                if (r.status == CommandStatus::kOk)
-                  out.emplace_back(std::move(r.out));
-                else
-                  out.emplace_back(Status::Error(
-                      Code::kUnavailable, !r.error.empty()
-                                              ? r.error
-                                              : "exit code " + std::to_string(r.exit_code) + ": " +
-                                                    r.err.substr(0, 200)));
-              }
+                                                   timeout_ms))
+                out.push_back(CommandOutcome(r));
               return out;
             },
         .facts = [configurator](
                      const NodeRecord& n) { return configurator->CollectFacts(n, n.host_key); },
         .configure =
-            [configurator](const std::string& n) { configurator->Configure(n, "heartbeat"); }};
+            [configurator](const std::string& n) { configurator->Configure(n, "heartbeat"); },
+        .power_cycle =
+            [raw](const NodeRecord& n, const std::string& why) {
+              return PowerNode(raw->inventory->store(), raw->power, n, PowerOp::kCycle, "heartbeat",
+                               why);
+            },
+        .now = nullptr};
     d.heartbeat =
         std::make_unique<Heartbeat>(*d.inventory, std::move(probes), config.heartbeat_s * 1000);
   }
@@ -366,7 +394,7 @@ Status Daemon::MakeServices(const Config& config, Impl& d) {
   api.web_dir = config.web_dir;
   if (!config.interface.empty())
     api.preflight = [config](const PreflightOptions& opt) { return RunPreflight(config, opt); };
-  api.power = PowerSettingsOf(config);
+  api.power = d.power;
   api.own_address = d.iface ? d.iface->address : "";
   api.on_booted = [raw](const NodeRecord& node) {
     if (!node.profile_version.empty()) raw->configurator->Configure(node.name(), "node");

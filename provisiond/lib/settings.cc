@@ -46,8 +46,10 @@ ConfigureSettings ConfigureSettingsOf(const Config& config, const std::string& k
 PowerSettings PowerSettingsOf(const Config& config) {
   PowerSettings power;
   power.interface = config.interface;
-  power.ipmi_credentials_file = config.ipmi_credentials_file;
-  power.command = config.power_command;
+  // The drivers' own keys of the config (power/ipmi.cc, power/command.cc).
+  power.site = {{"ipmi_credentials_file", config.ipmi_credentials_file},
+                {"power.command", config.power_command}};
+  power.state_dir = config.data_dir + "/power";
   return power;
 }
 

@@ -77,8 +77,11 @@ TEST_CASE("settings: Ansible, the configurator and power from the config") {
 
   PowerSettings p = PowerSettingsOf(c);
   CHECK(p.interface == "eth9");
-  CHECK(p.ipmi_credentials_file == "/etc/prov/ipmi");
-  CHECK(p.command == "/usr/local/bin/plug");
+  CHECK(p.Site("ipmi_credentials_file") == "/etc/prov/ipmi");
+  CHECK(p.Site("power.command") == "/usr/local/bin/plug");
+  CHECK(p.state_dir == c.data_dir + "/power");
+  CHECK(p.Site("power.ipmitool").empty());
+  CHECK(!p.secret);  // the daemon's to give
 }
 
 TEST_CASE("settings: the boot service and image builds from the config") {

@@ -26,7 +26,7 @@ expect_output "the refusal says what is wrong" "12 hex digits"
 # Power drivers are provisiond's: provisionctl sends the spec and prints the
 # daemon's refusal; a node whose spec is refused is not enrolled.
 expect_exit 1 "an unknown power driver is refused" ctl node add node9 --mac 52:54:00:aa:00:09 --power plug
-expect_output "by provisiond, naming its drivers" "unknown power driver 'plug' (wol, ipmi or command)"
+expect_output "by provisiond, naming its drivers" "unknown power driver 'plug' (wol, ssh, webhook, ipmi, redfish or command)"
 expect_exit 1 "the refused node was not enrolled" ctl node show node9
 expect_exit 1 "ipmi without a BMC address is refused" ctl node set node0 --power driver=ipmi
 expect_output "naming the setting it needs" "node0: the ipmi power driver needs 'address'"

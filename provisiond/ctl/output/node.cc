@@ -77,6 +77,8 @@ std::string RenderNode(const json& node, const json& events, int64_t now_ms) {
   kv.Add("image", node.value("installed", false) ? "none: it boots its own OS (adopted)"
                                                  : Dash(Str(node, "image")));
   kv.Add("power", Dash(FormatPowerSpec(node.value("power", json::object()))));
+  // Which driver does what, and the fallback: provisiond's words.
+  if (std::string plan = Str(node, "power_plan"); !plan.empty()) kv.Add("power plan", plan);
   if (std::string l = Str(node, "uefi_loader"); !l.empty())
     kv.Add("uefi loader", l + " (this node's own choice)");
   if (const json& h = node.value("health", json()); h.is_object()) {

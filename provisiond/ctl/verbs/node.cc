@@ -603,11 +603,12 @@ maintenance, retired; the others follow from what provisiond observes), with
 --reason saying why. --host-key replaces the SSH host key provisiond pins for the
 node (after a reinstall). --power sets how provisiond powers the node (node
 power): driver=NAME and the driver's settings as key=value, a bare word for a
-driver without settings, or "none" to remove it. provisiond has the drivers
-(README.md lists them): Wake-on-LAN (power on only), IPMI against the node's
-BMC (one node at a time; credentials from provisiond's ipmi_credentials_file)
-and provisiond's power.command program. provisiond checks
-the spec, and its error is printed as it comes.
+driver without settings, or "none" to remove it; on=, off=, cycle= and status=
+chain drivers per action, tried in order until one succeeds (off=ssh+webhook).
+provisiond has the drivers and checks the spec (docs/power.md lists them and
+their settings: Wake-on-LAN, the node's own OS over SSH, smart plugs over
+HTTP, IPMI, Redfish, a program); its error is printed as it comes. Secrets are
+named (secret=NAME, set with provisionctl secret set), never given.
 --uefi-loader chooses what the node's UEFI firmware loads by PXE: grub (shim
 and grub, signed: boots with Secure Boot on or off) or ipxe (Secure Boot off);
 default goes back to its profile's uefi_loader, else provisiond's
@@ -622,6 +623,7 @@ Examples:
   provisionctl node set 'node[4-7]' --no-profile
   provisionctl node set 'node[0-3]' --power wol
   provisionctl node set node4 --power driver=ipmi,address=10.0.0.104
+  provisionctl node set node5 --power driver=webhook,preset=tasmota,host=10.0.0.50,on=wol+webhook
   provisionctl node set 'node[8-9]' --uefi-loader ipxe)",
        [](CLI::App& c, Args& a) {
          c.add_option("hostlist", a.target, "The nodes to change (hostlist, hostname or MAC)")
@@ -675,13 +677,13 @@ Examples:
        },
        RunNodeCheck},
 
-      {"node power", "node power on|off|cycle HOSTLIST",
-       "Power nodes on or off, or cycle them (off, then on)",
+      {"node power", "node power on|off|cycle|status HOSTLIST",
+       "Power nodes on or off, cycle them (off, then on), or ask whether they are on",
        R"(Asks provisiond to power each node the hostlist names on, off, or cycle it,
-through the node's power driver (node set --power): wol sends a Wake-on-LAN
-packet and can only power on; ipmi runs ipmitool against the node's BMC; command
-runs provisiond's power.command program. provisiond answers when the driver is
-done, and records each attempt as a power event. Each node's result or error is
+or to say whether it is on, through the node's power drivers (node set --power;
+node show prints which driver does what, and which one is tried next when it
+fails). provisiond answers when the driver is done, and records each attempt
+as a power event, with the driver that did it. Each node's result or error is
 printed; a node whose driver fails (a BMC that does not answer) does not stop
 the others, and the exit status is 1 if any failed. Cycling a node is how it
 boots a newly assigned image (profile apply says which nodes need it).
@@ -689,12 +691,14 @@ boots a newly assigned image (profile apply says which nodes need it).
 Examples:
   provisionctl node power cycle node0
   provisionctl node power on 'node[0-7]'
-  provisionctl node power off node3)",
+  provisionctl node power off node3
+  provisionctl node power status 'node[0-7]')",
        [](CLI::App& c, Args& a) {
-         c.add_option("action", a.action, "What to do: on, off, or cycle (off, then on)")
-             ->type_name("on|off|cycle")
+         c.add_option("action", a.action,
+                      "What to do: on, off, cycle (off, then on), or status (is it on?)")
+             ->type_name("on|off|cycle|status")
              ->required()
-             ->check(CLI::IsMember({"on", "off", "cycle"}).description(""));
+             ->check(CLI::IsMember({"on", "off", "cycle", "status"}).description(""));
          c.add_option("hostlist", a.target, "The nodes (hostlist, hostname or MAC)")
              ->type_name("HOSTLIST")
              ->required();

@@ -11,19 +11,13 @@ HttpResponse PowerNode(const ApiContext& ctx, const HttpRequest& r) {
   auto body = ParseJsonObject(r.body, {"action"});
   if (!body.ok()) return HttpResponse::FromStatus(body.status());
   if (!body->contains("action") || !(*body)["action"].is_string())
-    return HttpResponse::Error(400, "field 'action' is required: on, off or cycle");
+    return HttpResponse::Error(400, "field 'action' is required: on, off, cycle or status");
   const std::string action = (*body)["action"];
+  auto op = ParsePowerOp(action);
+  if (!op.ok()) return HttpResponse::FromStatus(op.status());
   auto node = ctx.inventory->store().FindNode(r.Param("node"));
   if (!node.ok()) return HttpResponse::FromStatus(node.status());
-  auto power = json::parse(node->power, nullptr, false);
-  auto result = PowerAction(ctx.power, power, action, node->hostname, node->mac);
-  EventRecord e{
-      .node_id = node->id,
-      .node = node->name(),
-      .kind = "power",
-      .detail = action + ": " + (result.ok() ? *result : "failed: " + result.status().message()),
-      .who = r.who};
-  ctx.inventory->store().RecordEvent(e);
+  auto result = prov::PowerNode(ctx.inventory->store(), ctx.power, *node, *op, r.who);
   if (!result.ok()) return HttpResponse::FromStatus(result.status());
   return HttpResponse::Json(200, {{"node", node->name()}, {"action", action}, {"result", *result}});
 }

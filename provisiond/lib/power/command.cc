@@ -7,6 +7,8 @@
 namespace prov {
 namespace {
 
+constexpr const char* kProgramKey = "power.command";  // provisiond's config
+
 class Command final : public PowerDriver {
  public:
   std::string_view name() const override { return "command"; }
@@ -14,17 +16,17 @@ class Command final : public PowerDriver {
   PowerCapabilities capabilities() const override {
     return {.on = true, .off = true, .cycle = true, .status = false};
   }
-  Status Validate(const nlohmann::json& config) const override {
-    return CheckPowerSettings(config, name(), {});
-  }
+  std::vector<std::string_view> settings() const override { return {}; }
+  Status Validate(const nlohmann::json&) const override { return Status::Ok(); }
 
   Result<std::string> Run(PowerOp op, const PowerSettings& s,
                           const PowerTarget& target) const override {
-    if (s.command.empty())
+    const std::string program = s.Site(kProgramKey);
+    if (program.empty())
       return Status::Invalid("the command power driver needs power.command in the config");
     const std::string action = ToString(op);
     ProcessSpec spec;
-    spec.argv = {s.command, action, target.hostname, target.mac};
+    spec.argv = {program, action, target.hostname, target.mac};
     auto out = RunPowerProgram(spec, s.timeout_ms);
     if (!out.ok()) return out.status();
     return "command: " + (out->empty() ? "power " + action : *out);

@@ -2,6 +2,8 @@
 // config's settings, and running a program as a driver.
 #include "power/driver.h"
 
+#include <charconv>
+
 namespace prov {
 
 const char* ToString(PowerOp op) {
@@ -32,17 +34,41 @@ bool PowerCapabilities::can(PowerOp op) const {
   return false;
 }
 
-Status CheckPowerSettings(const nlohmann::json& config, std::string_view driver,
-                          std::initializer_list<std::string_view> known) {
-  for (const auto& [key, value] : config.items()) {
-    bool found = key == "driver";
-    for (std::string_view k : known) found |= key == k;
-    if (!found)
-      return Status::Invalid("power driver '" + std::string(driver) + "' has no setting '" + key +
-                             "'");
-    if (!value.is_string()) return Status::Invalid("power setting '" + key + "' must be a string");
-  }
+Result<PowerOp> ParsePowerOp(std::string_view word) {
+  for (PowerOp op : {PowerOp::kOn, PowerOp::kOff, PowerOp::kCycle, PowerOp::kStatus})
+    if (word == ToString(op)) return op;
+  return Status::Invalid("power action must be on, off, cycle or status, found '" +
+                         std::string(word) + "'");
+}
+
+std::string PowerSettings::Site(const std::string& key) const {
+  auto it = site.find(key);
+  return it == site.end() ? std::string() : it->second;
+}
+
+std::string PowerSetting(const nlohmann::json& config, std::string_view key) {
+  auto it = config.find(key);
+  return it != config.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+Status CheckNumberSetting(const nlohmann::json& config, std::string_view driver,
+                          std::string_view key, long min, long max, std::string_view what) {
+  const std::string v = PowerSetting(config, key);
+  if (v.empty()) return Status::Ok();
+  long n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < min || n > max)
+    return Status::Invalid(std::string(driver) + " '" + std::string(key) + "' must be " +
+                           std::string(what) + " (" + std::to_string(min) + "-" +
+                           std::to_string(max) + "), found '" + v + "'");
   return Status::Ok();
+}
+
+std::string HideSecret(std::string text, const std::string& secret) {
+  if (secret.empty()) return text;
+  for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 8))
+    text.replace(at, secret.size(), "********");
+  return text;
 }
 
 Result<std::string> RunPowerProgram(const ProcessSpec& spec, int timeout_ms) {

@@ -1,8 +1,12 @@
 // The ipmi power driver: ipmitool (lanplus) against the node's BMC. The
-// user and password come from a file only its owner may read, one
-// "<address> <user> <password>" line per BMC; the password reaches ipmitool
-// through its environment (-E), never its command line, which every user of
-// the control node can read in /proc and which errors and events show.
+// password comes from the secrets store (`secret=NAME`, with `user=`) or from
+// a file only its owner may read, one "<address> <user> <password>" line per
+// BMC (the config's ipmi_credentials_file); it reaches ipmitool through its
+// environment (-E), never its command line, which every user of the control
+// node can read in /proc and which errors and events show. Before powering a
+// node that netboots on (or cycling it), the BMC is told to boot it from the
+// network once (`chassis bootdev pxe`), so a server whose first boot device
+// is its disk still comes to provisiond.
 #include <sys/stat.h>
 
 #include <sstream>
@@ -13,16 +17,19 @@
 namespace prov {
 namespace {
 
+constexpr const char* kCredentialsKey = "ipmi_credentials_file";  // provisiond's config
+constexpr const char* kIpmitoolKey = "power.ipmitool";
+
 // Looks up the BMC at `address` in the credentials file.
-Status IpmiCredentials(const PowerSettings& s, const std::string& address, std::string& user,
+Status FileCredentials(const std::string& file, const std::string& address, std::string& user,
                        std::string& password) {
   struct stat st {};
-  if (stat(s.ipmi_credentials_file.c_str(), &st) != 0)
-    return Status::NotFound("IPMI credentials file " + s.ipmi_credentials_file + " does not exist");
+  if (stat(file.c_str(), &st) != 0)
+    return Status::NotFound("IPMI credentials file " + file + " does not exist");
   if (st.st_mode & 077)
-    return Status::Error(Code::kForbidden, "IPMI credentials file " + s.ipmi_credentials_file +
-                                               " is readable by others; chmod 600 it");
-  auto text = ReadFile(s.ipmi_credentials_file);
+    return Status::Error(Code::kForbidden,
+                         "IPMI credentials file " + file + " is readable by others; chmod 600 it");
+  auto text = ReadFile(file);
   if (!text.ok()) return text.status();
   std::istringstream in(*text);
   std::string line;
@@ -36,7 +43,7 @@ Status IpmiCredentials(const PowerSettings& s, const std::string& address, std::
       return Status::Ok();
     }
   }
-  return Status::NotFound("no IPMI credentials for " + address + " in " + s.ipmi_credentials_file);
+  return Status::NotFound("no IPMI credentials for " + address + " in " + file);
 }
 
 class Ipmi final : public PowerDriver {
@@ -46,30 +53,78 @@ class Ipmi final : public PowerDriver {
   PowerCapabilities capabilities() const override {
     return {.on = true, .off = true, .cycle = true, .status = true};
   }
+  std::vector<std::string_view> settings() const override {
+    return {"address", "port", "user", "secret", "cipher", "boot"};
+  }
   Status Validate(const nlohmann::json& config) const override {
-    Status s = CheckPowerSettings(config, name(), {"address"});
-    if (!s.ok()) return s;
-    if (!config.contains("address"))
+    if (PowerSetting(config, "address").empty())
       return Status::Invalid("the ipmi power driver needs 'address' (the BMC's address)");
+    if (PowerSetting(config, "secret").empty() != PowerSetting(config, "user").empty())
+      return Status::Invalid(
+          "the ipmi power driver takes 'user' and 'secret' together (or neither: the "
+          "credentials file)");
+    for (Status s : {CheckNumberSetting(config, name(), "port", 1, 65535, "a UDP port"),
+                     CheckNumberSetting(config, name(), "cipher", 0, 17, "a cipher suite")})
+      if (!s.ok()) return s;
+    std::string boot = PowerSetting(config, "boot");
+    if (!boot.empty() && boot != "pxe" && boot != "auto" && boot != "none")
+      return Status::Invalid("ipmi 'boot' must be pxe, auto or none, found '" + boot + "'");
     return Status::Ok();
   }
 
   Result<std::string> Run(PowerOp op, const PowerSettings& s,
                           const PowerTarget& target) const override {
-    const std::string address = target.config["address"];
-    std::string user, password;
-    Status c = IpmiCredentials(s, address, user, password);
-    if (!c.ok()) return c;
-    const std::string action = ToString(op);
+    const std::string address = PowerSetting(target.config, "address");
+    std::string user = PowerSetting(target.config, "user"), password;
+    if (std::string secret = PowerSetting(target.config, "secret"); !secret.empty()) {
+      if (!s.secret) return Status::Internal("no secrets store for the ipmi power driver");
+      auto value = s.secret(secret);
+      if (!value.ok()) return value.status();
+      password = *value;
+    } else {
+      std::string file = s.Site(kCredentialsKey);
+      Status c =
+          FileCredentials(file.empty() ? "/etc/provisiond/ipmi" : file, address, user, password);
+      if (!c.ok()) return c;
+    }
+    std::string tool = s.Site(kIpmitoolKey);
     ProcessSpec spec;
-    spec.argv = {s.ipmitool, "-I", "lanplus", "-H",    address, "-U",
-                 user,       "-E", "chassis", "power", action};
+    spec.argv = {tool.empty() ? "/usr/bin/ipmitool" : tool, "-I", "lanplus", "-H", address};
+    if (std::string port = PowerSetting(target.config, "port"); !port.empty())
+      spec.argv.insert(spec.argv.end(), {"-p", port});
+    if (std::string cipher = PowerSetting(target.config, "cipher"); !cipher.empty())
+      spec.argv.insert(spec.argv.end(), {"-C", cipher});
+    spec.argv.insert(spec.argv.end(), {"-U", user, "-E"});
     spec.env = {"IPMI_PASSWORD=" + password};  // -E: read from the environment
-    auto out = RunPowerProgram(spec, s.timeout_ms);
+    auto run = [&](std::vector<std::string> args) -> Result<std::string> {
+      ProcessSpec call = spec;
+      call.argv.insert(call.argv.end(), args.begin(), args.end());
+      auto out = RunPowerProgram(call, s.timeout_ms);
+      if (!out.ok())
+        return Status::Error(out.status().code(), HideSecret(out.status().message(), password));
+      return HideSecret(*out, password);
+    };
+    std::string done;
+    const std::string boot = PowerSetting(target.config, "boot");
+    if ((op == PowerOp::kOn || op == PowerOp::kCycle) &&
+        (boot == "pxe" || ((boot.empty() || boot == "auto") && target.netboot))) {
+      auto bootdev = run({"chassis", "bootdev", "pxe"});
+      if (!bootdev.ok()) return bootdev.status();
+      done = "next boot from the network, then ";
+    }
+    const std::string action = ToString(op);
+    auto out = run({"chassis", "power", action});
     if (!out.ok()) return out.status();
-    // ipmitool says "Chassis Power Control: Up/On", or for status
-    // "Chassis Power is on".
-    return "ipmi: " + (out->empty() ? "power " + action : *out);
+    if (op == PowerOp::kStatus) {
+      // "Chassis Power is on"
+      std::string state = out->find(" on") != std::string::npos    ? "on"
+                          : out->find(" off") != std::string::npos ? "off"
+                                                                   : "";
+      if (state.empty()) return Status::Error(Code::kUnavailable, "ipmitool said: " + *out);
+      return state + " (ipmi: " + *out + ")";
+    }
+    // ipmitool says "Chassis Power Control: Up/On".
+    return "ipmi: " + done + (out->empty() ? "power " + action : *out);
   }
 };
 

@@ -7,15 +7,19 @@ namespace prov {
 
 // One line per driver: its accessor, defined in power/<name>.cc.
 const PowerDriver& WolDriver();      // wol.cc
+const PowerDriver& SshDriver();      // ssh.cc
+const PowerDriver& WebhookDriver();  // webhook.cc
 const PowerDriver& IpmiDriver();     // ipmi.cc
+const PowerDriver& RedfishDriver();  // redfish.cc
 const PowerDriver& CommandDriver();  // command.cc
 
 namespace {
 
 // In the order messages list them (the simplest first).
 const std::vector<const PowerDriver*>& Drivers() {
-  static const std::vector<const PowerDriver*> drivers = {&WolDriver(), &IpmiDriver(),
-                                                          &CommandDriver()};
+  static const std::vector<const PowerDriver*> drivers = {&WolDriver(),     &SshDriver(),
+                                                          &WebhookDriver(), &IpmiDriver(),
+                                                          &RedfishDriver(), &CommandDriver()};
   return drivers;
 }
 

@@ -35,9 +35,8 @@ class WakeOnLan final : public PowerDriver {
   PowerCapabilities capabilities() const override {
     return {.on = true, .off = false, .cycle = false, .status = false};
   }
-  Status Validate(const nlohmann::json& config) const override {
-    return CheckPowerSettings(config, name(), {});
-  }
+  std::vector<std::string_view> settings() const override { return {}; }
+  Status Validate(const nlohmann::json&) const override { return Status::Ok(); }
 
   Result<std::string> Run(PowerOp op, const PowerSettings& s,
                           const PowerTarget& target) const override {

@@ -85,6 +85,11 @@ nlohmann::json ToJson(const NodeRecord& n) {
              auto p = nlohmann::json::parse(n.power, nullptr, false);
              return p.is_discarded() ? nlohmann::json::object() : p;
            }()},
+          {"power_plan",
+           [&] {
+             auto p = nlohmann::json::parse(n.power, nullptr, false);
+             return p.is_discarded() ? std::string() : DescribePowerPlan(p);
+           }()},
           {"facts", facts},
           {"health",
            [&] {

@@ -457,6 +457,11 @@ Result<Profile> ParseProfile(FileSet& disk, const std::string& file,
     h.GetInt("timeout", c.timeout_s, false, 1, 86400);
     p.health_checks.push_back(std::move(c));
   });
+  top.GetMap("recovery", [&](MapReader& m) {
+    m.GetInt("silent_for", p.recovery.silent_for_s, true, 1, 86400);
+    m.GetInt("cycles", p.recovery.cycles, false, 0, 100);
+    m.GetInt("window", p.recovery.window_s, false, 60, 30 * 86400);
+  });
   top.GetMap(
       "nodes", [&](MapReader& m) { ParseNodes(m, p); }, true);
   top.Finish();
@@ -584,6 +589,10 @@ nlohmann::json ToJson(const Profile& p) {
           {"health_log", p.health_log},
           {"health_hook", p.health_hook},
           {"wait_for_peers", p.wait_for_peers_s},
+          {"recovery", p.recovery.on() ? nlohmann::json{{"silent_for", p.recovery.silent_for_s},
+                                                        {"cycles", p.recovery.cycles},
+                                                        {"window", p.recovery.window_s}}
+                                       : nlohmann::json(nullptr)},
           {"overlay", overlay},
           {"storage", storage},
           {"bake", bake},

@@ -86,6 +86,17 @@ struct SecretDecl {
   int line = 0;
 };
 
+// What provisiond does for a ready node of the profile that stops answering
+// (no boot id read over SSH for `silent_for_s`): power-cycle it through its
+// power driver, at most `cycles` times within `window_s`; once more and it is
+// `failed` with the reason. Off (silent_for_s 0) unless the profile says.
+struct Recovery {
+  long silent_for_s = 0;
+  long cycles = 3;
+  long window_s = 3600;
+  bool on() const { return silent_for_s > 0; }
+};
+
 struct HealthCheck {
   std::string name;
   std::string command;
@@ -120,6 +131,8 @@ struct Profile {
   std::vector<PlaybookRef> playbooks;
   std::vector<SecretDecl> secrets;
   std::vector<HealthCheck> health_checks;
+  // A node that stops answering is power-cycled (watch/heartbeat.h).
+  Recovery recovery;
   // Where the nodes keep their checks' results (seed 002): a line per check
   // appended to this file, the status in <file>.status; empty: not kept on
   // the node (provisiond keeps them all the same).

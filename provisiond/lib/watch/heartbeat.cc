@@ -49,23 +49,30 @@ void Heartbeat::Start() {
 
 void Heartbeat::Beat() {
   std::vector<NodeRecord> watched;
-  for (const NodeRecord& n : inventory_.store().ListNodes())
-    if (n.installed && !n.host_key.empty() &&
-        (n.state == NodeState::kReady || n.state == NodeState::kFailed))
-      watched.push_back(n);
+  std::vector<Recovery> recovery;
+  for (const NodeRecord& n : inventory_.store().ListNodes()) {
+    if (n.host_key.empty() || (n.state != NodeState::kReady && n.state != NodeState::kFailed))
+      continue;
+    Recovery r;
+    if (!n.profile_version.empty())
+      if (auto p = inventory_.Snapshot(n.profile_version); p.ok()) r = (*p)->recovery;
+    if (!n.installed && !r.on()) continue;
+    watched.push_back(n);
+    recovery.push_back(r);
+  }
   if (watched.empty()) return;
   std::vector<Result<std::string>> ids = probes_.boot_ids(watched);
   for (size_t i = 0; i < watched.size(); ++i) {
     if (i >= ids.size()) {
-      Silent(watched[i], "no answer was read");
+      Silent(watched[i], "no answer was read", recovery[i]);
     } else if (!ids[i].ok()) {
-      Silent(watched[i], ids[i].status().message());
+      Silent(watched[i], ids[i].status().message(), recovery[i]);
     } else {
       std::string id = Trim(*ids[i]);
       if (IsBootId(id))
         Heard(watched[i], id);
       else
-        Silent(watched[i], "it answered no boot id ('" + id.substr(0, 60) + "')");
+        Silent(watched[i], "it answered no boot id ('" + id.substr(0, 60) + "')", recovery[i]);
     }
   }
 }
@@ -78,21 +85,73 @@ void Heartbeat::Event(const NodeRecord& node, const std::string& detail) {
                                   .who = kHeartbeatWho});
 }
 
-void Heartbeat::Silent(const NodeRecord& node, const std::string& why) {
+void Heartbeat::Silent(const NodeRecord& node, const std::string& why, const Recovery& recovery) {
+  const int64_t now = probes_.now ? probes_.now() : NowMs();
+  auto since = silent_since_.try_emplace(node.name(), now).first;
   auto [it, first] = answered_.try_emplace(node.name(), false);
-  if (!first && !it->second) return;  // still silent: said already
+  if (first || it->second) Event(node, "no answer over SSH: " + why);  // once per silence
   it->second = false;
-  Event(node, "no answer over SSH: " + why);
+  if (!recovery.on() || node.state != NodeState::kReady) return;
+  if (now - since->second < recovery.silent_for_s * 1000) return;
+  Recover(node, recovery, now - since->second);
+  since->second = now;  // the next try only after silent_for again
+}
+
+void Heartbeat::Recover(const NodeRecord& node, const Recovery& recovery, int64_t silent_ms) {
+  // The tries in the window, from the node's own events.
+  const int64_t from = NowMs() - recovery.window_s * 1000;
+  long tries = 0;
+  for (const EventRecord& e : inventory_.store().LastEvents(node.id, 500))
+    if (e.time_ms >= from && e.kind == "power" && e.who == kHeartbeatWho &&
+        e.detail.rfind("cycle (recovery", 0) == 0)
+      ++tries;
+  const std::string silence = "no answer over SSH for " + std::to_string(silent_ms / 1000) + " s";
+  if (tries >= recovery.cycles) {
+    const std::string reason = silence + " after " + std::to_string(tries) +
+                               " power cycle(s) in the last " + std::to_string(recovery.window_s) +
+                               " s (its profile's recovery allows " +
+                               std::to_string(recovery.cycles) + "): not cycled again";
+    Status s = inventory_.store().Transact([&](StoreTx& tx) {
+      auto n = tx.FindNode(node.name());
+      if (!n.ok()) return n.status();
+      if (n->state != NodeState::kReady) return Status::Ok();  // someone else moved it
+      return tx.Transition(*n, NodeState::kFailed, reason, kHeartbeatWho);
+    });
+    if (!s.ok()) spdlog::warn("heartbeat: {}: {}", node.name(), s.message());
+    spdlog::warn("heartbeat: {} failed: {}", node.name(), reason);
+    return;
+  }
+  const std::string why = "recovery: " + silence + ", try " + std::to_string(tries + 1) + " of " +
+                          std::to_string(recovery.cycles) + " in " +
+                          std::to_string(recovery.window_s) + " s";
+  if (!probes_.power_cycle) return;
+  auto done = probes_.power_cycle(node, why);
+  spdlog::info("heartbeat: {} power-cycled ({}): {}", node.name(), why,
+               done.ok() ? *done : done.status().message());
+  if (!done.ok() || node.installed) return;
+  // A netbooted node's boot path takes it from here (booting → ready); until
+  // it is ready again it is not read, so its boot is not taken for silence.
+  Status s = inventory_.store().Transact([&](StoreTx& tx) {
+    auto n = tx.FindNode(node.name());
+    if (!n.ok()) return n.status();
+    if (n->state != NodeState::kReady) return Status::Ok();
+    return tx.Transition(*n, NodeState::kBooting, "power-cycled by its profile's recovery",
+                         kHeartbeatWho);
+  });
+  if (!s.ok()) spdlog::warn("heartbeat: {}: {}", node.name(), s.message());
 }
 
 void Heartbeat::Heard(const NodeRecord& node, const std::string& boot_id) {
+  silent_since_.erase(node.name());
   auto [it, first] = answered_.try_emplace(node.name(), true);
   if (!first && !it->second) Event(node, "answers again over SSH");
   it->second = true;
   auto known = nlohmann::json::parse(node.facts.empty() ? "{}" : node.facts, nullptr, false);
   if (!known.is_object()) known = nlohmann::json::object();
   const std::string before = known.value("boot_id", "");
-  if (before == boot_id || before.empty()) {
+  // A netbooted node's boots are seen on its boot path (boot stages, the
+  // phone-home): here it has only answered.
+  if (before == boot_id || before.empty() || !node.installed) {
     // The same boot (or a node adopted before facts had boot ids: this one
     // is its boot from now on): it answered now.
     Status s = inventory_.store().Transact([&](StoreTx& tx) {

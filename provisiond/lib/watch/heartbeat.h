@@ -12,6 +12,17 @@
 //  - no answer: one "heartbeat" event when it stops answering, one when it
 //    answers again; last_seen says when it last answered.
 //
+// Recovery: a node whose profile has `recovery:` (profiles/profile.h) is read
+// too, installed or netbooted, while it is ready. When it has not answered for
+// the profile's silent_for, it is power-cycled through its power driver (a
+// "power" event by "heartbeat" saying why and which try it is, that `node
+// why` shows). A netbooted node then goes `booting` and is not read until its
+// boot path has brought it back to ready; an installed one is given
+// silent_for again (its reboot is seen by its boot id); the tries are counted from those
+// events, so a restart of provisiond forgets none. One more than `cycles`
+// within `window` and it is `failed` with the reason instead: a machine that
+// hangs again after each cycle is not cycled forever.
+//
 // Nodes being configured, in maintenance or retired are not read.
 #pragma once
 
@@ -39,6 +50,11 @@ struct HeartbeatProbes {
   std::function<Result<nlohmann::json>(const NodeRecord&)> facts;
   // Starts configuring a node that is `booted` with a profile.
   std::function<void(const std::string& node)> configure;
+  // Power-cycles a node through its power config, recording the power event
+  // with `why` (power/power.h: PowerNode).
+  std::function<Result<std::string>(const NodeRecord& node, const std::string& why)> power_cycle;
+  // The clock silences are timed by (null: NowMs).
+  std::function<int64_t()> now;
 };
 
 class Heartbeat {
@@ -55,7 +71,8 @@ class Heartbeat {
 
  private:
   void Heard(const NodeRecord& node, const std::string& boot_id);
-  void Silent(const NodeRecord& node, const std::string& why);
+  void Silent(const NodeRecord& node, const std::string& why, const Recovery& recovery);
+  void Recover(const NodeRecord& node, const Recovery& recovery, int64_t silent_ms);
   void Event(const NodeRecord& node, const std::string& detail);
 
   Inventory& inventory_;
@@ -67,6 +84,9 @@ class Heartbeat {
   // The new boot whose facts could not be read yet, by node: its event is
   // not repeated each round.
   std::map<std::string, std::string> unread_boot_;
+  // Since when each silent node has not answered (as the rounds saw it; a
+  // power cycle starts its wait again).
+  std::map<std::string, int64_t> silent_since_;
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;
