@@ -14,6 +14,12 @@
 #   2b. at the same time, a UEFI machine whose firmware has PXE turned off
 #      boots by UEFI HTTP boot: DHCP answers its HTTPClient request with
 #      iPXE's URL, and it reaches `ready` without any file by TFTP
+#   4. a hung machine comes back (its profile's recovery): nic0, moved to a
+#      profile with `recovery:` and powered by a Tasmota plug stand-in
+#      (plug.py), is frozen (QEMU's monitor: stop); the heartbeat finds it
+#      silent, power-cycles it through the plug (an event node why shows),
+#      and it netboots back to `ready`; frozen again, with
+#      its one cycle an hour spent, it is `failed` with the reason, not cycled
 #   3. per node, while provisiond runs: the Secure Boot machine given the
 #      unsigned iPXE (node set --uefi-loader ipxe) is refused by its firmware,
 #      and node why says where it stopped; at the same time a UEFI machine with
@@ -58,10 +64,16 @@ DATA="$LAB_DIR/data"
 t="${EPOCHREALTIME//[!0-9]/}"
 STORE="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$REPO/profiles")" || fail "the lab image was not built"
 say "lab image ready in $STORE ($(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s): $(cat "$STORE/lab/current")"
+# lab-recover: lab-boot with a recovery policy (step 4).
+cp -r "$REPO/profiles" "$LAB_DIR/profiles"
+cp -r "$LAB_DIR/profiles/lab-boot" "$LAB_DIR/profiles/lab-recover"
+sed -i -e 's/^version: lab-boot$/version: lab-recover/' -e 's/^  pattern: boot\*$/  pattern: recover*/' \
+  "$LAB_DIR/profiles/lab-recover/profile.yaml"
+printf 'recovery:\n  silent_for: 6\n  cycles: 1\n' >>"$LAB_DIR/profiles/lab-recover/profile.yaml"
 cat >"$LAB_DIR/provisiond.yaml" <<CONF
 listen: 0.0.0.0:8080
 data_dir: $DATA
-profiles_dir: $REPO/profiles
+profiles_dir: $LAB_DIR/profiles
 playbooks_dir: $REPO/playbooks
 images_dir: $REPO/images
 pxe_dir: $REPO/pxe
@@ -70,6 +82,8 @@ tools_dir: $TOOLS
 interface: $LAB_BRIDGE
 dhcp:
   range: 10.99.0.100-10.99.0.199
+configure:
+  heartbeat: 2
 CONF
 start_provisiond
 # provisionctl runs in the lab's namespace: the API over plain HTTP answers loopback only.
@@ -168,5 +182,36 @@ grep -q "sent $TFTP/52-54-00-96-00-40/shimx64.efi to" "$DATA/netboot/dnsmasq.log
   fail "dnsmasq did not send efi0 its own directory's loader"
 say "efi0: dnsmasq sent the link in its own TFTP directory (iPXE); events ipxe-binary, no shim or grub"
 lab_vm_stop efi0
+
+# 4. Recovery, last (applying lab-recover releases the others from lab-boot):
+# nic0 on lab-recover, powered by the plug, frozen.
+printf 'plug-%s\n' "$RANDOM$RANDOM" >"$LAB_DIR/plug.pw"
+chmod 600 "$LAB_DIR/plug.pw"
+lab_spawn plug /usr/bin/python3 "$HERE/plug.py" --listen "$LAB_ADDR" --port 8091 --node nic0 \
+  --mac "$NIC_BOOT" --power "$HERE/power.sh" --password-file "$LAB_DIR/plug.pw" --log "$LAB_DIR/plug-requests.log"
+wait_for "the plug on port 8091" 20 lab_wait_port tcp 8091 1
+ctl secret set plug-nic0 --from-file "$LAB_DIR/plug.pw" >/dev/null
+ctl profile apply lab-recover --yes >/dev/null
+ctl node set nic0 --profile lab-recover --power "driver=webhook,preset=tasmota,host=$LAB_ADDR:8091,secret=plug-nic0,cycle_delay=1" >/dev/null
+has_event nic0 "profile (none) -> lab-recover" || fail "nic0 was not moved to lab-recover"
+lab_vm_monitor nic0 stop >/dev/null
+say "nic0 moved to lab-recover (silent_for 6 s, 1 cycle an hour), powered by the plug, frozen (QEMU stop)"
+wait_for "the heartbeat to power-cycle the frozen nic0" 60 has_event nic0 "cycle (recovery: no answer over SSH for"
+say "nic0: $(grep -o 'cycle (recovery: [^)]*)' "$LAB_DIR/events.out" | head -1), through the plug"
+wait_ready nic0
+has_event nic0 "ready -> booting: power-cycled by its profile's recovery" || fail "nic0's recovery did not send it booting"
+ctl node why nic0 >"$LAB_DIR/why-nic0.out"
+grep -q "^power: .*cycle (recovery: no answer over SSH for .*, try 1 of 1 in 3600 s): webhook (tasmota at $LAB_ADDR:8091): switched off, 1 s, on (heartbeat)" "$LAB_DIR/why-nic0.out" ||
+  { cat "$LAB_DIR/why-nic0.out"; fail "node why does not show nic0's recovery"; }
+say "nic0 netbooted back to ready $(lab_vm_elapsed nic0)s after the plug's cycle"
+lab_vm_monitor nic0 stop >/dev/null
+failed_now() { [ "$(ctl node show nic0 --json | sed -n 's/.*"state":"\([a-z]*\)".*/\1/p')" = failed ]; }
+wait_for "the frozen nic0 to be failed" 60 failed_now
+ctl node show nic0 >"$LAB_DIR/show-nic0.out"
+grep -q "after 1 power cycle(s) in the last 3600 s (its profile's recovery allows 1): not cycled again" "$LAB_DIR/show-nic0.out" ||
+  { cat "$LAB_DIR/show-nic0.out"; fail "nic0's reason does not say why it was not cycled again"; }
+[ "$(ctl events --node nic0 --limit 100000 | grep -c 'cycle (recovery')" -eq 1 ] || fail "nic0 was cycled more than once"
+! grep -qF "$(cat "$LAB_DIR/plug.pw")" "$LAB_DIR/provisiond.log" "$LAB_DIR/events.out" || fail "the plug's password is in the log or the events"
+say "nic0 frozen again: failed ($(grep -o 'no answer over SSH for [0-9]* s after 1 power cycle' "$LAB_DIR/show-nic0.out")), not cycled a second time"
 lab_vm_stop nic0
 say "all firmware lab checks passed"

@@ -187,6 +187,10 @@ std::string RenderWhy(const json& why) {
       out += "  " + RenderConsoleLine(why["console_error"]) + "  <- the failing line\n  ...\n";
     for (const auto& l : tail) out += "  " + RenderConsoleLine(l) + "\n";
   }
+  if (std::string reason = Str(why, "reason"); !reason.empty()) out += "reason: " + reason + "\n";
+  for (const auto& p : Array(why, "power"))
+    out += "power: " + FormatTime(Int(p, "time")) + "  " + Str(p, "detail") + " (" + Str(p, "who") +
+           ")\n";
   if (std::string summary = Str(why, "summary"); !summary.empty()) out += summary + "\n";
   return out;
 }

@@ -107,6 +107,21 @@ TEST_CASE("node why: header, one line per stage, errors, command line, summary l
   CHECK(RenderWhy(never) ==
         "node1 (52:54:00:aa:00:01) enrolled, no image assigned\n"
         "node1 has not asked to boot yet\n");
+  // A failed node: its reason, and the power actions that led there.
+  json failed = {{"node", "node2"},
+                 {"state", "failed"},
+                 {"steps", json::array()},
+                 {"reason", "no answer over SSH for 121 s after 3 power cycle(s)"},
+                 {"power",
+                  {{{"time", 0},
+                    {"detail", "cycle (recovery: try 3 of 3 in 3600 s): webhook: switched off"},
+                    {"who", "heartbeat"}}}}};
+  const std::string why_failed = RenderWhy(failed);
+  CHECK(why_failed.find("\nreason: no answer over SSH for 121 s after 3 power cycle(s)\n") !=
+        std::string::npos);
+  CHECK(why_failed.find("cycle (recovery: try 3 of 3 in 3600 s): webhook: switched off "
+                        "(heartbeat)\n") != std::string::npos);
+  CHECK(why_failed.find("power: ") != std::string::npos);
 }
 
 TEST_CASE("node why quotes the console of a node that is not ready") {

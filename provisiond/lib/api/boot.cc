@@ -90,6 +90,15 @@ HttpResponse NodeWhy(const ApiContext& ctx, const HttpRequest& r) {
               {"last_stage", StageName(t.last_stage)},
               {"next_stage", StageName(t.next_stage)},
               {"summary", t.summary}};
+  if (!node->reason.empty()) out["reason"] = node->reason;
+  // Its last power actions (an operator's, or its recovery's: why it was
+  // cycled, which try it was), newest last.
+  json power = json::array();
+  for (const auto& e : events)
+    if (e.kind == "power")
+      power.push_back({{"time", e.time_ms}, {"detail", e.detail}, {"who", e.who}});
+  if (power.size() > 3) power.erase(power.begin(), power.end() - 3);
+  out["power"] = power;
   // What the node printed last (the network console): where it stopped, in
   // its own words, and the failing line when it is further up.
   if (ctx.console_log) {

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "base/strings.h"
@@ -60,6 +61,13 @@ void Heartbeat::Beat() {
     watched.push_back(n);
     recovery.push_back(r);
   }
+  // A node not read this round (booting, being configured) starts any
+  // silence afresh when it is read again.
+  for (auto it = silent_since_.begin(); it != silent_since_.end();)
+    it = std::any_of(watched.begin(), watched.end(),
+                     [&](const NodeRecord& n) { return n.name() == it->first; })
+             ? std::next(it)
+             : silent_since_.erase(it);
   if (watched.empty()) return;
   std::vector<Result<std::string>> ids = probes_.boot_ids(watched);
   for (size_t i = 0; i < watched.size(); ++i) {
@@ -93,11 +101,13 @@ void Heartbeat::Silent(const NodeRecord& node, const std::string& why, const Rec
   it->second = false;
   if (!recovery.on() || node.state != NodeState::kReady) return;
   if (now - since->second < recovery.silent_for_s * 1000) return;
-  Recover(node, recovery, now - since->second);
-  since->second = now;  // the next try only after silent_for again
+  if (Recover(node, recovery, now - since->second))
+    silent_since_.erase(since);  // booting: its silence starts when it is ready again
+  else
+    since->second = now;  // the next try only after silent_for again
 }
 
-void Heartbeat::Recover(const NodeRecord& node, const Recovery& recovery, int64_t silent_ms) {
+bool Heartbeat::Recover(const NodeRecord& node, const Recovery& recovery, int64_t silent_ms) {
   // The tries in the window, from the node's own events.
   const int64_t from = NowMs() - recovery.window_s * 1000;
   long tries = 0;
@@ -119,16 +129,16 @@ void Heartbeat::Recover(const NodeRecord& node, const Recovery& recovery, int64_
     });
     if (!s.ok()) spdlog::warn("heartbeat: {}: {}", node.name(), s.message());
     spdlog::warn("heartbeat: {} failed: {}", node.name(), reason);
-    return;
+    return false;
   }
   const std::string why = "recovery: " + silence + ", try " + std::to_string(tries + 1) + " of " +
                           std::to_string(recovery.cycles) + " in " +
                           std::to_string(recovery.window_s) + " s";
-  if (!probes_.power_cycle) return;
+  if (!probes_.power_cycle) return false;
   auto done = probes_.power_cycle(node, why);
   spdlog::info("heartbeat: {} power-cycled ({}): {}", node.name(), why,
                done.ok() ? *done : done.status().message());
-  if (!done.ok() || node.installed) return;
+  if (!done.ok() || node.installed) return false;
   // A netbooted node's boot path takes it from here (booting → ready); until
   // it is ready again it is not read, so its boot is not taken for silence.
   Status s = inventory_.store().Transact([&](StoreTx& tx) {
@@ -139,6 +149,7 @@ void Heartbeat::Recover(const NodeRecord& node, const Recovery& recovery, int64_
                          kHeartbeatWho);
   });
   if (!s.ok()) spdlog::warn("heartbeat: {}: {}", node.name(), s.message());
+  return s.ok();
 }
 
 void Heartbeat::Heard(const NodeRecord& node, const std::string& boot_id) {

@@ -72,7 +72,8 @@ class Heartbeat {
  private:
   void Heard(const NodeRecord& node, const std::string& boot_id);
   void Silent(const NodeRecord& node, const std::string& why, const Recovery& recovery);
-  void Recover(const NodeRecord& node, const Recovery& recovery, int64_t silent_ms);
+  // Cycles a silent node or fails it; true when it was sent booting.
+  bool Recover(const NodeRecord& node, const Recovery& recovery, int64_t silent_ms);
   void Event(const NodeRecord& node, const std::string& detail);
 
   Inventory& inventory_;
