@@ -58,6 +58,7 @@ ImageBuildOptions ImageBuildOptionsOf(const Config& config) {
   build.initrd_builder = config.images_dir + "/initramfs/build-initrd.sh";
   build.agent_dir = config.images_dir + "/agent";
   build.tools_dir = config.tools_dir;
+  build.key_cache_dir = config.data_dir + "/keys";
   return build;
 }
 

@@ -23,6 +23,9 @@ struct ImageBuildOptions {
   std::string initrd_from;
   int timeout_s = 3600;
   int mirror_check_timeout_s = 15;
+  // Where archive keys downloaded from a manifest's keyring_url are kept
+  // (images/archive_key.h); empty: none is downloaded.
+  std::string key_cache_dir;
   const std::atomic<bool>* cancel = nullptr;  // stops the build when it becomes true
 };
 

@@ -3,6 +3,8 @@
 // unreachable mirror is said in seconds, not after mmdebstrap's retries.
 #include "images/mmdebstrap_source.h"
 
+#include "images/archive_key.h"
+
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -111,9 +113,27 @@ void ParseMmdebstrapManifest(MapReader& top, ImageManifest& m) {
     a.apt_sources.push_back(std::move(src));
   });
   if (top.GetString("keyring", a.keyring) && !IsKeyFileName(a.keyring))
-    top.errors().Add(top.Raw("keyring"), "keyring '" + a.keyring +
-                                             "' must be the name of a .gpg or .asc file beside the "
-                                             "manifest");
+    top.errors().Add(top.Raw("keyring"),
+                     "keyring '" + a.keyring +
+                         "' must be the name of a .gpg or .asc file (beside the "
+                         "manifest, in /usr/share/keyrings, or keyring_url)");
+  if (std::string f; top.GetString("keyring_fingerprint", f)) {
+    a.keyring_fingerprint = NormalizeFingerprint(f);
+    if (a.keyring_fingerprint.empty())
+      top.errors().Add(top.Raw("keyring_fingerprint"),
+                       "keyring_fingerprint '" + f + "' is not a key fingerprint (40 hex digits)");
+  }
+  if (top.GetString("keyring_url", a.keyring_url)) {
+    if (a.keyring_url.rfind("https://", 0) != 0 && a.keyring_url.rfind("http://", 0) != 0)
+      top.errors().Add(top.Raw("keyring_url"), "keyring_url must be an http(s) URL");
+    if (a.keyring_fingerprint.empty())
+      top.errors().Add(top.Raw("keyring_url"),
+                       "a downloaded key needs keyring_fingerprint (the distribution publishes "
+                       "its archive keys' fingerprints): nothing fetched is trusted unpinned");
+  }
+  if (a.keyring.empty() && (!a.keyring_fingerprint.empty() || !a.keyring_url.empty()))
+    top.errors().Add(top.Raw(a.keyring_url.empty() ? "keyring_fingerprint" : "keyring_url"),
+                     "keyring_fingerprint and keyring_url go with keyring (the key file's name)");
   m.settings = std::move(settings);
 }
 
@@ -153,7 +173,7 @@ Status CheckMirror(const ImageManifest& m, int timeout_s) {
 }
 
 ProcessSpec MmdebstrapCommand(const ImageManifest& m, const std::string& mmdebstrap,
-                              const std::string& root) {
+                              const std::string& root, const std::string& archive_key) {
   const AptSettings& a = AptSettingsOf(m);
   std::string components;
   for (const auto& c : a.components) components += (components.empty() ? "" : ",") + c;
@@ -178,7 +198,9 @@ ProcessSpec MmdebstrapCommand(const ImageManifest& m, const std::string& mmdebst
   // trusted.gpg.d, the sources' own keys where their lines name them.
   std::vector<std::string> hooks;
   if (!a.keyring.empty())
-    hooks.push_back("--setup-hook=copy-in " + m.Beside(a.keyring) + " /etc/apt/trusted.gpg.d/");
+    hooks.push_back("--setup-hook=copy-in " +
+                    (archive_key.empty() ? m.Beside(a.keyring) : archive_key) +
+                    " /etc/apt/trusted.gpg.d/");
   for (const auto& src : a.apt_sources)
     if (!src.signed_by.empty())
       hooks.push_back("--setup-hook=copy-in " + m.Beside(src.signed_by) + " /etc/apt/keyrings/");
@@ -204,8 +226,16 @@ class Mmdebstrap final : public ImageSource {
   Status Check(const ImageManifest& m, const BuildProgress& progress) const override {
     const AptSettings& a = AptSettingsOf(m);
     // Keys the manifest names must be there before anything is fetched.
+    if (!a.keyring.empty()) {
+      auto key = ArchiveKey(m);
+      if (!key.ok())
+        return Status::Error(key.status().code(), m.file + ": " + key.status().message());
+      if (progress)
+        progress(
+            "archive key " + *key +
+            (a.keyring_fingerprint.empty() ? "" : " (fingerprint " + a.keyring_fingerprint + ")"));
+    }
     std::vector<std::string> keys;
-    if (!a.keyring.empty()) keys.push_back(a.keyring);
     for (const auto& src : a.apt_sources)
       if (!src.signed_by.empty()) keys.push_back(src.signed_by);
     for (const auto& k : keys)
@@ -226,16 +256,39 @@ class Mmdebstrap final : public ImageSource {
     if (progress)
       progress("mmdebstrap " + a.suite + " with " + std::to_string(a.packages.size() + 1) +
                " package(s)");
-    return RunBuildStep(MmdebstrapCommand(m, options_.mmdebstrap, root), options_.timeout_s,
+    std::string key;
+    if (!a.keyring.empty()) {
+      auto found = ArchiveKey(m);
+      if (!found.ok()) return found.status();
+      key = *found;
+    }
+    return RunBuildStep(MmdebstrapCommand(m, options_.mmdebstrap, root, key), options_.timeout_s,
                         progress, "mmdebstrap", options_.cancel);
   }
 
   nlohmann::json Provenance(const ImageManifest& m) const override {
     const AptSettings& a = AptSettingsOf(m);
-    return {{"suite", a.suite}, {"mirror", a.mirror}, {"packages", a.packages}};
+    nlohmann::json p = {{"suite", a.suite}, {"mirror", a.mirror}, {"packages", a.packages}};
+    if (!a.keyring_fingerprint.empty()) p["archive_key"] = a.keyring_fingerprint;
+    return p;
   }
 
  private:
+  Result<std::string> ArchiveKey(const ImageManifest& m) const {
+    const AptSettings& a = AptSettingsOf(m);
+    ArchiveKeyRequest r{.name = a.keyring,
+                        .fingerprint = a.keyring_fingerprint,
+                        .url = a.keyring_url,
+                        .beside =
+                            [&] {
+                              std::string dir = m.Beside("");
+                              dir.pop_back();  // the manifest's folder, without the slash
+                              return dir;
+                            }(),
+                        .cache_dir = options_.key_cache_dir};
+    return FindArchiveKey(r);
+  }
+
   ImageBuildOptions options_;
 };
 

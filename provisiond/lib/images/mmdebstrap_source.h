@@ -33,9 +33,13 @@ struct AptSettings : SourceSettings {
   std::vector<std::string> packages;
   std::vector<AptSource> apt_sources;
   // The distribution's archive key (e.g. Ubuntu's, which Debian does not
-  // ship): a file beside the manifest, trusted while the image is built and
-  // kept in its /etc/apt/trusted.gpg.d. Empty: the build host's keys.
+  // ship): a file's name, found beside the manifest or where systems keep
+  // keyrings, or downloaded from keyring_url (images/archive_key.h); trusted
+  // while the image is built and kept in its /etc/apt/trusted.gpg.d. Empty:
+  // the build host's keys.
   std::string keyring;
+  std::string keyring_fingerprint;  // pinned, 40 hex digits (required with keyring_url)
+  std::string keyring_url;
   std::string Summary() const override {
     return distribution + " " + suite + ", " + std::to_string(packages.size()) + " packages";
   }
@@ -48,9 +52,10 @@ void ParseMmdebstrapManifest(MapReader& top, ImageManifest& manifest);
 // The settings of a manifest whose source is mmdebstrap.
 const AptSettings& AptSettingsOf(const ImageManifest& manifest);
 
-// The mmdebstrap command that builds `manifest`'s tree into `root`.
+// The mmdebstrap command that builds `manifest`'s tree into `root`, with
+// the archive key at `archive_key` (empty: beside the manifest).
 ProcessSpec MmdebstrapCommand(const ImageManifest& manifest, const std::string& mmdebstrap,
-                              const std::string& root);
+                              const std::string& root, const std::string& archive_key = "");
 
 // Fails with the reason when the manifest's mirror does not answer for its
 // suite (<mirror>/dists/<suite>/Release).

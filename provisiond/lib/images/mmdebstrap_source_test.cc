@@ -82,9 +82,27 @@ TEST_CASE("image sources: mmdebstrap's command from a manifest (no mmdebstrap ru
         "http://ppa.launchpadcontent.net/kobuk-team/intel-graphics/ubuntu noble main");
   Status missing = (*source)->Check(*keyed, nullptr);
   CHECK(missing.code() == Code::kNotFound);
-  CHECK(missing.message().find("key file /srv/images/arc/ubuntu-archive-keyring.gpg is missing") !=
+  CHECK(missing.message().find("archive key ubuntu-archive-keyring.gpg not found: looked in "
+                               "/srv/images/arc/ubuntu-archive-keyring.gpg, "
+                               "/usr/share/keyrings/ubuntu-archive-keyring.gpg") !=
         std::string::npos);
-  CHECK(missing.message().find("ubuntu-keyring package") != std::string::npos);
+  CHECK(missing.message().find("ubuntu-keyring") != std::string::npos);
+  // A downloaded key must be pinned; a fingerprint is 40 hex digits.
+  for (const auto& [yaml, error] : std::vector<std::pair<std::string, std::string>>{
+           {"keyring_url: https://example.invalid/k.gpg\n", "needs keyring_fingerprint"},
+           {"keyring_fingerprint: F6EC B376\n", "is not a key fingerprint"},
+           {"keyring_url: ftp://example.invalid/k.gpg\nkeyring_fingerprint: "
+            "C29FEFCA65A2884015919AD99357B0F01FC632CC\n",
+            "keyring_url must be an http(s) URL"}}) {
+    auto bad = ParseImageManifest(
+        "name: arc\ndistribution: ubuntu\nsuite: noble\nmirror: http://m\n"
+        "keyring: ubuntu-archive-keyring.gpg\nkernel_package: linux-image-generic\n" +
+            yaml,
+        "/srv/images/arc/image.yaml", "arc");
+    INFO(yaml);
+    CHECK(bad.status().message().find(error) != std::string::npos);
+    CHECK(bad.status().message().find("image.yaml:7") != std::string::npos);
+  }
 
   CHECK((*source)->Provenance(*m) == nlohmann::json{{"suite", "noble"},
                                                     {"mirror", "http://archive.ubuntu.com/ubuntu"},
