@@ -74,9 +74,10 @@ shlibs="$(cd "$shlibs_dir" && dpkg-shlibdeps -O "$root/usr/sbin/provisiond" "$ro
 # What provisiond runs: dnsmasq (its own config; dnsmasq-base has no system
 # service to fight over port 67), nfs-ganesha with its VFS backend, the boot
 # loaders (iPXE; the signed shim and grub), image builds (mmdebstrap, the
-# initrd's static busybox, cpio), ssh-keygen for the control key, and kill
-# (procps) for the service's reload.
-depends="$shlibs, dnsmasq-base, nfs-ganesha, nfs-ganesha-vfs, ipxe, shim-signed, grub-efi-amd64-signed, mmdebstrap, busybox-static, cpio, openssh-client, procps, init-system-helpers (>= 1.54~)"
+# initrd's static busybox, cpio; gpg for archive keys' fingerprints),
+# ssh-keygen for the control key, and kill (procps) for the service's reload.
+# ipmitool is the ipmi power driver's (Recommends: not every site has BMCs).
+depends="$shlibs, dnsmasq-base, nfs-ganesha, nfs-ganesha-vfs, ipxe, shim-signed, grub-efi-amd64-signed, mmdebstrap, gpg, busybox-static, cpio, openssh-client, procps, init-system-helpers (>= 1.54~)"
 size="$(du -sk --exclude=DEBIAN "$root" | cut -f1)"
 cat >"$root/DEBIAN/control" <<CONTROL
 Package: provisiond
@@ -85,7 +86,7 @@ Architecture: $arch
 Maintainer: $maintainer
 Installed-Size: $size
 Depends: $depends
-Recommends: ansible, sqlite3
+Recommends: ansible, sqlite3, ipmitool
 Suggests: qemu-system-x86, ovmf
 Section: admin
 Priority: optional
