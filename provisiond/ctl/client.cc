@@ -121,21 +121,6 @@ std::string DefaultKnownServersFile() {
   return std::string(home && *home ? home : ".") + "/.config/provisionctl/known_servers";
 }
 
-std::string UrlEncode(std::string_view text) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 std::string QueryString(std::initializer_list<std::pair<const char*, std::string>> params) {
   std::string out;
   for (const auto& [name, value] : params) {

@@ -13,14 +13,13 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "base/strings.h"
 
 namespace prov::ctl {
 
 inline constexpr const char* kDefaultUrl = "http://127.0.0.1:8080";
 
-// Percent-encodes everything but RFC 3986 unreserved characters, for a path
-// segment or a query value.
-std::string UrlEncode(std::string_view text);
+// UrlEncode (base/strings.h) encodes a path segment or a query value.
 
 // "?a=1&b=x%20y" from the pairs whose value is not empty; "" when none is.
 std::string QueryString(std::initializer_list<std::pair<const char*, std::string>> params);

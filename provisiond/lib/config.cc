@@ -370,8 +370,10 @@ const std::vector<Setting>& Table() {
        BoolSetting(&Config::resume_on_start)},
       {{"configure.heartbeat", "seconds", "30",
         "How often provisiond reads the boot id of each installed node that is ready or failed "
-        "(node adopt) over SSH: another one than its facts' means it rebooted, and it is "
-        "configured again; one that does not answer gets an event. 0: no heartbeat."},
+        "(node adopt), and of each ready node of a profile with `recovery:`, over SSH: another "
+        "one than an installed node's facts' means it rebooted, and it is configured again; one "
+        "that does not answer gets an event, and recovery power-cycles it (docs/power.md). 0: no "
+        "heartbeat, and no recovery."},
        NumberSetting(0, 86400, &Config::heartbeat_s)},
       {{"configure.installed_hosts", "path", "/etc/hosts",
         "The file on an installed node (node adopt) that gets the cluster's names, in a block "

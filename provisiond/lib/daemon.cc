@@ -305,7 +305,7 @@ Status Daemon::MakeServices(const Config& config, Impl& d) {
             [configurator](const std::string& n) { configurator->Configure(n, "heartbeat"); },
         .power_cycle =
             [raw](const NodeRecord& n, const std::string& why) {
-              return PowerNode(raw->inventory->store(), raw->power, n, PowerOp::kCycle, "heartbeat",
+              return NodePower(raw->inventory->store(), raw->power, n, PowerOp::kCycle, "heartbeat",
                                why);
             },
         .now = nullptr};

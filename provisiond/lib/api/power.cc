@@ -17,7 +17,7 @@ HttpResponse PowerNode(const ApiContext& ctx, const HttpRequest& r) {
   if (!op.ok()) return HttpResponse::FromStatus(op.status());
   auto node = ctx.inventory->store().FindNode(r.Param("node"));
   if (!node.ok()) return HttpResponse::FromStatus(node.status());
-  auto result = prov::PowerNode(ctx.inventory->store(), ctx.power, *node, *op, r.who);
+  auto result = NodePower(ctx.inventory->store(), ctx.power, *node, *op, r.who);
   if (!result.ok()) return HttpResponse::FromStatus(result.status());
   return HttpResponse::Json(200, {{"node", node->name()}, {"action", action}, {"result", *result}});
 }

@@ -11,6 +11,47 @@ std::string Join(const std::vector<std::string>& parts, const std::string& sep) 
   return out;
 }
 
+std::string JoinWords(const std::vector<std::string>& parts, const std::string& last) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == parts.size() ? last : ", ") + parts[i];
+  return out;
+}
+
+std::string UrlEncode(std::string_view text) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string RedactSecrets(std::string text, const std::vector<std::string>& values) {
+  auto replace_all = [&text](const std::string& what) {
+    if (what.empty()) return;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 8))
+      text.replace(at, what.size(), "********");
+  };
+  for (const auto& v : values) {
+    replace_all(v);
+    size_t start = 0;
+    while (start < v.size()) {
+      size_t end = v.find('\n', start);
+      if (end == std::string::npos) end = v.size();
+      if (end - start >= 8) replace_all(v.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  return text;
+}
+
 std::string Trim(const std::string& s, const std::string& chars) {
   const size_t b = s.find_first_not_of(chars);
   if (b == std::string::npos) return "";

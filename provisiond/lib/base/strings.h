@@ -3,12 +3,24 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace prov {
 
 // The parts with `sep` between them ("" for none).
 std::string Join(const std::vector<std::string>& parts, const std::string& sep);
+
+// The parts as a list in words: "a, b or c" with `last` " or " ("a" alone).
+std::string JoinWords(const std::vector<std::string>& parts, const std::string& last);
+
+// `text` percent-encoded for a URL's path or query: everything but RFC 3986's
+// unreserved characters (letters, digits, - _ . ~).
+std::string UrlEncode(std::string_view text);
+
+// `text` with every secret value (and every line of 8 or more characters of
+// a multi-line one) replaced by "********".
+std::string RedactSecrets(std::string text, const std::vector<std::string>& values);
 
 // `s` without the characters of `chars` at its start and end (Python's
 // str.strip: Jinja's `trim`, a line a node printed).

@@ -25,3 +25,19 @@ TEST_CASE("strings: join, lower, and the two shell quotings") {
 }
 
 }  // namespace prov
+
+namespace prov {
+
+TEST_CASE("strings: lists in words, URL encoding, secrets redacted") {
+  CHECK(JoinWords({}, " or ").empty());
+  CHECK(JoinWords({"wol"}, " or ") == "wol");
+  CHECK(JoinWords({"wol", "ssh"}, " and ") == "wol and ssh");
+  CHECK(JoinWords({"wol", "ssh", "ipmi"}, " or ") == "wol, ssh or ipmi");
+  CHECK(UrlEncode("Power On&x=1/ü~") == "Power%20On%26x%3D1%2F%C3%BC~");
+  CHECK(RedactSecrets("password=pl&ug pw, again pl&ug pw", {"pl&ug pw"}) ==
+        "password=********, again ********");
+  CHECK(RedactSecrets("line two only: second-line", {"first\nsecond-line"}) ==
+        "line two only: ********");
+}
+
+}  // namespace prov

@@ -134,23 +134,4 @@ Result<ResolvedVars> ResolveSecretVars(const Profile& profile, const nlohmann::j
   return out;
 }
 
-std::string RedactSecrets(std::string text, const std::vector<std::string>& values) {
-  auto replace_all = [&text](const std::string& what) {
-    if (what.empty()) return;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 8))
-      text.replace(at, what.size(), "********");
-  };
-  for (const auto& v : values) {
-    replace_all(v);
-    size_t start = 0;
-    while (start < v.size()) {
-      size_t end = v.find('\n', start);
-      if (end == std::string::npos) end = v.size();
-      if (end - start >= 8) replace_all(v.substr(start, end - start));
-      start = end + 1;
-    }
-  }
-  return text;
-}
-
 }  // namespace prov

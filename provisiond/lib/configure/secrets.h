@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/strings.h"
 #include "profiles/profile.h"
 
 namespace prov {
@@ -64,8 +65,6 @@ struct ResolvedVars {
 Result<ResolvedVars> ResolveSecretVars(const Profile& profile, const nlohmann::json& vars,
                                        SecretStore* store);
 
-// `text` with every secret value (and every line of 8 or more characters of
-// a multi-line one) replaced by "********".
-std::string RedactSecrets(std::string text, const std::vector<std::string>& values);
+// RedactSecrets (base/strings.h) hides their values in what runs record.
 
 }  // namespace prov

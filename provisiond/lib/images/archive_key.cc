@@ -9,6 +9,7 @@
 
 #include "base/file_util.h"
 #include "base/process.h"
+#include "base/strings.h"
 #include "base/temp_dir.h"
 
 namespace prov {
@@ -55,12 +56,6 @@ Result<std::vector<std::string>> KeyFingerprints(const std::string& file, const 
 
 namespace {
 
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
 // Downloads `url` into `path`.
 Status Download(const std::string& url, const std::string& path, int timeout_s) {
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
@@ -104,7 +99,8 @@ Result<std::string> FindArchiveKey(const ArchiveKeyRequest& r) {
     auto fprs = KeyFingerprints(path, r.gpg);
     if (fprs.ok() && std::find(fprs->begin(), fprs->end(), r.fingerprint) != fprs->end())
       return path;
-    mismatched.push_back(path + " (" + (fprs.ok() ? Join(*fprs) : fprs.status().message()) + ")");
+    mismatched.push_back(path + " (" + (fprs.ok() ? Join(*fprs, ", ") : fprs.status().message()) +
+                         ")");
   }
   const std::string expected = r.fingerprint.empty() ? "" : " with fingerprint " + r.fingerprint;
   if (!r.url.empty() && !r.cache_dir.empty()) {
@@ -115,7 +111,7 @@ Result<std::string> FindArchiveKey(const ArchiveKeyRequest& r) {
     if (!got.ok()) {
       unlink(fetched.c_str());
       return Status::Error(got.code(), "archive key " + r.name + expected +
-                                           ": not found (looked in " + Join(looked) +
+                                           ": not found (looked in " + Join(looked, ", ") +
                                            "), and the download failed: " + got.message());
     }
     auto fprs = KeyFingerprints(fetched, r.gpg);
@@ -124,7 +120,8 @@ Result<std::string> FindArchiveKey(const ArchiveKeyRequest& r) {
       unlink(fetched.c_str());
       return Status::Invalid("archive key " + r.name + " from " + r.url + " refused: expected " +
                              (r.fingerprint.empty() ? "a key" : "fingerprint " + r.fingerprint) +
-                             ", it holds " + (fprs.ok() ? Join(*fprs) : fprs.status().message()));
+                             ", it holds " +
+                             (fprs.ok() ? Join(*fprs, ", ") : fprs.status().message()));
     }
     const std::string kept = r.cache_dir + "/" + r.name;
     if (rename(fetched.c_str(), kept.c_str()) != 0)
@@ -132,8 +129,8 @@ Result<std::string> FindArchiveKey(const ArchiveKeyRequest& r) {
     return kept;
   }
   return Status::NotFound(
-      "archive key " + r.name + expected + " not found: looked in " + Join(looked) +
-      (mismatched.empty() ? "" : "; other keys in " + Join(mismatched)) +
+      "archive key " + r.name + expected + " not found: looked in " + Join(looked, ", ") +
+      (mismatched.empty() ? "" : "; other keys in " + Join(mismatched, ", ")) +
       (r.url.empty() ? "; install the distribution's keyring package (ubuntu-keyring for Ubuntu) "
                        "or put the key beside the manifest, or give keyring_url"
                      : ""));

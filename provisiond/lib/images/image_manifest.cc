@@ -10,9 +10,13 @@
 
 namespace prov {
 
-std::string ImageManifest::Beside(const std::string& name) const {
+std::string ImageManifest::Dir() const {
   const size_t slash = file.rfind('/');
-  return (slash == std::string::npos ? std::string(".") : file.substr(0, slash)) + "/" + name;
+  return slash == std::string::npos ? std::string(".") : file.substr(0, slash);
+}
+
+std::string ImageManifest::Beside(const std::string& name) const {
+  return Dir() + "/" + name;
 }
 
 namespace {

@@ -46,7 +46,9 @@ struct ImageManifest {
   std::shared_ptr<const SourceSettings> settings;  // the source's part
   std::string sha256;                              // of the manifest text
   std::string file;
-  // Where a file the manifest names (a key) is: beside it.
+  // The folder the manifest is in, and where a file it names (a key) is:
+  // beside it.
+  std::string Dir() const;
   std::string Beside(const std::string& name) const;
 };
 

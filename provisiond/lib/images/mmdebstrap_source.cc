@@ -279,12 +279,7 @@ class Mmdebstrap final : public ImageSource {
     ArchiveKeyRequest r{.name = a.keyring,
                         .fingerprint = a.keyring_fingerprint,
                         .url = a.keyring_url,
-                        .beside =
-                            [&] {
-                              std::string dir = m.Beside("");
-                              dir.pop_back();  // the manifest's folder, without the slash
-                              return dir;
-                            }(),
+                        .beside = m.Dir(),
                         .cache_dir = options_.key_cache_dir};
     return FindArchiveKey(r);
   }

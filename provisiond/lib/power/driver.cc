@@ -64,13 +64,6 @@ Status CheckNumberSetting(const nlohmann::json& config, std::string_view driver,
   return Status::Ok();
 }
 
-std::string HideSecret(std::string text, const std::string& secret) {
-  if (secret.empty()) return text;
-  for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 8))
-    text.replace(at, secret.size(), "********");
-  return text;
-}
-
 Result<std::string> RunPowerProgram(const ProcessSpec& spec, int timeout_ms) {
   auto r = RunProcess(spec, timeout_ms);
   if (!r.ok()) return r.status();

@@ -106,7 +106,4 @@ std::string PowerSetting(const nlohmann::json& config, std::string_view key);
 Status CheckNumberSetting(const nlohmann::json& config, std::string_view driver,
                           std::string_view key, long min, long max, std::string_view what);
 
-// `text` with every occurrence of `secret` replaced by "********".
-std::string HideSecret(std::string text, const std::string& secret);
-
 }  // namespace prov

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "base/file_util.h"
+#include "base/strings.h"
 #include "power/driver.h"
 
 namespace prov {
@@ -101,8 +102,9 @@ class Ipmi final : public PowerDriver {
       call.argv.insert(call.argv.end(), args.begin(), args.end());
       auto out = RunPowerProgram(call, s.timeout_ms);
       if (!out.ok())
-        return Status::Error(out.status().code(), HideSecret(out.status().message(), password));
-      return HideSecret(*out, password);
+        return Status::Error(out.status().code(),
+                             RedactSecrets(out.status().message(), {password}));
+      return RedactSecrets(*out, {password});
     };
     std::string done;
     const std::string boot = PowerSetting(target.config, "boot");

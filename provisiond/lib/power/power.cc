@@ -37,13 +37,6 @@ std::vector<std::string> ChainNames(const nlohmann::json& power, PowerOp op) {
   return names;
 }
 
-std::string Words(const std::vector<std::string>& names, const char* last) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == names.size() ? last : ", ") + names[i];
-  return out;
-}
-
 }  // namespace
 
 Status ValidatePowerConfig(const nlohmann::json& power) {
@@ -97,10 +90,10 @@ Status ValidatePowerConfig(const nlohmann::json& power) {
     if (known) continue;
     std::vector<std::string> names;
     for (const PowerDriver* d : used) names.emplace_back(d->name());
-    return Status::Invalid((names.size() == 1
-                                ? "power driver '" + names[0] + "' has"
-                                : "none of the power drivers " + Words(names, " and ") + " has") +
-                           " no setting '" + key + "'");
+    return Status::Invalid(
+        (names.size() == 1 ? "power driver '" + names[0] + "' has"
+                           : "none of the power drivers " + JoinWords(names, " and ") + " has") +
+        " no setting '" + key + "'");
   }
   for (const PowerDriver* d : used) {
     Status s = d->Validate(power);
@@ -118,21 +111,14 @@ Result<nlohmann::json> ParsePowerSpec(const std::string& spec) {
   return out;
 }
 
-std::vector<const PowerDriver*> PowerChain(const nlohmann::json& power, PowerOp op) {
-  std::vector<const PowerDriver*> chain;
-  if (!power.is_object()) return chain;
-  for (const std::string& name : ChainNames(power, op))
-    if (const PowerDriver* d = FindPowerDriver(name)) chain.push_back(d);
-  return chain;
-}
-
 std::string DescribePowerPlan(const nlohmann::json& power) {
   if (!HasDriver(power)) return "";
   std::string out;
   for (PowerOp op : kOps) {
     std::vector<std::string> names;
-    for (const PowerDriver* d : PowerChain(power, op))
-      if (d->capabilities().can(op)) names.emplace_back(d->name());
+    for (const std::string& name : ChainNames(power, op))
+      if (const PowerDriver* d = FindPowerDriver(name); d && d->capabilities().can(op))
+        names.push_back(name);
     if (names.empty()) continue;
     std::string words = names[0];
     for (size_t i = 1; i < names.size(); ++i)
@@ -153,7 +139,7 @@ Result<std::string> RunPowerOp(const PowerDriver& driver, PowerOp op, const Powe
     for (PowerOp o : {PowerOp::kOn, PowerOp::kOff, PowerOp::kCycle})
       if (can.can(o)) able.push_back(ToString(o));
     return Status::Invalid(std::string(driver.title()) + " can only power " + target.hostname +
-                           " " + Words(able, " or ") + ", not " + ToString(op));
+                           " " + JoinWords(able, " or ") + ", not " + ToString(op));
   }
   return driver.Run(op, settings, target);
 }
@@ -189,7 +175,7 @@ Result<std::string> PowerAction(const PowerSettings& s, const nlohmann::json& po
   return Status::Error(last.code(), failed);
 }
 
-Result<std::string> PowerNode(Store& store, const PowerSettings& s, const NodeRecord& node,
+Result<std::string> NodePower(Store& store, const PowerSettings& s, const NodeRecord& node,
                               PowerOp op, const std::string& who, const std::string& why) {
   auto power = nlohmann::json::parse(node.power, nullptr, false);
   auto result = PowerAction(s, power, op, {power, node.name(), node.mac, !node.installed});

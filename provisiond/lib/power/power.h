@@ -38,10 +38,6 @@ Status ValidatePowerConfig(const nlohmann::json& power);
 // Parses "driver=ipmi,address=10.0.0.5" (the CLI's form) into the JSON form.
 Result<nlohmann::json> ParsePowerSpec(const std::string& spec);
 
-// The drivers that do `op` for a node, in the order they are tried (empty
-// when none is set for it).
-std::vector<const PowerDriver*> PowerChain(const nlohmann::json& power, PowerOp op);
-
 // The config's plan in words, for `node show`: "on: wol; off: ssh, then
 // webhook; cycle: webhook; status: webhook" ("" when it has no driver).
 std::string DescribePowerPlan(const nlohmann::json& power);
@@ -53,7 +49,7 @@ Result<std::string> PowerAction(const PowerSettings& settings, const nlohmann::j
 
 // Runs `op` for `node` and records the outcome as its "power" event, by
 // `who`: what the API and the heartbeat's recovery do.
-Result<std::string> PowerNode(Store& store, const PowerSettings& settings, const NodeRecord& node,
+Result<std::string> NodePower(Store& store, const PowerSettings& settings, const NodeRecord& node,
                               PowerOp op, const std::string& who, const std::string& why = "");
 
 // Runs `op` with `driver` after checking that the driver can do it (the

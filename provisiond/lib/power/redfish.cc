@@ -198,7 +198,7 @@ class RedfishClient {
     auto answer = PowerHttp(r);
     if (!answer.ok())
       return Status::Error(answer.status().code(),
-                           HideSecret(answer.status().message(), password_));
+                           RedactSecrets(answer.status().message(), {password_}));
     if (answer->status < 200 || answer->status > 299) {
       // A Redfish error says why in error.message (and its extended info).
       auto e = json::parse(answer->body, nullptr, false);
@@ -207,7 +207,7 @@ class RedfishClient {
         why = e["error"].value("message", why);
       return Status::Error(Code::kUnavailable, method + " " + r.url + " answered HTTP " +
                                                    std::to_string(answer->status) + ": " +
-                                                   HideSecret(why, password_));
+                                                   RedactSecrets(why, {password_}));
     }
     if (answer->body.empty()) return json::object();
     auto j = json::parse(answer->body, nullptr, false);

@@ -3,6 +3,8 @@
 // static library, so there is no self-registration to go wrong.
 #include "power/registry.h"
 
+#include "base/strings.h"
+
 namespace prov {
 
 // One line per driver: its accessor, defined in power/<name>.cc.
@@ -44,13 +46,9 @@ std::vector<std::string_view> PowerDriverNames() {
 }
 
 std::string PowerDriverList() {
-  auto names = PowerDriverNames();
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (i) out += i + 1 == names.size() ? " or " : ", ";
-    out += names[i];
-  }
-  return out;
+  std::vector<std::string> names;
+  for (std::string_view name : PowerDriverNames()) names.emplace_back(name);
+  return JoinWords(names, " or ");
 }
 
 }  // namespace prov

@@ -32,8 +32,6 @@ namespace {
 
 using Values = std::map<std::string, std::string>;
 
-constexpr std::string_view kHidden = "********";
-
 // What a preset puts in a node's config when the config does not say.
 Values Preset(const std::string& preset, const nlohmann::json& config) {
   const bool secret = !PowerSetting(config, "secret").empty();
@@ -98,21 +96,6 @@ Values Settings(const nlohmann::json& config) {
   return v;
 }
 
-std::string PercentEncode(const std::string& s) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '*') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
-
 std::string JsonEscape(const std::string& s) {
   std::string quoted = nlohmann::json(s).dump();
   return quoted.substr(1, quoted.size() - 2);
@@ -135,7 +118,7 @@ Result<std::string> Render(const std::string& tmpl, const Values& values, Escape
     auto it = values.find(name);
     if (it == values.end())
       return Status::Invalid("'" + tmpl + "' uses {{" + name + "}}, which has no value here");
-    out += escape == Escape::kUrl    ? PercentEncode(it->second)
+    out += escape == Escape::kUrl    ? UrlEncode(it->second)
            : escape == Escape::kJson ? JsonEscape(it->second)
                                      : it->second;
     at = close + 2;
@@ -150,6 +133,7 @@ struct Call {
   std::string shown;
 };
 
+// `values` lacks the secret: MakeCall adds it.
 Result<Call> MakeCall(const Values& settings, const std::string& action, Values values,
                       const std::string& secret, int timeout_ms) {
   auto it = settings.find(action + "_request");
@@ -160,33 +144,32 @@ Result<Call> MakeCall(const Values& settings, const std::string& action, Values 
   Call call;
   call.request.method = spec.substr(0, space);
   const std::string target = Trim(spec.substr(space + 1));
-  auto url_of = [&](const std::string& with_secret) -> Result<std::string> {
-    Values v = values;
-    if (!secret.empty()) v["secret"] = with_secret;
-    std::string base = target;
-    if (target.rfind("http://", 0) != 0 && target.rfind("https://", 0) != 0) {
-      auto url = settings.find("url");
-      auto b = Render(url != settings.end() ? url->second : "http://{{host}}", v, Escape::kNone);
-      if (!b.ok()) return b.status();
-      while (!b->empty() && b->back() == '/') b->pop_back();
-      base = *b + (target.empty() || target[0] == '/' ? "" : "/") + target;
-    }
-    // Values in the path and query are percent-encoded; the scheme and the
-    // authority were given as they are.
-    size_t path = base.find('/', base.find("://") == std::string::npos ? 0 : base.find("://") + 3);
-    if (path == std::string::npos) return Render(base, v, Escape::kNone);
-    auto head = Render(base.substr(0, path), v, Escape::kNone);
-    auto tail = Render(base.substr(path), v, Escape::kUrl);
-    if (!head.ok()) return head.status();
+  // {{secret}} has a value in the URL only when the config names one.
+  if (!secret.empty()) values["secret"] = secret;
+  std::string base = target;
+  if (target.rfind("http://", 0) != 0 && target.rfind("https://", 0) != 0) {
+    auto url = settings.find("url");
+    auto b = Render(url != settings.end() ? url->second : "http://{{host}}", values, Escape::kNone);
+    if (!b.ok()) return b.status();
+    while (!b->empty() && b->back() == '/') b->pop_back();
+    base = *b + (target.empty() || target[0] == '/' ? "" : "/") + target;
+  }
+  // Values in the path and query are percent-encoded; the scheme and the
+  // authority were given as they are.
+  const size_t scheme = base.find("://");
+  const size_t path = base.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  auto head = Render(base.substr(0, path), values, Escape::kNone);
+  if (!head.ok()) return head.status();
+  std::string url = *head;
+  if (path != std::string::npos) {
+    auto tail = Render(base.substr(path), values, Escape::kUrl);
     if (!tail.ok()) return tail.status();
-    return *head + *tail;
-  };
-  auto url = url_of(secret);
-  if (!url.ok()) return url.status();
-  auto shown = url_of(secret.empty() ? "" : std::string(kHidden));
-  call.request.url = *url;
-  call.request.shown_url = *shown;
-  call.shown = call.request.method + " " + *shown;
+    url += *tail;
+  }
+  call.request.url = url;
+  // As messages show it: the secret hidden, as given and as encoded.
+  call.request.shown_url = secret.empty() ? url : RedactSecrets(url, {UrlEncode(secret), secret});
+  call.shown = call.request.method + " " + call.request.shown_url;
   values["secret"] = secret;
   if (auto body = settings.find(action + "_body"); body != settings.end()) {
     auto b = Render(body->second, values, Escape::kJson);
@@ -293,8 +276,9 @@ class Webhook final : public PowerDriver {
       if (!call.ok()) return call.status();
       auto answer = PowerHttp(call->request);
       if (!answer.ok())
-        return Status::Error(Code::kUnavailable, HideSecret(answer.status().message(), secret));
-      std::string body = HideSecret(answer->body.substr(0, 64 * 1024), secret);
+        return Status::Error(Code::kUnavailable,
+                             RedactSecrets(answer.status().message(), {secret}));
+      std::string body = RedactSecrets(answer->body.substr(0, 64 * 1024), {secret});
       if (answer->status < 200 || answer->status > 299)
         return Status::Error(Code::kUnavailable, call->shown + " answered HTTP " +
                                                      std::to_string(answer->status) + ": " +

@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
+#include <set>
 #include <utility>
 
 #include "base/strings.h"
@@ -63,11 +63,9 @@ void Heartbeat::Beat() {
   }
   // A node not read this round (booting, being configured) starts any
   // silence afresh when it is read again.
-  for (auto it = silent_since_.begin(); it != silent_since_.end();)
-    it = std::any_of(watched.begin(), watched.end(),
-                     [&](const NodeRecord& n) { return n.name() == it->first; })
-             ? std::next(it)
-             : silent_since_.erase(it);
+  std::set<std::string> read;
+  for (const NodeRecord& n : watched) read.insert(n.name());
+  std::erase_if(silent_since_, [&](const auto& entry) { return !read.contains(entry.first); });
   if (watched.empty()) return;
   std::vector<Result<std::string>> ids = probes_.boot_ids(watched);
   for (size_t i = 0; i < watched.size(); ++i) {

@@ -51,7 +51,7 @@ struct HeartbeatProbes {
   // Starts configuring a node that is `booted` with a profile.
   std::function<void(const std::string& node)> configure;
   // Power-cycles a node through its power config, recording the power event
-  // with `why` (power/power.h: PowerNode).
+  // with `why` (power/power.h: NodePower).
   std::function<Result<std::string>(const NodeRecord& node, const std::string& why)> power_cycle;
   // The clock silences are timed by (null: NowMs).
   std::function<int64_t()> now;
