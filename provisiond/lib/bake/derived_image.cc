@@ -22,13 +22,6 @@ namespace {
 // built by an older provisiond is then built again).
 constexpr int kBakeRecipe = 1;
 
-// While the playbooks run, Debian's maintainer scripts ask this before they
-// start a daemon: 101 is "not allowed". Removed before the image is finished.
-constexpr const char* kPolicyRcD =
-    "#!/bin/sh\n"
-    "# provisiond image stage: no daemon of the image starts on the control node.\n"
-    "exit 101\n";
-
 json InputsOf(const Profile& p, const std::string& base_ref) {
   std::map<std::string, std::string> sha;
   for (const auto& f : p.files) sha[f.path] = f.sha256;
@@ -43,14 +36,6 @@ json InputsOf(const Profile& p, const std::string& base_ref) {
   }
   return {{"recipe", kBakeRecipe}, {"base", base_ref}, {"bake", bake}};
 }
-
-// dpkg syncs every file it unpacks; a tree being built is thrown away if the
-// build fails, so that costs time and protects nothing. Removed with
-// policy-rc.d.
-constexpr const char* kDpkgUnsafeIo =
-    "# provisiond image stage: the tree is thrown away if the build fails.\n"
-    "force-unsafe-io\n";
-constexpr const char* kDpkgUnsafeIoPath = "/etc/dpkg/dpkg.cfg.d/provisiond-image-stage";
 
 // Task results as progress lines: "bake slurm.yml: MUNGE: changed (3.1 s)".
 class ProgressSink : public RunSink {
@@ -71,20 +56,6 @@ class ProgressSink : public RunSink {
   const BuildProgress& progress_;
   std::string playbook_;
 };
-
-// What a bake leaves that no node needs: apt's downloaded packages and its
-// binary caches (the lists stay: a node-stage install of a package that is
-// not baked still finds the mirror's index).
-void RemoveBuildLeftovers(const std::string& root) {
-  std::error_code ec;
-  fs::remove(root + "/usr/sbin/policy-rc.d", ec);
-  fs::remove(root + kDpkgUnsafeIoPath, ec);
-  for (const char* dir : {"/var/cache/apt/archives", "/var/cache/apt/archives/partial"})
-    for (const auto& e : fs::directory_iterator(root + dir, ec))
-      if (e.is_regular_file() && e.path().extension() == ".deb") fs::remove(e.path(), ec);
-  for (const char* f : {"/var/cache/apt/pkgcache.bin", "/var/cache/apt/srcpkgcache.bin"})
-    fs::remove(root + f, ec);
-}
 
 }  // namespace
 
@@ -226,9 +197,7 @@ Result<ImageVersion> BuildDerivedImage(const Profile& p, ImageCatalog& catalog,
   copy.argv = {"/bin/cp", "-a", "--reflink=auto", base->root + "/.", root};
   s = RunBuildStep(copy, opt.timeout_s, progress, "copy", opt.cancel);
   if (!s.ok()) return s;
-  s = WriteFileAtomic(root + "/usr/sbin/policy-rc.d", kPolicyRcD, 0755);
-  if (s.ok() && fs::is_directory(root + "/etc/dpkg/dpkg.cfg.d"))
-    s = WriteFileAtomic(root + kDpkgUnsafeIoPath, kDpkgUnsafeIo, 0644);
+  s = BeginImageStage(root);
   if (!s.ok()) return s;
 
   ChrootRemote remote(plan->name, root);
@@ -283,7 +252,7 @@ Result<ImageVersion> BuildDerivedImage(const Profile& p, ImageCatalog& catalog,
     say("bake " + ref.file + ": " + std::to_string(out.ok) + " ok, " + std::to_string(out.changed) +
         " changed, " + std::to_string(out.skipped) + " skipped");
   }
-  RemoveBuildLeftovers(root);
+  EndImageStage(root);
 
   ImageManifest m;
   m.name = plan->name;

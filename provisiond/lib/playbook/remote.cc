@@ -11,9 +11,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <vector>
 
+#include "base/file_util.h"
 #include "base/unique_fd.h"
 
 namespace prov {
@@ -302,6 +304,40 @@ Result<RemoteResult> ChrootRemote::Run(const std::string& script, const std::str
   argv.insert(argv.end(), {"/bin/sh", "-c", kImageStageSetup, "provisiond-image-stage", root_,
                            become_user, script});
   return SpawnScript(std::move(argv), input, timeout_ms, ImageStageEnv());
+}
+
+namespace {
+
+// Debian's maintainer scripts ask this before they start a daemon: 101 is
+// "not allowed".
+constexpr const char* kPolicyRcD =
+    "#!/bin/sh\n"
+    "# provisiond image stage: no daemon of the image starts on the control node.\n"
+    "exit 101\n";
+constexpr const char* kDpkgUnsafeIo =
+    "# provisiond image stage: the tree is thrown away if the build fails.\n"
+    "force-unsafe-io\n";
+constexpr const char* kDpkgUnsafeIoPath = "/etc/dpkg/dpkg.cfg.d/provisiond-image-stage";
+
+}  // namespace
+
+Status BeginImageStage(const std::string& root) {
+  Status s = WriteFileAtomic(root + "/usr/sbin/policy-rc.d", kPolicyRcD, 0755);
+  if (s.ok() && std::filesystem::is_directory(root + "/etc/dpkg/dpkg.cfg.d"))
+    s = WriteFileAtomic(root + kDpkgUnsafeIoPath, kDpkgUnsafeIo, 0644);
+  return s;
+}
+
+void EndImageStage(const std::string& root) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::remove(root + "/usr/sbin/policy-rc.d", ec);
+  fs::remove(root + kDpkgUnsafeIoPath, ec);
+  for (const char* dir : {"/var/cache/apt/archives", "/var/cache/apt/archives/partial"})
+    for (const auto& e : fs::directory_iterator(root + dir, ec))
+      if (e.is_regular_file() && e.path().extension() == ".deb") fs::remove(e.path(), ec);
+  for (const char* f : {"/var/cache/apt/pkgcache.bin", "/var/cache/apt/srcpkgcache.bin"})
+    fs::remove(root + f, ec);
 }
 
 }  // namespace prov

@@ -92,4 +92,14 @@ class ChrootRemote : public Remote {
 // chroot connection into `root`.
 std::vector<std::string> ImageStageCommand(const std::string& root);
 
+// Before and after the image stage works in `root` (a profile's bake, the
+// packages an imported image gets on top): Begin writes a policy-rc.d that
+// says no to every daemon start (Debian's maintainer scripts ask it) and lets
+// dpkg skip its syncs (a tree that fails is thrown away); End removes both,
+// with any policy-rc.d the tree came with (a container image's: a node's
+// services must start), apt's downloaded packages and its binary caches (the
+// package lists stay: a node-stage install still finds the mirror's index).
+Status BeginImageStage(const std::string& root);
+void EndImageStage(const std::string& root);
+
 }  // namespace prov
