@@ -76,7 +76,9 @@ shlibs="$(cd "$shlibs_dir" && dpkg-shlibdeps -O "$root/usr/sbin/provisiond" "$ro
 # loaders (iPXE; the signed shim and grub), image builds (mmdebstrap, the
 # initrd's static busybox, cpio; gpg for archive keys' fingerprints),
 # ssh-keygen for the control key, and kill (procps) for the service's reload.
-# ipmitool is the ipmi power driver's (Recommends: not every site has BMCs).
+# ipmitool is the ipmi power driver's (Recommends: not every site has BMCs);
+# skopeo and umoci are the oci image source's (container images as node
+# images: Recommends, a site may build only from mirrors).
 depends="$shlibs, dnsmasq-base, nfs-ganesha, nfs-ganesha-vfs, ipxe, shim-signed, grub-efi-amd64-signed, mmdebstrap, gpg, busybox-static, cpio, openssh-client, procps, init-system-helpers (>= 1.54~)"
 size="$(du -sk --exclude=DEBIAN "$root" | cut -f1)"
 cat >"$root/DEBIAN/control" <<CONTROL
@@ -86,7 +88,7 @@ Architecture: $arch
 Maintainer: $maintainer
 Installed-Size: $size
 Depends: $depends
-Recommends: ansible, sqlite3, ipmitool
+Recommends: ansible, sqlite3, ipmitool, skopeo, umoci
 Suggests: qemu-system-x86, ovmf
 Section: admin
 Priority: optional

@@ -257,6 +257,24 @@ Status Daemon::OpenInventory(const Config& config, Impl& d) {
 
 // Phase 3: the node's path (boot service, phone-home, configurator), the
 // cluster interface once preflight passed, images and the API's context.
+namespace {
+
+// A secret's value by its name, for a part that names one (`who`, in the
+// error when it is not set).
+std::function<Result<std::string>(const std::string&)> SecretLookup(SecretStore* secrets,
+                                                                    std::string who) {
+  return [secrets, who = std::move(who)](const std::string& name) -> Result<std::string> {
+    auto value = secrets->Get(SecretDecl{.name = name, .generate = "none"}, name);
+    if (value.status().code() == Code::kNotFound)
+      return Status::NotFound("secret '" + name + "' (named by " + who +
+                              ") is not set: provisionctl secret set " + name +
+                              " --from-file FILE");
+    return value;
+  };
+}
+
+}  // namespace
+
 Status Daemon::MakeServices(const Config& config, Impl& d) {
   Impl* raw = &d;
   auto control_key = EnsureControlKey(config.data_dir + "/ssh");
@@ -273,15 +291,7 @@ Status Daemon::MakeServices(const Config& config, Impl& d) {
   // Power: the drivers get the secrets store and the nodes' SSH sessions.
   Configurator* configurator = d.configurator.get();
   d.power = PowerSettingsOf(config);
-  d.power.secret = [secrets = d.secrets.get()](const std::string& name) -> Result<std::string> {
-    auto value = secrets->Get(SecretDecl{.name = name, .generate = "none"}, name);
-    if (value.status().code() == Code::kNotFound)
-      return Status::NotFound("secret '" + name +
-                              "' (named by a node's power config) is not set: provisionctl "
-                              "secret set " +
-                              name + " --from-file FILE");
-    return value;
-  };
+  d.power.secret = SecretLookup(d.secrets.get(), "a node's power config");
   d.power.node_command = [configurator](const std::string& node, const std::string& command) {
     auto r = configurator->Command({node}, command, "", 30000);
     return CommandOutcome(r.at(0));
@@ -351,8 +361,10 @@ Status Daemon::MakeServices(const Config& config, Impl& d) {
     Status checked = RunStartPreflight(config, d);
     if (!checked.ok()) return checked;
   }
+  ImageBuildOptions image_options = ImageBuildOptionsOf(config);
+  image_options.secret = SecretLookup(d.secrets.get(), "an image manifest's credentials");
   d.image_service = std::make_unique<ImageService>(*d.inventory, *d.images, config.images_dir,
-                                                   ImageBuildOptionsOf(config));
+                                                   std::move(image_options));
   d.image_service->set_keep_derived(config.images_keep_derived);
   // A profile with bake playbooks boots its derived image (bake/).
   d.inventory->SetBakedImages([catalog = d.images.get()](const Profile& p) -> Result<ImageChoice> {

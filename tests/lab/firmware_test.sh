@@ -10,7 +10,10 @@
 #      boot from, then an rtl8139 it boots from) is served and configured as
 #      one node by the MAC of the port that booted; the initrd brings up that
 #      port with its driver (loaded by modalias from every NIC driver in the
-#      initrd); its facts list both NICs
+#      initrd); its facts list both NICs. It boots the lab's container image
+#      to `ready` with the lab-oci profile: lab-oci.baked, the compute user
+#      baked on lab-oci (imported by lab.build_image_oci: a Debian minbase OCI
+#      archive with its kernel, systemd and sshd installed on top)
 #   2b. at the same time, a UEFI machine whose firmware has PXE turned off
 #      boots by UEFI HTTP boot: DHCP answers its HTTPClient request with
 #      iPXE's URL, and it reaches `ready` without any file by TFTP
@@ -27,7 +30,8 @@
 #      firmware's own PXE (its directory of the TFTP root), and iPXE loads its
 #      script, kernel and initrd
 # The machines get the lab-boot profile (the lab image, the compute user's
-# playbook): lab.images runs the lab profile's packages and services.
+# playbook), nic0 its copy on the container image: lab.images runs the lab
+# profile's packages and services.
 # The image store is cached between runs (tests/lab/lab-image.sh).
 # Usage: firmware_test.sh PROVISIOND PROVISIONCTL   (root)
 set -euo pipefail
@@ -64,6 +68,8 @@ DATA="$LAB_DIR/data"
 t="${EPOCHREALTIME//[!0-9]/}"
 STORE="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$REPO/profiles")" || fail "the lab image was not built"
 say "lab image ready in $STORE ($(((${EPOCHREALTIME//[!0-9]/} - t) / 1000000)) s): $(cat "$STORE/lab/current")"
+[ -s "$STORE/lab-oci.baked/current" ] || fail "no lab-oci.baked image in $STORE (lab.build_image_oci imports and bakes it)"
+OCI_VERSION="$(cat "$STORE/lab-oci/current")"
 # lab-recover: lab-boot with a recovery policy (step 4).
 cp -r "$REPO/profiles" "$LAB_DIR/profiles"
 cp -r "$LAB_DIR/profiles/lab-boot" "$LAB_DIR/profiles/lab-recover"
@@ -96,7 +102,7 @@ ctl profile apply lab-boot --yes >/dev/null
 # 1 and 2: both machines at once.
 SB=52:54:00:96:00:10 NIC_BOOT=52:54:00:96:00:21 NIC_OTHER=52:54:00:96:00:20
 ctl node add sb0 --mac "$SB" --profile lab-boot >/dev/null
-ctl node add nic0 --mac "$NIC_BOOT" --profile lab-boot >/dev/null
+ctl node add nic0 --mac "$NIC_BOOT" --profile lab-oci >/dev/null
 lab_vm_start sb0 "$SB" uefi-sb
 LAB_VM_NIC=rtl8139 LAB_VM_OTHER_NIC="e1000e $NIC_OTHER" lab_vm_start nic0 "$NIC_BOOT" bios
 HTTP=52:54:00:96:00:30
@@ -105,7 +111,7 @@ lab_vm_start http0 "$HTTP" uefi-http
 wait_ready sb0
 say "sb0 (Secure Boot enforced): ready $(lab_vm_elapsed sb0)s after power-on"
 wait_ready nic0
-say "nic0 (two NICs, boots from its rtl8139): ready $(lab_vm_elapsed nic0)s after power-on"
+say "nic0 (two NICs, boots from its rtl8139, the container image): ready $(lab_vm_elapsed nic0)s after power-on"
 
 facts="$(ctl node show sb0 --json)"
 if ! grep -qF '"secure_boot":true' <<<"$facts"; then
@@ -145,6 +151,14 @@ grep -a "provision: .* is driven by 8139" "$LAB_DIR/nic0.serial" >/dev/null ||
 ctl node list >"$LAB_DIR/nodes.out"
 [ "$(grep -c "$NIC_OTHER" "$LAB_DIR/nodes.out")" -eq 0 ] || fail "nic0's other port became a node of its own"
 [ "$(($(wc -l <"$LAB_DIR/nodes.out") - 1))" -eq 3 ] || { cat "$LAB_DIR/nodes.out"; fail "not exactly three nodes"; }
+# Its root is the container image's tree: the upper layer's whiteout and
+# file are there, and what came on top.
+has_event nic0 "initrd: lab-oci.baked@" || fail "nic0 did not boot lab-oci.baked"
+grep -q "\"base\": \"lab-oci@$OCI_VERSION\"" "$STORE/lab-oci.baked/$(cat "$STORE/lab-oci.baked/current")/image.json" ||
+  fail "lab-oci.baked is not made from lab-oci@$OCI_VERSION"
+ctl cmd nic0 -- sh -c 'test ! -e /etc/issue.net && test -x /usr/local/bin/lab-capable && test -x /usr/sbin/sshd && echo oci-root' >"$LAB_DIR/nic0-root.out" 2>&1 || true
+grep -q "oci-root" "$LAB_DIR/nic0-root.out" || { cat "$LAB_DIR/nic0-root.out"; fail "nic0's root is not the container image's tree"; }
+say "nic0 booted lab-oci.baked (the compute user baked on the container image lab-oci@$OCI_VERSION): no /etc/issue.net (whiteout), /usr/local/bin/lab-capable (upper layer), sshd (on top)"
 say "nic0: one node by its boot port's MAC; the initrd drove the rtl8139 ($(grep -a -o 'is driven by [a-z0-9_]*' "$LAB_DIR/nic0.serial" | tail -1)); facts list both NICs"
 
 # 3. Per node, no restart: the Secure Boot machine given the unsigned iPXE is

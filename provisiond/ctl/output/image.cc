@@ -66,12 +66,19 @@ std::string RenderImage(const json& image, const json& current) {
     return out + "build: none (imported" + from + ")\n";
   }
   KeyValues b;
-  b.Add("suite", Dash(Str(build, "suite")));
-  b.Add("mirror", Dash(Str(build, "mirror")));
-  const json& packages = Array(build, "packages");
-  b.Add("packages", packages.empty()
-                        ? "-"
-                        : std::to_string(packages.size()) + ": " + Join(Strings(packages), ", "));
+  // A container image's provenance (the oci source), or the mirror's.
+  const bool oci = build.contains("oci") && build["oci"].is_object();
+  if (oci) {
+    b.Add("oci image", Dash(Str(build["oci"], "reference")));
+    b.Add("digest", Dash(Str(build["oci"], "digest")));
+  } else {
+    b.Add("suite", Dash(Str(build, "suite")));
+    b.Add("mirror", Dash(Str(build, "mirror")));
+  }
+  const json& packages = Array(oci ? build["oci"] : build, "packages");
+  b.Add(oci ? "on top" : "packages",
+        packages.empty() ? "-"
+                         : std::to_string(packages.size()) + ": " + Join(Strings(packages), ", "));
   b.Add("root tree",
         std::to_string(Int(build, "files")) + " files, " + FormatSize(Int(build, "bytes")));
   const auto seconds = build.find("build_seconds");

@@ -66,6 +66,22 @@ TEST_CASE("image show: ref, current, sizes, root, then how it was built") {
   CHECK(RenderImage(image, other).find("\ncurrent:  yes") != std::string::npos);
 }
 
+TEST_CASE("image show: a container image's reference, digest and packages on top") {
+  json image = json::parse(R"js({"name": "noble", "version": "0123456789abcdef",
+    "ref": "noble@0123456789abcdef", "kernel_size": 1, "initrd_size": 2, "root": true,
+    "build": {"sha256": "01", "manifest_sha256": "fe", "files": 2, "bytes": 3,
+              "oci": {"reference": "docker://ubuntu:24.04", "digest": "sha256:9a8b",
+                      "packages": ["systemd-sysv", "openssh-server"]}}})js");
+  const std::string text = RenderImage(image, image);
+  CHECK_MESSAGE(
+      text.find("build:\n"
+                "  oci image:       docker://ubuntu:24.04\n"
+                "  digest:          sha256:9a8b\n"
+                "  on top:          2: systemd-sysv, openssh-server\n") != std::string::npos,
+      text);
+  CHECK(text.find("suite") == std::string::npos);
+}
+
 TEST_CASE("image show says an imported image was imported, and from where") {
   json image = json::parse(R"js({"name": "npu", "version": "aa", "ref": "npu@aa",
     "kernel_size": 10, "initrd_size": 20, "root": false,

@@ -14,6 +14,8 @@ namespace prov {
 
 struct ImageBuildOptions {
   std::string mmdebstrap = "/usr/bin/mmdebstrap";
+  std::string skopeo = "/usr/bin/skopeo";  // the oci source's
+  std::string umoci = "/usr/bin/umoci";
   std::string initrd_builder;  // images/initramfs/build-initrd.sh
   std::string agent_dir;       // images/agent: provision-hello, provision-hello.service
   std::string tools_dir;       // provision-facts and provision-mount binaries
@@ -26,6 +28,8 @@ struct ImageBuildOptions {
   // Where archive keys downloaded from a manifest's keyring_url are kept
   // (images/archive_key.h); empty: none is downloaded.
   std::string key_cache_dir;
+  // A secret's value by its name (the secrets store): registry credentials.
+  std::function<Result<std::string>(const std::string& name)> secret;
   const std::atomic<bool>* cancel = nullptr;  // stops the build when it becomes true
 };
 

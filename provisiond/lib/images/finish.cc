@@ -3,9 +3,11 @@
 #include "images/finish.h"
 
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -87,6 +89,29 @@ Result<std::string> InitrdInputsKey(const std::string& root, const ImageManifest
       if (!sha.ok()) return sha.status();
       h.Update("kernel " + e.path().filename().string() + " " + *sha + "\n");
     }
+  return h.HexDigest();
+}
+
+Result<std::string> FinishingInputsKey(const ImageBuildOptions& opt) {
+  std::vector<std::string> files = {opt.tools_dir + "/provision-facts",
+                                    opt.tools_dir + "/provision-mount",
+                                    opt.tools_dir + "/provision-fetch"};
+  std::error_code ec;
+  for (const fs::path& dir :
+       {fs::path(opt.agent_dir), fs::path(opt.initrd_builder).parent_path()}) {
+    std::vector<std::string> in_dir;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.is_regular_file(ec)) in_dir.push_back(e.path().string());
+    std::sort(in_dir.begin(), in_dir.end());
+    files.insert(files.end(), in_dir.begin(), in_dir.end());
+  }
+  Sha256 h;
+  h.Update("finishing-inputs:1\n");
+  for (const auto& f : files) {
+    auto sha = Sha256File(f);
+    if (!sha.ok()) return sha.status();
+    h.Update(fs::path(f).filename().string() + " " + *sha + "\n");
+  }
   return h.HexDigest();
 }
 
@@ -229,6 +254,19 @@ Result<std::string> HashTree(const std::string& root) {
     } else if (S_ISREG(st.st_mode)) {
       head += std::to_string(st.st_size);
     }
+    // Extended attributes, sorted by name: a file capability is content.
+    std::vector<char> names(65536);
+    const ssize_t len = llistxattr(full.c_str(), names.data(), names.size());
+    std::vector<std::string> attrs;
+    for (ssize_t at = 0; len > 0 && at < len; at += static_cast<ssize_t>(strlen(&names[at])) + 1)
+      attrs.emplace_back(&names[at]);
+    std::sort(attrs.begin(), attrs.end());
+    for (const auto& attr : attrs) {
+      std::vector<char> value(65536);
+      const ssize_t n = lgetxattr(full.c_str(), attr.c_str(), value.data(), value.size());
+      if (n >= 0)
+        head += "\nxattr " + attr + "=" + std::string(value.data(), static_cast<size_t>(n));
+    }
     hash.Update(std::string_view(head.data(), head.size() + 1));
     if (S_ISREG(st.st_mode)) {
       std::ifstream in(full, std::ios::binary);
@@ -257,9 +295,11 @@ Result<ImageVersion> CommitBuild(BuildDir& build, const std::string& name,
     if (ec) return Status::Internal("cannot move the build to " + final_dir + ": " + ec.message());
     build.Committed();
   }
-  s = WriteFileAtomic(name_dir + "/current", version + "\n");
+  auto committed = catalog.Resolve(name + "@" + version);
+  if (!committed.ok()) return committed;
+  s = catalog.MakeCurrent(*committed);
   if (!s.ok()) return s;
-  return catalog.Resolve(name + "@" + version);
+  return committed;
 }
 
 Result<ImageVersion> FinishImage(BuildDir& build, const ImageManifest& m,

@@ -77,8 +77,14 @@ Result<std::string> ExtractKernel(const std::string& root, const std::string& ke
 Result<std::string> InitrdInputsKey(const std::string& root, const ImageManifest& manifest,
                                     const ImageBuildOptions& options);
 
-// The content hash of a directory tree: paths, modes, owners, symlink targets
-// and file contents, in sorted order.
+// What finishing adds to every tree, as one hash: the static tools, the
+// phone-home agent's files and the initrd builder's folder. A version named
+// before it is built (images/source.h: Identity) includes it, so that a new
+// agent makes a new version.
+Result<std::string> FinishingInputsKey(const ImageBuildOptions& options);
+
+// The content hash of a directory tree: paths, modes, owners, symlink targets,
+// extended attributes (file capabilities) and file contents, in sorted order.
 Result<std::string> HashTree(const std::string& root);
 
 // Writes `meta` as image.json, renames the build into

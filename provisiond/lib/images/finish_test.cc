@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -251,6 +252,14 @@ TEST_CASE("image finishing: the tree's hash is stable and sees modes, contents a
   fs::remove(b + "/boot/vmlinuz");
   fs::create_symlink("vmlinuz-6.1.0-1-amd64", b + "/boot/vmlinuz");
   CHECK(*HashTree(b) != *ha);
+  // An extended attribute (a file capability is one) is content too.
+  const std::string c = (f.dir / "c").string();
+  FinishFixture::FakeRoot(c);
+  REQUIRE(*HashTree(c) == *ha);
+  if (setxattr((c + "/etc/hostname").c_str(), "user.provisiond", "1", 1, 0) == 0)
+    CHECK(*HashTree(c) != *ha);
+  else
+    MESSAGE("skipped the xattr check: this file system takes no user xattrs");
 }
 
 TEST_CASE("image finishing: no kernel, or a failing initrd build, leaves nothing behind") {

@@ -208,4 +208,8 @@ Result<ImageVersion> ImageCatalog::Import(const std::string& name, const std::st
   return Load(name, version);
 }
 
+Status ImageCatalog::MakeCurrent(const ImageVersion& v) {
+  return WriteFileAtomic(store_dir_ + "/" + v.name + "/current", v.version + "\n");
+}
+
 }  // namespace prov

@@ -44,6 +44,9 @@ class ImageCatalog {
   Result<ImageVersion> Import(const std::string& name, const std::string& kernel_path,
                               const std::string& initrd_path);
 
+  // Makes `version` the one its name resolves to.
+  Status MakeCurrent(const ImageVersion& version);
+
   // Deletes one version (and `current` if it pointed there).
   Status Remove(const ImageVersion& version);
 

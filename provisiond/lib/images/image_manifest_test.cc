@@ -2,18 +2,29 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <map>
+
 #include "images/mmdebstrap_source.h"
 
 namespace prov {
 
-TEST_CASE("image manifests: every shipped manifest loads") {
-  for (const char* name : {"lab", "ubuntu-arc", "debian-amd-npu"}) {
+TEST_CASE("image manifests: every shipped manifest loads, with its source's keys") {
+  std::map<std::string, std::string> sources;
+  for (const auto& e : std::filesystem::directory_iterator(PROVISION_SOURCE_DIR "/images")) {
+    if (!std::filesystem::exists(e.path() / "image.yaml")) continue;
+    const std::string name = e.path().filename().string();
     INFO(name);
     auto m = LoadImageManifest(PROVISION_SOURCE_DIR "/images", name);
     REQUIRE_MESSAGE(m.ok(), m.status().message());
     CHECK(m->name == name);
     CHECK_FALSE(m->kernel_package.empty());
+    sources[name] = m->source;
   }
+  CHECK(sources.size() >= 7);
+  for (const char* name : {"lab", "ubuntu-arc", "ubuntu-nvidia", "debian-amd-npu"})
+    CHECK(sources.at(name) == "mmdebstrap");
+  for (const char* name : {"lab-oci", "ubuntu-oci", "cuda-oci"}) CHECK(sources.at(name) == "oci");
   auto arc = LoadImageManifest(PROVISION_SOURCE_DIR "/images", "ubuntu-arc");
   CHECK(AptSettingsOf(*arc).apt_sources.at(0).Render("noble") ==
         "deb http://ppa.launchpadcontent.net/kobuk-team/intel-graphics/ubuntu noble main");

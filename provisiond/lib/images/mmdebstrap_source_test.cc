@@ -6,14 +6,14 @@
 
 namespace prov {
 
-TEST_CASE("image sources: the registry lists mmdebstrap; an unknown one lists the known ones") {
-  CHECK(ImageSourceNames() == std::vector<std::string_view>{"mmdebstrap"});
+TEST_CASE("image sources: the registry lists mmdebstrap and oci; an unknown one lists them") {
+  CHECK(ImageSourceNames() == std::vector<std::string_view>{"mmdebstrap", "oci"});
   auto source = CreateImageSource("mmdebstrap", {});
   REQUIRE(source.ok());
   CHECK((*source)->name() == "mmdebstrap");
-  auto oci = CreateImageSource("oci", {});
-  CHECK(oci.status().code() == Code::kInvalid);
-  CHECK(oci.status().message() == "unknown image source 'oci' (mmdebstrap)");
+  auto tarball = CreateImageSource("tarball", {});
+  CHECK(tarball.status().code() == Code::kInvalid);
+  CHECK(tarball.status().message() == "unknown image source 'tarball' (mmdebstrap, oci)");
 }
 
 TEST_CASE("image sources: mmdebstrap's command from a manifest (no mmdebstrap run)") {
@@ -127,14 +127,14 @@ TEST_CASE("image sources: a manifest's source: names its source, which reads its
   CHECK(plain->source == "mmdebstrap");
   // An unknown source is an error at its line, naming the known ones; the
   // keys no source read are unknown keys.
-  auto oci = ParseImageManifest("name: x\nsource: oci\nsuite: noble\n", "x/image.yaml", "x");
-  REQUIRE_FALSE(oci.ok());
-  CHECK_MESSAGE(
-      oci.status().message().find("x/image.yaml:2:9: unknown image source 'oci' (mmdebstrap)") !=
-          std::string::npos,
-      oci.status().message());
-  CHECK_MESSAGE(oci.status().message().find("unknown key 'suite'") != std::string::npos,
-                oci.status().message());
+  auto other = ParseImageManifest("name: x\nsource: tarball\nsuite: noble\n", "x/image.yaml", "x");
+  REQUIRE_FALSE(other.ok());
+  CHECK_MESSAGE(other.status().message().find(
+                    "x/image.yaml:2:9: unknown image source 'tarball' (mmdebstrap, oci)") !=
+                    std::string::npos,
+                other.status().message());
+  CHECK_MESSAGE(other.status().message().find("unknown key 'suite'") != std::string::npos,
+                other.status().message());
 }
 
 TEST_CASE("image sources: mmdebstrap checks its mirror first") {

@@ -9,6 +9,8 @@ namespace prov {
 // images/<name>_source.cc.
 std::unique_ptr<ImageSource> CreateMmdebstrapSource(const ImageBuildOptions& options);
 void ParseMmdebstrapManifest(MapReader& top, ImageManifest& manifest);
+std::unique_ptr<ImageSource> CreateOciSource(const ImageBuildOptions& options);
+void ParseOciManifest(MapReader& top, ImageManifest& manifest);
 
 namespace {
 
@@ -20,6 +22,7 @@ struct SourceEntry {
 
 constexpr SourceEntry kSources[] = {
     {"mmdebstrap", CreateMmdebstrapSource, ParseMmdebstrapManifest},
+    {"oci", CreateOciSource, ParseOciManifest},
 };
 
 // The entry called `name`, or the error that lists the known ones.

@@ -33,6 +33,16 @@ class ImageSource {
   // the image's tree: a root filesystem with a kernel in /boot.
   virtual Status Fetch(const ImageManifest& manifest, const std::string& root,
                        const BuildProgress& progress) const = 0;
+  // What the tree will be made of, when the source can tell before making
+  // it (an OCI image's manifest digest with what goes on top): 16 hex digits
+  // that become the version, so that a version already built is not built
+  // again. Empty (the default): the version is the finished tree's hash.
+  virtual Result<std::string> Identity(const ImageManifest& manifest,
+                                       const BuildProgress& progress) const {
+    (void)manifest;
+    (void)progress;
+    return std::string();
+  }
   // What the image's image.json records about where its tree came from
   // (an object; its keys are the source's own).
   virtual nlohmann::json Provenance(const ImageManifest& manifest) const = 0;
