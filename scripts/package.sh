@@ -46,6 +46,14 @@ doc="$root/usr/share/doc/provisiond"
   echo " -- $maintainer  $(date -R -d "@$(git -C "$repo" log -1 --format=%ct 2>/dev/null || date +%s)")"
 } | gzip -9n >"$doc/changelog.gz"
 gzip -9n "$doc/README.md" "$doc/security.md"
+# The man pages, made from the programs' own tables (scripts/make-reference.sh),
+# and provisionctl's bash completion.
+bash scripts/make-reference.sh --man "$build" "$build/man"
+mkdir -p "$root/usr/share/man/man1" "$root/usr/share/man/man8"
+gzip -9n <"$build/man/provisionctl.1" >"$root/usr/share/man/man1/provisionctl.1.gz"
+gzip -9n <"$build/man/provisiond.8" >"$root/usr/share/man/man8/provisiond.8.gz"
+install -D -m 0644 scripts/completion/provisionctl \
+  "$root/usr/share/bash-completion/completions/provisionctl"
 mkdir -p "$root/usr/share/lintian/overrides"
 cat >"$root/usr/share/lintian/overrides/provisiond" <<'OVR'
 # Copied into every image and initrd the nodes boot: static on purpose, so

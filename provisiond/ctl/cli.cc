@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <ostream>
+#include <set>
 #include <sstream>
 
 #include "base/file_util.h"
@@ -281,7 +282,118 @@ int CheckCommandWords(int argc, const char* const* argv, const Io& io) {
   return -1;
 }
 
+// The names a verb's positional takes, from provisiond (when a token is at
+// hand; nothing otherwise): nodes, profile versions or image names by the
+// verb's noun.
+std::vector<std::string> TargetNames(const Verb& verb, const GlobalArgs& global) {
+  const std::string noun = Words(verb.path).front();
+  std::string path, list, key;
+  if (noun == "profile") {
+    path = "/api/v1/profiles", list = "profiles", key = "version";
+  } else if (noun == "image") {
+    path = "/api/v1/images", list = "images", key = "name";
+  } else if (noun == "node" || noun == "cmd" || noun == "gather" || noun == "wait") {
+    path = "/api/v1/nodes?limit=1000", list = "nodes", key = "hostname";
+  } else {
+    return {};
+  }
+  std::string source;
+  auto token = ReadToken(global, source);
+  if (!token.ok() || token->empty()) return {};
+  ClientOptions options;
+  options.url = global.url;
+  options.token = *token;
+  options.ca_file = global.ca_file;
+  options.fingerprint = global.fingerprint;
+  std::ostringstream notices;
+  options.notices = &notices;
+  Client client(options);
+  auto r = client.Get(path, 5);
+  std::vector<std::string> names;
+  if (!r.ok() || !r->contains(list) || !(*r)[list].is_array()) return names;
+  for (const auto& item : (*r)[list])
+    if (item.is_object() && item.contains(key) && item[key].is_string())
+      names.push_back(item[key].get<std::string>());
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
 }  // namespace
+
+int Complete(const std::vector<std::string>& options, const std::vector<std::string>& words,
+             const Io& io) {
+  CLI::App app{kAbout, "provisionctl"};
+  GlobalArgs global;
+  Args args;
+  auto verbs = BuildCli(app, global, args);
+  auto settings = LoadSettings();
+  if (settings.ok()) {
+    if (!settings->url.empty()) global.url = settings->url;
+    if (!settings->ca_file.empty()) global.ca_file = settings->ca_file;
+    if (!settings->fingerprint.empty()) global.fingerprint = settings->fingerprint;
+    if (!settings->token_file.empty() && !getenv("PROVISIOND_TOKEN"))
+      global.token_file = settings->token_file;
+  }
+  if (const char* url = getenv("PROVISIOND_URL"); url && *url) global.url = url;
+  for (size_t i = 0; i < options.size(); ++i) {
+    const std::string& o = options[i];
+    const size_t eq = o.find('=');
+    const std::string name = o.substr(0, eq);
+    std::string value = eq != std::string::npos  ? o.substr(eq + 1)
+                        : i + 1 < options.size() ? options[i + 1]
+                                                 : "";
+    if (eq == std::string::npos) ++i;
+    if (name == "--url") global.url = value;
+    if (name == "--token-file") global.token_file = value;
+    if (name == "--ca-file") global.ca_file = value;
+    if (name == "--fingerprint") global.fingerprint = value;
+  }
+  const std::string current = words.empty() ? "" : words.back();
+  // Down the commands the words so far name; an option's value is skipped.
+  const CLI::App* at = &app;
+  const Verb* verb = nullptr;
+  bool positional_given = false;
+  auto all = [](const CLI::App*) { return true; };
+  for (size_t i = 0; i + 1 < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.rfind("-", 0) == 0) {
+      const CLI::Option* opt = nullptr;
+      try {
+        opt = at->get_option_no_throw(w.substr(0, w.find('=')));
+      } catch (...) {
+      }
+      if (opt && opt->get_type_size() != 0 && w.find('=') == std::string::npos) ++i;
+      continue;
+    }
+    const CLI::App* next = nullptr;
+    for (const CLI::App* sub : at->get_subcommands(all))
+      if (sub->get_name() == w) next = sub;
+    if (next) {
+      at = next;
+      auto found = verbs.find(next);
+      if (found != verbs.end()) verb = found->second;
+    } else if (verb) {
+      positional_given = true;
+    }
+  }
+  std::vector<std::string> candidates;
+  if (current.rfind("-", 0) == 0) {
+    for (const CLI::App* a : {at, static_cast<const CLI::App*>(&app)}) {
+      for (const CLI::Option* opt : a->get_options())
+        for (const auto& name : opt->get_lnames()) candidates.push_back("--" + name);
+      if (a == &app) break;
+    }
+  } else if (!at->get_subcommands(all).empty()) {
+    for (const CLI::App* sub : at->get_subcommands(all)) candidates.push_back(sub->get_name());
+  } else if (verb && !positional_given) {
+    candidates = TargetNames(*verb, global);
+  }
+  std::set<std::string> said;
+  for (const auto& c : candidates)
+    if (c.rfind(current, 0) == 0 && said.insert(c).second) io.out << c << "\n";
+  return kExitOk;
+}
 
 std::string RenderDoc(const CLI::App& app) {
   std::string out = std::string(kAbout) + "\n\n" + kEnvironment + "\n\nGlobal options:\n";
@@ -306,6 +418,12 @@ int RunCli(int argc, const char* const* argv, const Io& io) {
   GlobalArgs global;
   Args args;
   std::map<const CLI::App*, const Verb*> verbs;
+  // The shell's completion asks: provisionctl [GLOBAL OPTIONS] __complete
+  // WORD... CURRENT.
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "__complete")
+      return Complete(std::vector<std::string>(argv + 1, argv + i),
+                      std::vector<std::string>(argv + i + 1, argv + argc), io);
   if (int status = CheckCommandWords(argc, argv, io); status >= 0) return status;
   try {
     verbs = BuildCli(app, global, args);

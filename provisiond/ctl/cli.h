@@ -5,6 +5,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -28,5 +29,15 @@ int RunCli(int argc, const char* const* argv, const Io& io);
 // options, after the global options, environment and exit status. `app` is
 // the command line RunCli built.
 std::string RenderDoc(const CLI::App& app);
+
+// What may come next on a command line (the bash completion's source:
+// scripts/completion/provisionctl): `words` are the words after
+// `provisionctl` and its global `options` (--url and the like), the last one
+// being completed (maybe empty). Prints one
+// candidate a line: nouns and verbs, the options of the command named so far
+// (and the global ones), and for a verb's positional the names provisiond
+// has (nodes, profile versions, images) when a token is at hand.
+int Complete(const std::vector<std::string>& options, const std::vector<std::string>& words,
+             const Io& io);
 
 }  // namespace prov::ctl

@@ -177,4 +177,35 @@ TEST_CASE("the config file: key: value, errors at file:line, flags and environme
   fs::remove_all(dir);
 }
 
+TEST_CASE("completion: nouns, verbs and options from the table, names from provisiond") {
+  CurlGlobal curl;
+  FakeDaemon d;
+  d.Add("GET", "/api/v1/nodes", [](const HttpRequest&) {
+    return HttpResponse::Json(
+        200,
+        {{"nodes", {{{"hostname", "gpu02"}}, {{"hostname", "gpu01"}}, {{"hostname", "cpu1"}}}}});
+  });
+  d.Add("GET", "/api/v1/profiles", [](const HttpRequest&) {
+    return HttpResponse::Json(200, {{"profiles", {{{"version", "v0.2"}}, {{"version", "lab"}}}}});
+  });
+  CHECK(d.Cli({"__complete", "im"}).out == "image\n");
+  CHECK(d.Cli({"__complete", "image", ""}).out == "list\nshow\nbuild\nimport\nverify\nrm\nprune\n");
+  CHECK(d.Cli({"__complete", "node", "storage", ""}).out == "wipe\n");
+  const std::string options = d.Cli({"__complete", "image", "build", "--"}).out;
+  CHECK(options.find("--no-follow\n") != std::string::npos);
+  CHECK(options.find("--url\n") != std::string::npos);           // a global one
+  CHECK(options.find("--help\n") == options.rfind("--help\n"));  // once
+  // Without a token, no names (and no request).
+  unsetenv("PROVISIOND_TOKEN");
+  CHECK(d.Cli({"__complete", "node", "show", ""}).out.empty());
+  setenv("PROVISIOND_TOKEN", "completion-token", 1);
+  CHECK(d.Cli({"__complete", "node", "show", "gpu"}).out == "gpu01\ngpu02\n");
+  CHECK(d.Cli({"__complete", "profile", "apply", ""}).out == "lab\nv0.2\n");
+  // An option's value is not the positional: still the node's names.
+  CHECK(d.Cli({"__complete", "node", "set", "--profile", "lab", "c"}).out == "cpu1\n");
+  // Once the positional is there, nothing more.
+  CHECK(d.Cli({"__complete", "node", "show", "gpu01", ""}).out.empty());
+  unsetenv("PROVISIOND_TOKEN");
+}
+
 }  // namespace prov::ctl

@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <iostream>
 
+#include "api/routes.h"
 #include "base/file_util.h"
 #include "config.h"
 #include "daemon.h"
 #include "dhcp/init.h"
+#include "playbook/modules/modules.h"
 #include "store/backup.h"
 
 namespace {
@@ -94,6 +96,35 @@ int RunRestore(const prov::Config& config, const std::string& file, bool verify_
   return 0;
 }
 
+// --describe-routes: the API's route table, one route a line: method, path
+// pattern, who may call it (docs/reference/api.md is made from it).
+std::string DescribeRoutes() {
+  std::string out;
+  for (const auto& r : prov::ApiRoutes()) {
+    using enum prov::Router::Access;
+    const char* who = r.access == kOpen ? "open" : r.access == kRead ? "read" : "admin";
+    out += std::string(r.method) + " " + r.pattern + " " + who + "\n";
+  }
+  return out;
+}
+
+// --describe-modules: the playbook modules the native runner runs, one a
+// line: its name, then each argument (`*` required, `=a|b` its choices,
+// `/alias` its other names).
+std::string DescribeModules() {
+  std::string out;
+  for (const auto& m : prov::AllModules()) {
+    out += m.name + (m.free_form ? " (free form)" : "") + (m.any_args ? " (any argument)" : "");
+    for (const auto& a : m.args) {
+      out += " " + a.name + (a.required ? "*" : "");
+      for (size_t i = 0; i < a.choices.size(); ++i) out += (i ? "|" : "=") + a.choices[i];
+      for (const auto& alias : a.aliases) out += "/" + alias;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,7 +135,12 @@ int main(int argc, char** argv) {
   app.add_flag("--check", check,
                "Validate the config, every profile and the playbooks they name; print every "
                "error and exit non-zero if there is one");
+  bool describe_routes = false, describe_modules = false;
   app.add_flag("--describe-config", describe, "Print every config key with its type and default");
+  app.add_flag("--describe-routes", describe_routes,
+               "Print every API route: method, path and the role it needs (open, read, admin)");
+  app.add_flag("--describe-modules", describe_modules,
+               "Print every playbook module the native runner runs, with its arguments");
   app.add_flag("--version", version, "Print the version and where its data is");
   app.require_subcommand(0, 1);
   app.fallthrough();
@@ -155,6 +191,10 @@ int main(int argc, char** argv) {
   }
   if (describe) {
     std::cout << prov::DescribeConfig();
+    return 0;
+  }
+  if (describe_routes || describe_modules) {
+    std::cout << (describe_routes ? DescribeRoutes() : DescribeModules());
     return 0;
   }
   if (init_cmd->parsed()) {
