@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds provisiond. Usage: scripts/build.sh [BUILD_DIR] [cmake args...]
+# Configures and builds provisiond: every target, or those after `--`.
+# Usage: scripts/build.sh [BUILD_DIR] [cmake args...] [-- TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir="${1:-build}"
@@ -13,5 +14,15 @@ if command -v ccache >/dev/null; then
   # Paths relative to the checkout: other build folders and clones share hits.
   export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 fi
-cmake -S . -B "$dir" -G Ninja "${launcher[@]}" "$@" >/dev/null
-ninja -C "$dir"
+cmake_args=() targets=()
+while [ "$#" -gt 0 ]; do
+  if [ "$1" = "--" ]; then
+    shift
+    targets=("$@")
+    break
+  fi
+  cmake_args+=("$1")
+  shift
+done
+cmake -S . -B "$dir" -G Ninja "${launcher[@]}" "${cmake_args[@]}" >/dev/null
+ninja -C "$dir" "${targets[@]}"

@@ -37,14 +37,25 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "the demo creates a network namespace and virtual machines: run it as root (sudo)" >&2
   exit 2
 fi
-[ "$install" -eq 0 ] || scripts/install-deps.sh
-scripts/build.sh build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+T0="${EPOCHREALTIME//[!0-9]/}"
+say() { printf '\n== [%4d s] %s\n' "$(((${EPOCHREALTIME//[!0-9]/} - T0) / 1000000))" "$*"; }
+if [ "$install" -eq 1 ]; then
+  # The demo's own packages (the build's and the lab's); --slurm's profile
+  # runs one playbook on ansible-playbook, which comes with the tests' list.
+  say "installing the packages the demo needs (Debian's apt; nothing when they are there)"
+  if [ "$slurm" -eq 1 ]; then scripts/install-deps.sh; else scripts/install-deps.sh --demo; fi
+fi
+# Only the programs the demo runs: provisiond, provisionctl and the node
+# tools every image and initrd gets (the tests, fuzz targets and benchmarks
+# are the test command's).
+say "building provisiond, provisionctl and the node tools (build/, optimized; ccache keeps what it compiled)"
+scripts/build.sh build -DCMAKE_BUILD_TYPE=Release -- provisiond provisionctl provision-facts \
+  provision-mount provision-fetch >/dev/null
 BIN="$REPO/build/provisiond"
 PORT="${DEMO_PORT:-8080}"
 
 source tests/lab/lab.sh
 source tests/lab/lab-image.sh
-say() { printf '\n== %s\n' "$*"; }
 forward=""
 stop_forward() { [ -z "$forward" ] || { kill "$forward" 2>/dev/null; wait "$forward" 2>/dev/null || true; }; }
 trap stop_forward EXIT
@@ -130,8 +141,9 @@ ctl export hostfile-ip
 [ "$once" -eq 0 ] || exit 0
 say "the lab keeps running"
 cat <<TEXT
-The web page: http://127.0.0.1:$PORT/ (read-only; to power-cycle or apply from it, give it the
-token from $LAB_DIR/data/tokens). The API is on the same address. In another terminal:
+The web page: http://127.0.0.1:$PORT/ asks for a token before it shows anything: paste the one
+in $LAB_DIR/data/tokens (an admin token: it can also power-cycle and apply). The API is on the
+same address. In another terminal:
   export PROVISIOND_URL=http://127.0.0.1:$PORT
   export PROVISIOND_TOKEN=\$(awk '!/^#/ && NF {print \$1; exit}' $LAB_DIR/data/tokens)
   $BIN/provisionctl node list

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Installs everything provisiond needs to build, test and run its demo, from
-# Debian 12's packages. Safe to run again: apt-get skips what is installed.
+# Installs what provisiond needs from Debian 12's packages: with --demo, what
+# building it and running its demo need (the build's packages and the lab's,
+# tests/lab/packages.txt); without, also what the tests need
+# (tests/packages.txt, and the browser test's driver from npm). Safe to run
+# again: nothing is installed twice.
+# Usage: scripts/install-deps.sh [--demo]
 set -euo pipefail
 
+demo=0
+[ "${1:-}" != "--demo" ] || demo=1
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+here="$(dirname "$0")"
 
 # Build and libraries.
 PACKAGES=(
@@ -12,15 +19,15 @@ PACKAGES=(
   libmicrohttpd-dev libyaml-cpp-dev libsqlite3-dev libssh-dev libnfs-dev
   libspdlog-dev doctest-dev nlohmann-json3-dev libcurl4-openssl-dev libcli11-dev libssl-dev
   libpcre2-dev   # playbook and template regular expressions, bounded (playbook/jinja/regex.h)
-  sqlite3 curl clang-format cpio openssl
-  lintian systemd-container   # the Debian package's checks, its service booted (tests/package)
-  clang libclang-rt-14-dev   # the libFuzzer build of the fuzz targets (docs/fuzzing.md)
+  curl cpio openssl
 )
-# The netboot lab (QEMU, iPXE, OVMF, dnsmasq, busybox) and the browser test
-# (chromium, nodejs, npm): tests/lab/packages.txt.
-while read -r p; do
-  case "$p" in ""|\#*) ;; *) PACKAGES+=("$p") ;; esac
-done <"$(dirname "$0")/../tests/lab/packages.txt"
+lists=("$here/../tests/lab/packages.txt")
+[ "$demo" -eq 1 ] || lists+=("$here/../tests/packages.txt")
+for list in "${lists[@]}"; do
+  while read -r p; do
+    case "$p" in ""|\#*) ;; *) PACKAGES+=("$p") ;; esac
+  done <"$list"
+done
 
 # Also present: a package another installed one provides (npm comes with
 # NodeSource's nodejs, which conflicts with Debian's npm). The list is read
@@ -44,6 +51,7 @@ else
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+[ "$demo" -eq 0 ] || exit 0
 # The browser test's driver (tests/web): playwright-core from the npm registry,
 # the exact version in package-lock.json; it drives Debian's chromium, so no
 # browser is downloaded. Skipped when node_modules matches the lock file.

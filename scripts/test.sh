@@ -45,8 +45,8 @@ if [ "$sanitize" -eq 1 ]; then
   dir=build-asan what="ASan + UBSan"
   build_args=(-DCMAKE_BUILD_TYPE=Debug -DPROVISION_SANITIZE=ON)
 else
-  dir=build what="RelWithDebInfo"
-  build_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+  dir=build what="Release"
+  build_args=(-DCMAKE_BUILD_TYPE=Release)
 fi
 phase_start=$SECONDS
 echo "== build ($what)"

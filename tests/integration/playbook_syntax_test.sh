@@ -13,7 +13,7 @@ set -euo pipefail
 REPO="${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 PLAYBOOKS="$REPO/playbooks"
 command -v ansible-playbook >/dev/null || {
-  echo "FAIL: ansible-playbook not found (Debian package ansible, see tests/lab/packages.txt)" >&2
+  echo "FAIL: ansible-playbook not found (Debian package ansible, see tests/packages.txt)" >&2
   exit 1
 }
 

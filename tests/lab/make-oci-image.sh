@@ -30,7 +30,7 @@ lab_oci_archive() {
     return 0
   fi
   for tool in mmdebstrap umoci skopeo setcap; do
-    command -v "$tool" >/dev/null || { echo "lab_oci_archive: missing $tool (tests/lab/packages.txt)" >&2; return 1; }
+    command -v "$tool" >/dev/null || { echo "lab_oci_archive: missing $tool (tests/lab/packages.txt, tests/packages.txt)" >&2; return 1; }
   done
   work="$(mktemp -d)"
   echo "making the lab's OCI archive into $cache (only the first time on this machine)" >&2

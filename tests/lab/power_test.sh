@@ -34,9 +34,9 @@ source "$HERE/lab-test.sh"
 
 [ "$(id -u)" -eq 0 ] || fail "run as root (network namespaces, taps)"
 for tool in ipmitool openssl; do
-  command -v "$tool" >/dev/null || fail "missing $tool (tests/lab/packages.txt)"
+  command -v "$tool" >/dev/null || fail "missing $tool (tests/packages.txt)"
 done
-/usr/bin/python3 -c 'import pyghmi.ipmi.bmc' 2>/dev/null || fail "missing python3-pyghmi (tests/lab/packages.txt)"
+/usr/bin/python3 -c 'import pyghmi.ipmi.bmc' 2>/dev/null || fail "missing python3-pyghmi (tests/packages.txt)"
 source "$HERE/lab.sh"
 lab_init power
 
