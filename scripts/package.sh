@@ -45,7 +45,8 @@ doc="$root/usr/share/doc/provisiond"
   echo
   echo " -- $maintainer  $(date -R -d "@$(git -C "$repo" log -1 --format=%ct 2>/dev/null || date +%s)")"
 } | gzip -9n >"$doc/changelog.gz"
-gzip -9n "$doc/README.md" "$doc/security.md"
+# Debian policy: documentation over 4 KiB compressed.
+find "$doc" -name '*.md' -size +4k -exec gzip -9n {} +
 # The man pages, made from the programs' own tables (scripts/make-reference.sh),
 # and provisionctl's bash completion.
 bash scripts/make-reference.sh --man "$build" "$build/man"
