@@ -46,7 +46,7 @@ if [ "$sanitize" -eq 1 ]; then
   build_args=(-DCMAKE_BUILD_TYPE=Debug -DPROVISION_SANITIZE=ON)
 else
   dir=build what="Release"
-  build_args=(-DCMAKE_BUILD_TYPE=Release)
+  build_args=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG")  # as the demo's
 fi
 phase_start=$SECONDS
 echo "== build ($what)"
