@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <istream>
 #include <map>
 #include <memory>
@@ -282,6 +283,29 @@ int CheckCommandWords(int argc, const char* const* argv, const Io& io) {
   return -1;
 }
 
+// What neither a flag nor the environment gave (`given` says which did)
+// comes from the config file.
+void FillFromSettings(const Settings& settings, GlobalArgs& global,
+                      const std::function<bool(const char*)>& given) {
+  if (!settings.url.empty() && !given("--url")) global.url = settings.url;
+  if (!settings.ca_file.empty() && !given("--ca-file")) global.ca_file = settings.ca_file;
+  if (!settings.fingerprint.empty() && !given("--fingerprint"))
+    global.fingerprint = settings.fingerprint;
+  if (!settings.token_file.empty() && global.token_file.empty() && !getenv("PROVISIOND_TOKEN"))
+    global.token_file = settings.token_file;
+}
+
+ClientOptions ClientOptionsOf(const GlobalArgs& global, const std::string& token,
+                              std::ostream* notices) {
+  ClientOptions options;
+  options.url = global.url;
+  options.token = token;
+  options.ca_file = global.ca_file;
+  options.fingerprint = global.fingerprint;
+  options.notices = notices;
+  return options;
+}
+
 // The names a verb's positional takes, from provisiond (when a token is at
 // hand; nothing otherwise): nodes, profile versions or image names by the
 // verb's noun.
@@ -300,14 +324,8 @@ std::vector<std::string> TargetNames(const Verb& verb, const GlobalArgs& global)
   std::string source;
   auto token = ReadToken(global, source);
   if (!token.ok() || token->empty()) return {};
-  ClientOptions options;
-  options.url = global.url;
-  options.token = *token;
-  options.ca_file = global.ca_file;
-  options.fingerprint = global.fingerprint;
   std::ostringstream notices;
-  options.notices = &notices;
-  Client client(options);
+  Client client(ClientOptionsOf(global, *token, &notices));
   auto r = client.Get(path, 5);
   std::vector<std::string> names;
   if (!r.ok() || !r->contains(list) || !(*r)[list].is_array()) return names;
@@ -327,28 +345,20 @@ int Complete(const std::vector<std::string>& options, const std::vector<std::str
   GlobalArgs global;
   Args args;
   auto verbs = BuildCli(app, global, args);
-  auto settings = LoadSettings();
-  if (settings.ok()) {
-    if (!settings->url.empty()) global.url = settings->url;
-    if (!settings->ca_file.empty()) global.ca_file = settings->ca_file;
-    if (!settings->fingerprint.empty()) global.fingerprint = settings->fingerprint;
-    if (!settings->token_file.empty() && !getenv("PROVISIOND_TOKEN"))
-      global.token_file = settings->token_file;
+  // The global options before __complete (and the environment) as RunCli
+  // parses them, with `doc`, a verb of no arguments, to complete the line;
+  // then the config file for the rest.
+  std::vector<const char*> argv = {"provisionctl"};
+  for (const auto& o : options) argv.push_back(o.c_str());
+  argv.push_back("doc");
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError&) {
+    return kExitOk;  // a broken line: nothing to offer
   }
-  if (const char* url = getenv("PROVISIOND_URL"); url && *url) global.url = url;
-  for (size_t i = 0; i < options.size(); ++i) {
-    const std::string& o = options[i];
-    const size_t eq = o.find('=');
-    const std::string name = o.substr(0, eq);
-    std::string value = eq != std::string::npos  ? o.substr(eq + 1)
-                        : i + 1 < options.size() ? options[i + 1]
-                                                 : "";
-    if (eq == std::string::npos) ++i;
-    if (name == "--url") global.url = value;
-    if (name == "--token-file") global.token_file = value;
-    if (name == "--ca-file") global.ca_file = value;
-    if (name == "--fingerprint") global.fingerprint = value;
-  }
+  if (auto settings = LoadSettings(); settings.ok())
+    FillFromSettings(*settings, global,
+                     [&app](const char* option) { return app.get_option(option)->count() > 0; });
   const std::string current = words.empty() ? "" : words.back();
   // Down the commands the words so far name; an option's value is skipped.
   const CLI::App* at = &app;
@@ -437,13 +447,8 @@ int RunCli(int argc, const char* const* argv, const Io& io) {
     io.err << "provisionctl: " << settings.status().message() << "\n";
     return kExitUsage;
   }
-  auto unset = [&app](const char* option) { return app.get_option(option)->count() == 0; };
-  if (!settings->url.empty() && unset("--url")) global.url = settings->url;
-  if (!settings->ca_file.empty() && unset("--ca-file")) global.ca_file = settings->ca_file;
-  if (!settings->fingerprint.empty() && unset("--fingerprint"))
-    global.fingerprint = settings->fingerprint;
-  if (!settings->token_file.empty() && global.token_file.empty() && !getenv("PROVISIOND_TOKEN"))
-    global.token_file = settings->token_file;
+  FillFromSettings(*settings, global,
+                   [&app](const char* option) { return app.get_option(option)->count() > 0; });
   const Verb* verb = nullptr;
   for (const auto& [command, v] : verbs)
     if (command->parsed()) verb = v;
@@ -459,13 +464,7 @@ int RunCli(int argc, const char* const* argv, const Io& io) {
     return kExitFailed;
   }
   try {
-    ClientOptions options;
-    options.url = global.url;
-    options.token = *token;
-    options.ca_file = global.ca_file;
-    options.fingerprint = global.fingerprint;
-    options.notices = &io.err;
-    Client client(options);
+    Client client(ClientOptionsOf(global, *token, &io.err));
     Context ctx{client, io.in, io.out, io.err, io.interactive, token_source, app};
     return verb->run(ctx, args);
   } catch (const std::exception& e) {

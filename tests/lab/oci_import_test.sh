@@ -49,22 +49,9 @@ cp -r "$REPO/images" "$WORK/images"
 ln -s "$ARCHIVE" "$WORK/images/lab-oci/lab-oci.tar"
 mkdir "$WORK/images/lab-oci-bare"
 printf 'name: lab-oci-bare\nsource: oci\noci: oci-archive:%s\n' "$ARCHIVE" >"$WORK/images/lab-oci-bare/image.yaml"
-cat >"$WORK/provisiond.yaml" <<CONF
-listen: 127.0.0.1:0
-data_dir: $WORK/data
-profiles_dir: $REPO/profiles
-playbooks_dir: $REPO/playbooks
-images_dir: $WORK/images
-pxe_dir: $REPO/pxe
-image_store: $STORE
-tools_dir: $(dirname "$PROVISIOND")
-CONF
-"$PROVISIOND" --config "$WORK/provisiond.yaml" >"$WORK/provisiond.log" 2>&1 &
-PID=$!
-wait_for "provisiond's URL file" 30 test -s "$WORK/data/provisiond.url"
-export PROVISIOND_URL PROVISIOND_TOKEN
-PROVISIOND_URL="$(cat "$WORK/data/provisiond.url")"
-PROVISIOND_TOKEN="$(awk '!/^#/ && NF {print $1; exit}' "$WORK/data/tokens")"
+lab_local_provisiond "$WORK" "$PROVISIOND" "$REPO/profiles" "$WORK/images" "$STORE" ||
+  fail "provisiond did not start on loopback: $(tail -5 "$WORK/provisiond.log")"
+PID="$LAB_LOCAL_PID"
 pctl() { "$PROVISIONCTL" "$@"; }
 
 # 1. The import.

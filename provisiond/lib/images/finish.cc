@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "base/file_util.h"
 #include "store/store.h"
@@ -58,6 +58,27 @@ void HashMetadata(const fs::path& dir, const std::string& label, Sha256& h) {
   }
   std::sort(lines.begin(), lines.end());
   for (const auto& l : lines) h.Update(l + "\n");
+}
+
+// The extended attributes of `path` (not following a link), by name.
+std::map<std::string, std::string> ExtendedAttributes(const std::string& path) {
+  std::map<std::string, std::string> out;
+  ssize_t len = llistxattr(path.c_str(), nullptr, 0);
+  if (len <= 0) return out;
+  std::string names(static_cast<size_t>(len), '\0');
+  len = llistxattr(path.c_str(), names.data(), names.size());
+  names.resize(len > 0 ? static_cast<size_t>(len) : 0);
+  for (size_t at = 0, end; at < names.size(); at = end + 1) {
+    end = names.find('\0', at);
+    if (end == std::string::npos) end = names.size();
+    const std::string name = names.substr(at, end - at);
+    const ssize_t size = lgetxattr(path.c_str(), name.c_str(), nullptr, 0);
+    if (size < 0) continue;
+    std::string value(static_cast<size_t>(size), '\0');
+    const ssize_t got = lgetxattr(path.c_str(), name.c_str(), value.data(), value.size());
+    if (got >= 0) out[name] = value.substr(0, static_cast<size_t>(got));
+  }
+  return out;
 }
 
 }  // namespace
@@ -255,18 +276,9 @@ Result<std::string> HashTree(const std::string& root) {
       head += std::to_string(st.st_size);
     }
     // Extended attributes, sorted by name: a file capability is content.
-    std::vector<char> names(65536);
-    const ssize_t len = llistxattr(full.c_str(), names.data(), names.size());
-    std::vector<std::string> attrs;
-    for (ssize_t at = 0; len > 0 && at < len; at += static_cast<ssize_t>(strlen(&names[at])) + 1)
-      attrs.emplace_back(&names[at]);
-    std::sort(attrs.begin(), attrs.end());
-    for (const auto& attr : attrs) {
-      std::vector<char> value(65536);
-      const ssize_t n = lgetxattr(full.c_str(), attr.c_str(), value.data(), value.size());
-      if (n >= 0)
-        head += "\nxattr " + attr + "=" + std::string(value.data(), static_cast<size_t>(n));
-    }
+    // (Most files have none: one call that answers 0.)
+    for (const auto& [attr, value] : ExtendedAttributes(full))
+      head += "\nxattr " + attr + "=" + value;
     hash.Update(std::string_view(head.data(), head.size() + 1));
     if (S_ISREG(st.st_mode)) {
       std::ifstream in(full, std::ios::binary);

@@ -4,7 +4,6 @@
 #include <string_view>
 
 #include "base/file_util.h"
-#include "base/yaml_reader.h"
 #include "images/image_catalog.h"
 #include "images/source.h"
 
@@ -27,7 +26,35 @@ bool IsModuleName(std::string_view s) {
          s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") == std::string_view::npos;
 }
 
+// Names in a manifest, checked character by character: std::regex recursed
+// once per character of a name and overflowed the stack on a long one.
+bool AllOf(std::string_view s, std::string_view chars) {
+  return !s.empty() && s.find_first_not_of(chars) == std::string_view::npos;
+}
+
 }  // namespace
+
+bool IsDebianPackageName(std::string_view p) {
+  const size_t slash = p.find('/');
+  const std::string_view name = p.substr(0, slash);
+  if (!AllOf(name, "abcdefghijklmnopqrstuvwxyz0123456789+.-") || name[0] == '+' || name[0] == '.' ||
+      name[0] == '-')
+    return false;
+  return slash == std::string_view::npos ||
+         AllOf(p.substr(slash + 1), "abcdefghijklmnopqrstuvwxyz0123456789-");
+}
+
+void ReadPackageKeys(MapReader& top, ImageManifest& m, std::vector<std::string>& packages,
+                     bool kernel_required) {
+  top.GetString("kernel_package", m.kernel_package, kernel_required);
+  top.GetStringList("packages", packages);
+  for (const auto& p : packages)
+    if (!IsDebianPackageName(p))
+      top.errors().Add(top.Raw("packages"), "'" + p + "' is not a Debian package name");
+  if (!m.kernel_package.empty() && !IsDebianPackageName(m.kernel_package))
+    top.errors().Add(top.Raw("kernel_package"),
+                     "'" + m.kernel_package + "' is not a Debian package name");
+}
 
 Result<ImageManifest> ParseImageManifest(const std::string& text, const std::string& file,
                                          const std::string& expected_name) {

@@ -8,9 +8,11 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
+#include "base/yaml_reader.h"
 
 namespace prov {
 
@@ -51,6 +53,15 @@ struct ImageManifest {
   std::string Dir() const;
   std::string Beside(const std::string& name) const;
 };
+
+// A package name as apt takes it: [a-z0-9][a-z0-9+.-]*, or package/release.
+bool IsDebianPackageName(std::string_view name);
+
+// Reads `kernel_package` (required or not) and `packages` into `manifest`
+// and `packages`, each name checked (errors at their lines): the keys of
+// every source that installs Debian packages (mmdebstrap, oci).
+void ReadPackageKeys(MapReader& top, ImageManifest& manifest, std::vector<std::string>& packages,
+                     bool kernel_required);
 
 Result<ImageManifest> ParseImageManifest(const std::string& text, const std::string& file,
                                          const std::string& expected_name);

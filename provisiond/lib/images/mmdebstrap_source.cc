@@ -23,7 +23,6 @@ namespace {
 // Names in a manifest, checked character by character: std::regex recursed
 // once per character of a name and overflowed the stack on a long one.
 constexpr std::string_view kSuiteChars = "abcdefghijklmnopqrstuvwxyz0123456789-";
-constexpr std::string_view kPackageChars = "abcdefghijklmnopqrstuvwxyz0123456789+.-";
 constexpr std::string_view kPpaChars = "abcdefghijklmnopqrstuvwxyz0123456789.+-";
 
 // A key file's name: a word, no directory, ending in .gpg or .asc.
@@ -38,15 +37,6 @@ bool IsKeyFileName(const std::string& s) {
 // One or more characters, all of `chars`.
 bool IsManifestWord(std::string_view s, std::string_view chars) {
   return !s.empty() && s.find_first_not_of(chars) == std::string_view::npos;
-}
-
-// [a-z0-9][a-z0-9+.-]*(/[a-z0-9-]+)? (a package, or package/release).
-bool IsDebianPackageName(std::string_view p) {
-  const size_t slash = p.find('/');
-  std::string_view name = p.substr(0, slash);
-  if (!IsManifestWord(name, kPackageChars) || name[0] == '+' || name[0] == '.' || name[0] == '-')
-    return false;
-  return slash == std::string_view::npos || IsManifestWord(p.substr(slash + 1), kSuiteChars);
 }
 
 // [a-z0-9.+-]+/[a-z0-9.+-]+ (owner/name).
@@ -79,14 +69,7 @@ void ParseMmdebstrapManifest(MapReader& top, ImageManifest& m) {
       a.mirror.rfind("https://", 0) != 0 && a.mirror.rfind("file://", 0) != 0)
     top.errors().Add(top.Raw("mirror"), "mirror must be an http://, https:// or file:// URL");
   if (!top.GetStringList("components", a.components)) a.components = {"main"};
-  top.GetString("kernel_package", m.kernel_package, true);
-  top.GetStringList("packages", a.packages);
-  for (const auto& p : a.packages)
-    if (!IsDebianPackageName(p))
-      top.errors().Add(top.Raw("packages"), "'" + p + "' is not a Debian package name");
-  if (!m.kernel_package.empty() && !IsDebianPackageName(m.kernel_package))
-    top.errors().Add(top.Raw("kernel_package"),
-                     "'" + m.kernel_package + "' is not a Debian package name");
+  ReadPackageKeys(top, m, a.packages, /*kernel_required=*/true);
   top.GetMapList("apt_sources", [&](MapReader& entry) {
     AptSource src;
     bool has_ppa = entry.GetString("ppa", src.ppa), has_line = entry.GetString("line", src.line);

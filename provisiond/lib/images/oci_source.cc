@@ -17,6 +17,7 @@
 #include "images/finish.h"
 #include "images/source.h"
 #include "playbook/remote.h"
+#include "profiles/profile.h"
 
 namespace prov {
 namespace fs = std::filesystem;
@@ -32,13 +33,6 @@ constexpr std::string_view kTransports[] = {"docker://", "oci-archive:", "docker
 // Characters of a registry reference: repository, tag and digest.
 constexpr std::string_view kReferenceChars =
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/:@-";
-
-// Debian package names (as the mmdebstrap source checks them).
-bool IsPackageName(std::string_view p) {
-  constexpr std::string_view kChars = "abcdefghijklmnopqrstuvwxyz0123456789+.-";
-  return !p.empty() && p.find_first_not_of(kChars) == std::string_view::npos && p[0] != '-' &&
-         p[0] != '.' && p[0] != '+';
-}
 
 // The transport `reference` starts with, or empty.
 std::string_view TransportOf(const std::string& reference) {
@@ -103,18 +97,11 @@ void ParseOciManifest(MapReader& top, ImageManifest& m) {
   if (top.GetString("credentials", o.credentials) && TransportOf(o.reference) != "docker://")
     top.errors().Add(top.Raw("credentials"),
                      "credentials are for an image in a registry (docker://)");
-  if (!o.credentials.empty() && o.credentials.find_first_not_of(
-                                    "abcdefghijklmnopqrstuvwxyz0123456789._-") != std::string::npos)
-    top.errors().Add(top.Raw("credentials"), "credentials '" + o.credentials +
-                                                 "' must name a secret (provisionctl secret)");
-  top.GetString("kernel_package", m.kernel_package);
-  if (!m.kernel_package.empty() && !IsPackageName(m.kernel_package))
-    top.errors().Add(top.Raw("kernel_package"),
-                     "'" + m.kernel_package + "' is not a Debian package name");
-  top.GetStringList("packages", o.packages);
-  for (const auto& p : o.packages)
-    if (!IsPackageName(p))
-      top.errors().Add(top.Raw("packages"), "'" + p + "' is not a Debian package name");
+  if (!o.credentials.empty())
+    if (Status name = ValidateSecretName(o.credentials); !name.ok())
+      top.errors().Add(top.Raw("credentials"),
+                       "credentials: " + name.message() + " (the name of a provisionctl secret)");
+  ReadPackageKeys(top, m, o.packages, /*kernel_required=*/false);
   m.settings = std::move(settings);
 }
 

@@ -1,6 +1,7 @@
 #include "images/oci_source.h"
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -26,8 +27,13 @@ void Put(const std::string& root, const std::string& path, const std::string& co
   REQUIRE(WriteFileAtomic(root + path, content, 0755).ok());
 }
 
-bool HaveOciTools() {
-  return access("/usr/bin/skopeo", X_OK) == 0 && access("/usr/bin/umoci", X_OK) == 0;
+// Whether skopeo and umoci can make and unpack layouts here (root: owners
+// and capabilities); says why not.
+bool CanRunOciTools() {
+  if (access("/usr/bin/skopeo", X_OK) == 0 && access("/usr/bin/umoci", X_OK) == 0 && geteuid() == 0)
+    return true;
+  MESSAGE("skipped: needs root, skopeo and umoci (tests/packages.txt)");
+  return false;
 }
 
 // A two-layer OCI layout made with umoci, as an image maker would: the lower
@@ -47,6 +53,11 @@ struct OciLayoutFixture {
       return false;
     Put(lower, "/etc/issue.net", "lower\n");
     Put(lower, "/etc/keep", "kept\n");
+    // An owner and a mode of their own.
+    Put(lower, "/srv/owned", "owned\n");
+    if (chown((lower + "/srv/owned").c_str(), 1234, 5678) != 0 ||
+        chmod((lower + "/srv/owned").c_str(), 0640) != 0)
+      return false;
     Put(lower, "/bin/sh", "#!/bin/true\n");
     // Enough content that the layer is the layout's largest blob.
     std::string filler;
@@ -101,7 +112,7 @@ TEST_CASE("oci source: the manifest's keys, each error at its line") {
            std::tuple{"oci: oci-archive:../x.tar\n", 3, "a path without '..'"},
            std::tuple{"oci: oci-archive:x.tar\ncredentials: hub\n", 4, "credentials are for"},
            std::tuple{"oci: docker://ubuntu:24.04\ncredentials: \"a b\"\n", 4,
-                      "must name a secret"},
+                      "secret name 'a b' must be 1-64 of"},
            std::tuple{"oci: docker://ubuntu:24.04\npackages: [Bad_Name]\n", 4,
                       "not a Debian package"},
            std::tuple{"packages: [curl]\n", 1, "oci"},
@@ -158,6 +169,52 @@ TEST_CASE("oci source: registry credentials go to skopeo in a login file, never 
   CHECK(s.message() == "image.yaml: no secret other");
 }
 
+TEST_CASE("oci source: skopeo's command line has the login file, never the password") {
+  // A stand-in for skopeo that writes down its arguments and the login
+  // file it was given (mode, content), then fails.
+  TempDir dir("oci-argv");
+  const std::string fake = dir.path() + "/skopeo";
+  REQUIRE(WriteFileAtomic(fake,
+                          "#!/bin/sh\n"
+                          "printf '%s\\n' \"$@\" >\"" +
+                              dir.path() +
+                              "/argv\"\n"
+                              "prev=\n"
+                              "for a in \"$@\"; do\n"
+                              "  if [ \"$prev\" = --authfile ]; then\n"
+                              "    stat -c %a \"$a\" >\"" +
+                              dir.path() +
+                              "/mode\"\n"
+                              "    cat \"$a\" >\"" +
+                              dir.path() +
+                              "/auth\"\n"
+                              "  fi\n"
+                              "  prev=$a\n"
+                              "done\n"
+                              "exit 1\n",
+                          0755)
+              .ok());
+  auto m = OciManifest("oci: docker://registry.lab:5000/team/node:1\ncredentials: team\n");
+  REQUIRE(m.ok());
+  ImageBuildOptions options;
+  options.skopeo = fake;
+  options.secret = [](const std::string&) -> Result<std::string> {
+    return std::string("builder:pa55-w0rd-9");
+  };
+  auto source = CreateImageSource("oci", options);
+  REQUIRE(source.ok());
+  REQUIRE(!(*source)->Identity(*m, {}).ok());
+  const std::string argv = *ReadFile(dir.path() + "/argv");
+  CAPTURE(argv);
+  CHECK(argv.find("--authfile\n") != std::string::npos);
+  CHECK(argv.find("pa55-w0rd-9") == std::string::npos);
+  CHECK(argv.find("builder") == std::string::npos);
+  CHECK(*ReadFile(dir.path() + "/mode") == "600\n");
+  CHECK(nlohmann::json::parse(*ReadFile(dir.path() + "/auth")) ==
+        nlohmann::json::parse(
+            OciAuthJson("docker://registry.lab:5000/team/node:1", "builder:pa55-w0rd-9")));
+}
+
 TEST_CASE("oci source: what a node needs, looked for inside the tree") {
   TempDir dir("oci-missing");
   const std::string root = dir.path();
@@ -186,10 +243,7 @@ TEST_CASE("oci source: what a node needs, looked for inside the tree") {
 }
 
 TEST_CASE("oci source: layers unpacked with whiteouts and capabilities; no kernel is one error") {
-  if (!HaveOciTools() || geteuid() != 0) {
-    MESSAGE("skipped: needs root, skopeo and umoci (tests/lab/packages.txt)");
-    return;
-  }
+  if (!CanRunOciTools()) return;
   OciLayoutFixture f;
   REQUIRE(f.Make());
   REQUIRE(std::system(
@@ -225,16 +279,18 @@ TEST_CASE("oci source: layers unpacked with whiteouts and capabilities; no kerne
                  sizeof cap) == 20);
   CHECK(cap[4] == 0x00);
   CHECK(cap[5] == 0x20);  // cap_net_raw
+  struct stat owned {};
+  REQUIRE(lstat((root + "/srv/owned").c_str(), &owned) == 0);
+  CHECK(owned.st_uid == 1234);
+  CHECK(owned.st_gid == 5678);
+  CHECK((owned.st_mode & 07777) == 0640);
   // Nothing of the copy stays beside the tree.
   CHECK(!fs::exists(f.dir.path() + "/build/oci"));
   CHECK(std::find(said.begin(), said.end(), "unpacking the layers") != said.end());
 }
 
 TEST_CASE("oci source: a layer whose content does not match its digest is refused") {
-  if (!HaveOciTools() || geteuid() != 0) {
-    MESSAGE("skipped: needs root, skopeo and umoci (tests/lab/packages.txt)");
-    return;
-  }
+  if (!CanRunOciTools()) return;
   OciLayoutFixture f;
   REQUIRE(f.Make());
   // The largest blob is the lower layer: one byte of it changed, same size
