@@ -17,6 +17,7 @@ here="$(dirname "$0")"
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   libmicrohttpd-dev libyaml-cpp-dev libsqlite3-dev libssh-dev libnfs-dev
+  libpq-dev   # the inventory on PostgreSQL, for more than one control node (docs/ha.md)
   libspdlog-dev doctest-dev nlohmann-json3-dev libcurl4-openssl-dev libcli11-dev libssl-dev
   libpcre2-dev   # playbook and template regular expressions, bounded (playbook/jinja/regex.h)
   curl cpio openssl

@@ -12,7 +12,8 @@ lib="$repo/provisiond/lib"
 declare -A allowed=(
   [base]=""
   [http]="base"
-  [store]="base"
+  [db]="base"
+  [store]="base db"
   [power]="base store"
   [playbook]="base"
   [profiles]="base store power playbook"
@@ -22,7 +23,7 @@ declare -A allowed=(
   [hello]="base http store profiles"
   [configure]="base store profiles playbook"
   [bake]="base store profiles playbook images configure"
-  [console]="base store"
+  [console]="base db store"
   [watch]="base store profiles hello configure"
   [api]="base http store power playbook profiles dhcp images boot hello configure console bake"
 )
@@ -72,13 +73,14 @@ while IFS= read -r hit; do
 done < <(grep -rn --include='*.cc' --include='*.h' -E '"(ipxe|grub)"' "$lib" "$repo/provisiond/ctl" |
   grep -v -E '_test\.cc:|/store/boot_stage\.cc:|^[^:]+:[0-9]+: *//')
 
-# SQLite through one layer, base/sqlite.h (owned handles and statements,
-# every step a Status, numbered migrations): no unit above base/ calls
-# sqlite3_* itself.
+# SQLite and PostgreSQL through one layer, db/sql.h (owned handles and
+# statements, every step a Status, numbered migrations): no unit above its
+# two backends calls sqlite3_* or PQ* itself.
 while IFS= read -r hit; do
-  fail "${hit#"$repo"/}: SQLite called directly (use base/sqlite.h)"
-done < <(grep -rn --include='*.cc' --include='*.h' -E 'sqlite3_[a-z_]+\(|#include <sqlite3\.h>' \
-  "$lib" "$repo/provisiond/ctl" | grep -v -E '_test\.cc:|/lib/base/sqlite\.cc:')
+  fail "${hit#"$repo"/}: the database called directly (use db/sql.h)"
+done < <(grep -rn --include='*.cc' --include='*.h' \
+  -E 'sqlite3_[a-z_]+\(|#include <sqlite3\.h>|\bPQ[a-z]+\(|#include <libpq-fe\.h>' \
+  "$lib" "$repo/provisiond/ctl" | grep -v -E '_test\.cc:|/lib/db/sql_(sqlite|postgres)\.cc:')
 
 # Power drivers have one registry, power/registry.cc (each driver its own
 # file under power/): no unit outside power/ spells a driver's name (the CLI

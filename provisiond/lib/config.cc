@@ -8,6 +8,7 @@
 
 #include "base/file_util.h"
 #include "base/yaml_reader.h"
+#include "db/sql.h"
 #include "store/boot_stage.h"
 
 namespace prov {
@@ -138,6 +139,18 @@ const std::vector<Setting>& Table() {
         "Where provisiond keeps its state: the SQLite inventory, generated dnsmasq config, "
         "rendered overlays. Created if missing."},
        PathSetting(&Config::data_dir)},
+      {{"database", "string", "",
+        "The inventory. Empty: SQLite in <data_dir>/provisiond.db, for one control node. A "
+        "postgresql:// URI (postgresql://provisiond@db1,db2/provisiond?target_session_attrs="
+        "read-write): a PostgreSQL database that several control nodes share "
+        "(docs/ha.md); keep its password in the service user's ~/.pgpass, not here."},
+       [](const std::string& v, const std::string&, Config& c) {
+         if (!v.empty() && !sql::IsPostgresUri(v))
+           return Status::Invalid("expected empty (SQLite) or a postgresql:// URI, found '" +
+                                  sql::RedactUri(v) + "'");
+         c.database = v;
+         return Status::Ok();
+       }},
       {{"tokens_file", "path", "",
         "API tokens, one per line, '#' starts a comment. Empty: <data_dir>/tokens, created with "
         "one random token (mode 0600) on first start."},

@@ -49,6 +49,9 @@ struct Config {
   std::string tls_cert;    // empty: <data_dir>/tls/cert.pem, made self-signed
   std::string tls_key;     // empty: <data_dir>/tls/key.pem
   std::string data_dir;
+  // The inventory: empty for SQLite in <data_dir>/provisiond.db, or a
+  // postgresql:// URI (db/sql.h).
+  std::string database;
   std::string tokens_file;  // empty: <data_dir>/tokens, created on first start
   std::string profiles_dir;
   std::string images_dir;
@@ -101,7 +104,9 @@ struct Config {
   std::string web_dir;     // the inventory web page
   std::string ganesha_path;
 
-  std::string database_path() const { return data_dir + "/provisiond.db"; }
+  std::string database_path() const {
+    return database.empty() ? data_dir + "/provisiond.db" : database;
+  }
   std::string effective_tls_cert() const {
     return tls_cert.empty() ? data_dir + "/tls/cert.pem" : tls_cert;
   }

@@ -8,6 +8,7 @@
 #include "boot/boot.h"
 #include "images/image_catalog.h"
 #include "store/store.h"
+#include "store/testing/test_database.h"
 
 namespace prov {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 // with it, and every route of the table bound to it.
 struct BootFixture {
   TempDir dir{"provision-api-boot"};
-  std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
+  std::unique_ptr<Store> store = std::move(*Store::Open(::prov::testing::TestDatabase()));
   std::unique_ptr<ImageCatalog> images;
   std::unique_ptr<BootService> boot;
   ApiContext context;

@@ -7,6 +7,7 @@
 
 #include "api/test_fixture.h"
 #include "base/file_util.h"
+#include "store/testing/test_database.h"
 
 namespace prov {
 namespace {}  // namespace
@@ -75,7 +76,7 @@ TEST_CASE("profiles: apply answers with what after_apply started") {
 }
 
 TEST_CASE("profiles: the list is read again when a profile's files change, from memory otherwise") {
-  auto store = std::move(*Store::Open(":memory:"));
+  auto store = std::move(*Store::Open(::prov::testing::TestDatabase()));
   TempDir dir{"profiles"}, snapshots{"snapshots"};
   auto write = [&](const std::string& version, const std::string& text) {
     REQUIRE(MakeDirs(dir.path() + "/" + version).ok());
@@ -108,7 +109,7 @@ TEST_CASE("profiles: the list is read again when a profile's files change, from 
 TEST_CASE(
     "profiles: a storage rule no disk of a known node matches is a plan error naming the "
     "node; an installed machine's disks are its own") {
-  auto store = std::move(*Store::Open(":memory:"));
+  auto store = std::move(*Store::Open(::prov::testing::TestDatabase()));
   TempDir dir{"profiles"}, snapshots{"snapshots"};
   REQUIRE(MakeDirs(dir.path() + "/s").ok());
   REQUIRE(WriteFileAtomic(dir.path() + "/s/profile.yaml",

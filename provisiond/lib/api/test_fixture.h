@@ -13,6 +13,7 @@
 #include "base/temp_dir.h"
 #include "profiles/inventory.h"
 #include "store/store.h"
+#include "store/testing/test_database.h"
 
 namespace prov::api_test {
 
@@ -20,7 +21,7 @@ inline const char* kToken = "0123456789abcdef0123456789abcdef";      // alice, a
 inline const char* kReadToken = "fedcba9876543210fedcba9876543210";  // rita, read
 
 struct Fixture {
-  std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
+  std::unique_ptr<Store> store = std::move(*Store::Open(::prov::testing::TestDatabase()));
   TempDir snapshots{"snapshots"};
   Inventory inventory{*store, PROVISION_SOURCE_DIR "/profiles", PROVISION_SOURCE_DIR "/playbooks",
                       snapshots.path()};

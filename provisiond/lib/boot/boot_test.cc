@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "base/file_util.h"
+#include "store/testing/test_database.h"
 
 namespace prov {
 namespace {
@@ -15,7 +16,7 @@ namespace fs = std::filesystem;
 
 struct BootServiceFixture {
   fs::path dir = fs::temp_directory_path() / ("provision-boot-" + std::to_string(getpid()));
-  std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
+  std::unique_ptr<Store> store = std::move(*Store::Open(::prov::testing::TestDatabase()));
   std::unique_ptr<ImageCatalog> images;
   std::unique_ptr<BootService> boot;
   ImageVersion image;

@@ -7,6 +7,7 @@
 
 #include "base/temp_dir.h"
 #include "configure/testing/fake_sessions.h"
+#include "store/testing/test_database.h"
 
 namespace prov {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 using testing::FakeNetwork;
 
 struct CommandFixture {
-  std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
+  std::unique_ptr<Store> store = std::move(*Store::Open(::prov::testing::TestDatabase()));
   FakeNetwork net;
   Sessions sessions{*store, {}, net.Connector()};
 

@@ -14,6 +14,7 @@
 #include "base/temp_dir.h"
 #include "base/testing/fake_clock.h"
 #include "configure/testing/fake_sessions.h"
+#include "store/testing/test_database.h"
 
 namespace prov {
 namespace {
@@ -28,7 +29,7 @@ const std::string kKey1 = "ssh-ed25519 AAAAnode1";
 struct ConfigureWorld {
   TempDir tmp{"configurator-test"};
   std::string marks = tmp.path() + "/marks";
-  std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
+  std::unique_ptr<Store> store = std::move(*Store::Open(::prov::testing::TestDatabase()));
   std::unique_ptr<Inventory> inventory;
   testing::FakeNetwork net;
   testing::FakeClock clock;

@@ -8,6 +8,7 @@
 
 #include "base/temp_dir.h"
 #include "configure/run_recorder.h"
+#include "store/testing/test_database.h"
 
 namespace prov {
 namespace {
@@ -26,7 +27,7 @@ class GoneRemote : public Remote {
 };
 
 struct HealthFixture {
-  std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
+  std::unique_ptr<Store> store = std::move(*Store::Open(::prov::testing::TestDatabase()));
   NodeRecord node;
   RunRecord run;
   Profile profile;

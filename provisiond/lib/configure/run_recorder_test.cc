@@ -1,4 +1,5 @@
 #include "configure/run_recorder.h"
+#include "store/testing/test_database.h"
 
 #include <doctest/doctest.h>
 
@@ -6,7 +7,7 @@ namespace prov {
 namespace {
 
 struct RecorderFixture {
-  std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
+  std::unique_ptr<Store> store = std::move(*Store::Open(::prov::testing::TestDatabase()));
   NodeRecord node;
   RunRecord run;
 

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "configure/testing/fake_sessions.h"
+#include "store/testing/test_database.h"
 
 namespace prov {
 namespace {
@@ -24,7 +25,7 @@ const std::string kKeyA = "ssh-ed25519 AAAAkeyA";
 const std::string kKeyB = "ssh-ed25519 AAAAkeyB";
 
 struct SessionsFixture {
-  std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
+  std::unique_ptr<Store> store = std::move(*Store::Open(::prov::testing::TestDatabase()));
   FakeNetwork net;
   Sessions sessions{*store, Settings(), net.Connector()};
 
@@ -280,7 +281,7 @@ TEST_CASE("sessions: one lease at a time per node; a spare session when busy") {
 }
 
 TEST_CASE("sessions: the real connector reports a node where nothing listens as unavailable") {
-  auto store = std::move(*Store::Open(":memory:"));
+  auto store = std::move(*Store::Open(::prov::testing::TestDatabase()));
   SessionSettings settings;
   settings.ssh_port = FreePort();
   settings.connect_timeout_ms = 2000;

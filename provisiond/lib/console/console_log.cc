@@ -18,7 +18,7 @@ constexpr const char* kPragmas =
     "PRAGMA busy_timeout = 5000;";
 
 // The console database's schema, numbered like the inventory's
-// (base/sqlite.h): one that shipped is never edited, the next is added.
+// (db/sql.h): one that shipped is never edited, the next is added.
 // 001 is the schema console.db had before it was numbered, written so that
 // such a database (user_version 0, its tables there) becomes version 1 as it
 // is.

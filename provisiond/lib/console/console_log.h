@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "base/sqlite.h"
+#include "db/sql.h"
 #include "store/boot_stage.h"
 
 namespace prov {

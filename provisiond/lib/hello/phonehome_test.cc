@@ -9,12 +9,13 @@
 #include "base/process.h"
 #include "base/tar.h"
 #include "base/temp_dir.h"
+#include "store/testing/test_database.h"
 
 namespace prov {
 namespace {
 
 struct PhoneHomeFixture {
-  std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
+  std::unique_ptr<Store> store = std::move(*Store::Open(::prov::testing::TestDatabase()));
   TempDir snapshots{"snapshots"};
   Inventory inventory{*store, PROVISION_SOURCE_DIR "/profiles", PROVISION_SOURCE_DIR "/playbooks",
                       snapshots.path()};

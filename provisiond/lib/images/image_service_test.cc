@@ -7,12 +7,13 @@
 #include "base/file_util.h"
 #include "base/temp_dir.h"
 #include "store/store.h"
+#include "store/testing/test_database.h"
 
 namespace prov {
 
 TEST_CASE("image service: prune keeps derived images in use and the newest, removes the rest") {
   TempDir tmp{"image-service-test"};
-  auto store = std::move(*Store::Open(":memory:"));
+  auto store = std::move(*Store::Open(::prov::testing::TestDatabase()));
   Inventory inventory(*store, tmp.path() + "/profiles", tmp.path() + "/playbooks",
                       tmp.path() + "/snapshots");
   ImageCatalog catalog(tmp.path() + "/store");

@@ -192,7 +192,7 @@ Result<Call> MakeCall(const Values& settings, const std::string& action, Values 
 }
 
 // The values templates may use: the node's and the settings.
-Values TemplateValues(const Values& settings, const PowerTarget& target) {
+Values WebhookValues(const Values& settings, const PowerTarget& target) {
   Values v = settings;
   v["hostname"] = target.hostname;
   v["mac"] = target.mac;
@@ -248,7 +248,7 @@ class Webhook final : public PowerDriver {
     if (!n.ok()) return n;
     // Every template must render with the values a node has.
     const PowerTarget probe{config, "node", "52:54:00:00:00:00"};
-    Values values = TemplateValues(s, probe);
+    Values values = WebhookValues(s, probe);
     for (const char* action : {"on", "off", "cycle", "status"}) {
       if (!s.contains(std::string(action) + "_request")) continue;
       auto call = MakeCall(s, action, values, s.contains("secret") ? "x" : "", 1000);
@@ -269,7 +269,7 @@ class Webhook final : public PowerDriver {
       if (!value.ok()) return value.status();
       secret = *value;
     }
-    const Values values = TemplateValues(s, target);
+    const Values values = WebhookValues(s, target);
     const std::string where = Describe(s);
     auto send = [&](const std::string& action) -> Result<std::string> {
       auto call = MakeCall(s, action, values, secret, ps.timeout_ms);

@@ -9,6 +9,7 @@
 #include "base/temp_dir.h"
 #include "profiles/inventory.h"
 #include "store/store.h"
+#include "store/testing/test_database.h"
 
 namespace prov {
 namespace {
@@ -21,7 +22,7 @@ struct World {
   TempDir tmp{"snapshot-test"};
   std::string profiles = tmp.path() + "/profiles";
   std::string playbooks = tmp.path() + "/playbooks";
-  std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
+  std::unique_ptr<Store> store = std::move(*Store::Open(::prov::testing::TestDatabase()));
   std::unique_ptr<Inventory> inventory;
 
   World() {

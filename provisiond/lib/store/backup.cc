@@ -14,8 +14,8 @@
 #include <set>
 
 #include "base/file_util.h"
-#include "base/sqlite.h"
 #include "base/tar.h"
+#include "db/sql.h"
 #include "store/migrations.h"
 #include "store/store.h"
 
@@ -46,11 +46,14 @@ bool LeftOut(const std::string& top) {
   return names.count(top) || top.starts_with("before-restore-");
 }
 
-// SQLite's online backup of `database` into the new file `copy`: one read
-// transaction, so the copy is the inventory at one instant while writers go on.
+// The inventory at one instant into the new SQLite file `copy` while writers
+// go on: SQLite's online backup of a SQLite `database`; a PostgreSQL one row
+// by row, in one snapshot, into a SQLite schema of the same version (a backup
+// is a SQLite file either way, restorable on either).
 Status CopyDatabase(const std::string& database, const std::string& copy, int& schema,
                     int64_t& nodes) {
-  if (!fs::exists(database)) return Status::NotFound("no database at " + database);
+  const bool postgres = sql::IsPostgresUri(database);
+  if (!postgres && !fs::exists(database)) return Status::NotFound("no database at " + database);
   auto src = sql::Database::Open(database, sql::Database::Mode::kReadWrite);
   if (!src.ok()) return Status::Internal(src.status().message());
   src->SetBusyTimeout(5000);
@@ -58,6 +61,14 @@ Status CopyDatabase(const std::string& database, const std::string& copy, int& s
   if (!created.valid()) return Status::Internal("cannot create " + copy + ": " + strerror(errno));
   auto dst = sql::Database::Open(copy, sql::Database::Mode::kReadWrite);
   if (!dst.ok()) return Status::Internal(dst.status().message());
+  if (postgres) {
+    auto version = src->SchemaVersion();
+    if (!version.ok()) return version.status();
+    if (Status st = sql::ApplyMigrations(*dst, Migrations(), static_cast<int>(*version),
+                                         "the backup's database");
+        !st.ok())
+      return st;
+  }
   if (Status st = sql::CopyDatabase(*src, *dst); !st.ok()) return st;
   // The copy is a rollback-journal database of its own, checked whole.
   if (Status st = dst->Exec("PRAGMA journal_mode = DELETE"); !st.ok()) return st;
@@ -67,7 +78,7 @@ Status CopyDatabase(const std::string& database, const std::string& copy, int& s
   if (!row.ok()) return row.status();
   if (!*row || check->Text(0) != "ok")
     return Status::Internal("the copy of " + database + " fails SQLite's integrity check");
-  auto version = dst->QueryInt("PRAGMA user_version");
+  auto version = dst->SchemaVersion();
   if (!version.ok()) return version.status();
   schema = static_cast<int>(*version);
   auto count = dst->QueryInt("SELECT count(*) FROM nodes");
@@ -267,8 +278,13 @@ Result<BackupInfo> RestoreBackup(const std::string& archive_path, const std::str
   std::set<std::string> tops;
   for (const auto& e : read->second)
     if (e.path != kManifest) tops.insert(e.path.substr(0, e.path.find('/')));
-  std::vector<std::string> db_files = {database_path, database_path + "-wal",
-                                       database_path + "-shm"};
+  // A PostgreSQL inventory is copied aside (into a SQLite file, as a backup
+  // holds it) and then replaced, from a SQLite file the restore writes first.
+  const bool postgres = sql::IsPostgresUri(database_path);
+  const std::string restored =
+      postgres ? data_dir + "/restoring-" + std::to_string(NowMs()) + ".db" : database_path;
+  std::vector<std::string> db_files;
+  if (!postgres) db_files = {database_path, database_path + "-wal", database_path + "-shm"};
   bool moved = false;
   auto move_aside = [&](const std::string& from, const std::string& name) -> Status {
     if (!fs::exists(fs::symlink_status(from))) return Status::Ok();
@@ -286,6 +302,15 @@ Result<BackupInfo> RestoreBackup(const std::string& archive_path, const std::str
     s = move_aside(f, fs::path(f).filename().string());
     if (!s.ok()) return s;
   }
+  if (postgres) {
+    s = MakeDirs(aside, 0700);
+    if (!s.ok()) return s;
+    moved = true;
+    int schema = 0;
+    int64_t nodes = 0;
+    s = CopyDatabase(database_path, aside + "/" + kDatabaseEntry, schema, nodes);
+    if (!s.ok()) return Status::Internal("cannot copy the inventory aside: " + s.message());
+  }
   for (const auto& top : tops) {
     if (top == kDatabaseEntry) continue;
     s = move_aside(data_dir + "/" + top, top);
@@ -296,7 +321,7 @@ Result<BackupInfo> RestoreBackup(const std::string& archive_path, const std::str
   for (const auto& e : read->second) {
     if (e.path == kManifest) continue;
     const bool database = e.path == kDatabaseEntry;
-    const std::string to = database ? database_path : data_dir + "/" + e.path;
+    const std::string to = database ? restored : data_dir + "/" + e.path;
     if (e.directory) {
       s = MakeDirs(to, e.mode);
       if (s.ok()) ::chmod(to.c_str(), static_cast<mode_t>(e.mode));
@@ -310,8 +335,19 @@ Result<BackupInfo> RestoreBackup(const std::string& archive_path, const std::str
   info.bytes = fs::file_size(archive_path);
 
   // Opening migrates an older schema and proves the database whole.
-  auto store = Store::Open(database_path);
+  auto store = Store::Open(restored);
   if (!store.ok()) return store.status();
+  if (postgres) {
+    // Every row of the PostgreSQL inventory replaced, in one transaction.
+    auto live = Store::Open(database_path);
+    if (!live.ok()) return live.status();
+    s = (*live)->CopyFrom(**store);
+    store->reset();
+    std::error_code ec;
+    fs::remove(restored, ec);
+    if (!s.ok()) return s;
+    store = std::move(live);
+  }
   info.nodes = static_cast<int64_t>((*store)->ListNodes().size());
   info.schema = (*store)->schema_version();
   return info;

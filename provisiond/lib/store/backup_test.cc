@@ -10,6 +10,7 @@
 
 #include "base/file_util.h"
 #include "store/store.h"
+#include "store/testing/test_database.h"
 
 namespace prov {
 namespace {
@@ -45,7 +46,11 @@ Status AddNodes(Store& store, int from, int count) {
 
 TEST_CASE("backup: taken while nodes are added, restored whole; images and run files left out") {
   BackupDir d;
-  const std::string data = (d.path / "data").string(), db = data + "/provisiond.db";
+  // On PostgreSQL (store.postgresql) the inventories are two schemas there:
+  // the backup is still a SQLite file, the restore replaces the rows.
+  const std::string data = (d.path / "data").string();
+  const std::string db =
+      ::prov::testing::OnPostgres() ? ::prov::testing::TestDatabase() : data + "/provisiond.db";
   fs::create_directories(data + "/ssh");
   fs::create_directories(data + "/secrets");
   fs::create_directories(data + "/images/lab/v1");
@@ -86,15 +91,16 @@ TEST_CASE("backup: taken while nodes are added, restored whole; images and run f
 
   // Restore into a folder that already has a database: it moves aside.
   const std::string other = (d.path / "other").string();
+  const std::string other_db =
+      ::prov::testing::OnPostgres() ? ::prov::testing::TestDatabase() : other + "/provisiond.db";
   fs::create_directories(other);
   {
-    auto old = Store::Open(other + "/provisiond.db");
+    auto old = Store::Open(other_db);
     REQUIRE(old.ok());
     REQUIRE(AddNodes(**old, 50000, 3).ok());
   }
   std::string moved;
-  auto restored =
-      RestoreBackup((d.path / "b.tar").string(), other, other + "/provisiond.db", &moved);
+  auto restored = RestoreBackup((d.path / "b.tar").string(), other, other_db, &moved);
   REQUIRE_MESSAGE(restored.ok(), restored.status().message());
   CHECK(restored->nodes == info->nodes);
   CHECK(restored->files == 3);
@@ -106,10 +112,14 @@ TEST_CASE("backup: taken while nodes are added, restored whole; images and run f
   CHECK_FALSE(fs::exists(other + "/netboot"));
   REQUIRE_FALSE(moved.empty());
   CHECK(fs::exists(moved + "/provisiond.db"));  // the old inventory, kept
-  auto again = Store::Open(other + "/provisiond.db");
+  auto again = Store::Open(other_db);
   REQUIRE(again.ok());
   CHECK((*again)->FindNode("n199").ok());
   CHECK_FALSE((*again)->FindNode("n50000").ok());
+  CHECK(static_cast<int64_t>((*again)->ListNodes().size()) == info->nodes);
+  // Ids made after the restore continue after the restored ones.
+  REQUIRE(AddNodes(**again, 60000, 1).ok());
+  CHECK((*again)->FindNode("n60000")->id > (*again)->FindNode("n199")->id);
 }
 
 TEST_CASE("backup: a damaged archive or a newer schema is refused before anything is written") {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "store/store.h"
+#include "store/testing/test_database.h"
 
 namespace prov {
 namespace {
@@ -66,7 +67,7 @@ int64_t CountEvents(Store& store) {
 }  // namespace
 
 TEST_CASE("node cache: lookups follow committed writes and never rolled-back ones") {
-  auto opened = Store::Open(":memory:");
+  auto opened = Store::Open(::prov::testing::TestDatabase());
   REQUIRE(opened.ok());
   Store& store = **opened;
   NodeRecord a, b;
@@ -161,7 +162,7 @@ TEST_CASE("node cache: many nodes on one address (the lowest id not retired hold
 }
 
 TEST_CASE("node cache: the list is shared until a node changes, sorted like the SQL list") {
-  auto opened = Store::Open(":memory:");
+  auto opened = Store::Open(::prov::testing::TestDatabase());
   REQUIRE(opened.ok());
   Store& store = **opened;
   REQUIRE(store
@@ -226,7 +227,7 @@ TEST_CASE("node cache: reopened, the store reads every node back from the file")
 }
 
 TEST_CASE("store: queued transactions commit together; one's failure rolls back only its own") {
-  auto opened = Store::Open(":memory:");
+  auto opened = Store::Open(::prov::testing::TestDatabase());
   REQUIRE(opened.ok());
   Store& store = **opened;
   const NodeRecord node = EnrollCacheTestNode(store, "g0", "52:54:00:00:0d:01");
@@ -290,7 +291,7 @@ TEST_CASE("store: queued transactions commit together; one's failure rolls back 
 }
 
 TEST_CASE("store: many threads writing at once lose nothing, and the cache agrees with SQLite") {
-  auto opened = Store::Open(":memory:");
+  auto opened = Store::Open(::prov::testing::TestDatabase());
   REQUIRE(opened.ok());
   Store& store = **opened;
   constexpr int kThreads = 8, kEach = 100;

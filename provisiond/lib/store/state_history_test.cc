@@ -1,4 +1,5 @@
 #include "store/state_history.h"
+#include "store/testing/test_database.h"
 
 #include <doctest/doctest.h>
 
@@ -70,7 +71,7 @@ TEST_CASE("history: state counts: counts over time, walked back from now") {
 }
 
 TEST_CASE("history: state counts: read from the store") {
-  auto store = std::move(*Store::Open(":memory:"));
+  auto store = std::move(*Store::Open(::prov::testing::TestDatabase()));
   const int64_t now = NowMs();
   const int64_t hour = 3600 * 1000;
   REQUIRE(store

@@ -37,15 +37,19 @@ constexpr int kCheckpointPages = 1000;
 }  // namespace
 
 Status ApplyMigrations(sql::Database& db, int upto) {
-  return sql::ApplyMigrations(db, Migrations(), upto, "database");
+  return sql::ApplyMigrations(
+      db, db.dialect() == sql::Dialect::kPostgres ? PostgresMigrations() : Migrations(), upto,
+      "database");
 }
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   // The database holds every node's token and ticket: only its owner reads
   // it, from its creation on (SQLite gives its -wal and -shm files the same
   // mode). A database an older provisiond left readable by others is
-  // tightened.
-  if (path != ":memory:") {
+  // tightened. (On PostgreSQL, the server's roles say who reads it.)
+  const bool postgres = sql::IsPostgresUri(path);
+  const bool file = !postgres && path != ":memory:";
+  if (file) {
     UniqueFd created(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     struct stat st {};
     if (!created.valid() && ::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
@@ -63,13 +67,15 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     return Status::Internal(msg);
   }
   std::unique_ptr<Store> store(new Store(std::move(*db)));
-  for (const char* pragma : {"PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL",
-                             "PRAGMA busy_timeout = 5000", "PRAGMA foreign_keys = ON"}) {
-    Status s = store->Exec(pragma);
-    if (!s.ok()) return s;
+  if (!postgres) {
+    for (const char* pragma : {"PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL",
+                               "PRAGMA busy_timeout = 5000", "PRAGMA foreign_keys = ON"}) {
+      Status s = store->Exec(pragma);
+      if (!s.ok()) return s;
+    }
   }
   Status s = ApplyMigrations(store->db_, static_cast<int>(Migrations().size()));
-  if (!s.ok()) return Status::Internal(path + ": " + s.message());
+  if (!s.ok()) return Status::Internal(store->db_.path() + ": " + s.message());
   {
     std::lock_guard lock(store->mu_);
     auto last = store->ReadLastEventId();
@@ -77,7 +83,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     store->last_event_id_ = *last;
     if (Status loaded = store->LoadNodes(); !loaded.ok()) return loaded;
   }
-  if (path != ":memory:") {
+  if (file) {
     auto checkpoints = sql::Database::Open(path, sql::Database::Mode::kReadWrite);
     // A connection that has not read the database does not know it is in
     // WAL mode: its checkpoints did nothing, and the log grew until the
@@ -185,8 +191,9 @@ int64_t Store::ChangeCount() {
 
 int Store::schema_version() {
   std::lock_guard lock(mu_);
-  Stmt s(*this, "PRAGMA user_version");
-  return ReadRow(*s, "cannot read the schema version") ? static_cast<int>(s->Int(0)) : 0;
+  auto version = db_.SchemaVersion();
+  if (!version.ok()) spdlog::warn("store: {}", version.status().message());
+  return version.ok() ? static_cast<int>(*version) : 0;
 }
 
 void Store::SetRetention(int64_t events, int64_t runs) {

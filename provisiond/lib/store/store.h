@@ -1,4 +1,4 @@
-// The inventory in SQLite (through base/sqlite.h): nodes, events, runs,
+// The inventory in SQLite or PostgreSQL (through db/sql.h): nodes, events, runs,
 // applied profiles. store.cc opens it and commits; store_nodes.cc,
 // store_events.cc and store_runs.cc hold the queries. One connection
 // guarded by a mutex (WAL, synchronous=NORMAL, busy_timeout); statements are
@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "base/sqlite.h"
+#include "db/sql.h"
 #include "store/boot_stage.h"
 #include "store/node_cache.h"
 #include "store/node_state.h"

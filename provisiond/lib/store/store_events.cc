@@ -24,10 +24,10 @@ constexpr const char* kSelectNodeEvents =
     "WHERE node_id = ?2 AND id > ?1 ORDER BY id LIMIT ?3";
 constexpr const char* kSelectLastEvents =
     "SELECT * FROM (SELECT id, time, node_id, node, kind, detail, who, stage FROM events "
-    "ORDER BY id DESC LIMIT ?2) ORDER BY id";
+    "ORDER BY id DESC LIMIT ?2) AS last ORDER BY id";
 constexpr const char* kSelectLastNodeEvents =
     "SELECT * FROM (SELECT id, time, node_id, node, kind, detail, who, stage FROM events "
-    "WHERE node_id = ?1 ORDER BY id DESC LIMIT ?2) ORDER BY id";
+    "WHERE node_id = ?1 ORDER BY id DESC LIMIT ?2) AS last ORDER BY id";
 constexpr const char* kPruneEvents = "DELETE FROM events WHERE id <= ?1";
 constexpr const char* kLastEventId = "SELECT coalesce(max(id), 0) FROM events";
 

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "store/store.h"
+#include "store/testing/test_database.h"
 
 namespace prov {
 namespace {
@@ -25,7 +26,7 @@ Status Stage(Store& store, int64_t node_id, const std::string& detail, int64_t t
 }  // namespace
 
 TEST_CASE("metrics: boot stages timed from the previous stage of the same boot") {
-  auto opened = Store::Open(":memory:");
+  auto opened = Store::Open(::prov::testing::TestDatabase());
   REQUIRE(opened.ok());
   Store& store = **opened;
   NodeRecord node;

@@ -24,8 +24,8 @@ const std::string kSelectNodeById =
 const std::string kAllNodes = std::string("SELECT ") + kNodeColumns + " FROM nodes";
 const char* const kSelectAllNodes = kAllNodes.c_str();
 const std::string kSelectNodes = std::string("SELECT ") + kNodeColumns +
-                                 " FROM nodes WHERE (?1 IS NULL OR state = ?1) AND "
-                                 "(?2 IS NULL OR profile_version = ?2) "
+                                 " FROM nodes WHERE (CAST(?1 AS TEXT) IS NULL OR state = ?1) AND "
+                                 "(CAST(?2 AS TEXT) IS NULL OR profile_version = ?2) "
                                  "ORDER BY hostname IS NULL, hostname, mac";
 // Nodes that may boot another UEFI loader than the default (migration 008):
 // their own choice, or a profile version in ?1 (a JSON array).
@@ -33,6 +33,12 @@ const std::string kSelectUefiChoosers =
     std::string("SELECT ") + kNodeColumns +
     " FROM nodes WHERE state NOT IN ('discovered', 'retired') AND (uefi_loader != '' OR "
     "profile_version IN (SELECT value FROM json_each(?1))) ORDER BY id";
+// The same on PostgreSQL, whose JSON array elements come from another
+// function.
+const std::string kSelectUefiChoosersPostgres =
+    std::string("SELECT ") + kNodeColumns +
+    " FROM nodes WHERE state NOT IN ('discovered', 'retired') AND (uefi_loader != '' OR "
+    "profile_version IN (SELECT json_array_elements_text(CAST(?1 AS json)))) ORDER BY id";
 constexpr const char* kSelectProfilesInUse =
     "SELECT DISTINCT profile_version FROM nodes WHERE profile_version IS NOT NULL AND "
     "state NOT IN ('discovered', 'retired')";
@@ -141,11 +147,16 @@ Result<NodeRecord> StoreTx::InsertNode(NodeRecord node) {
   const std::string what = "cannot add node " + node.name();
   if (Status e = s->Run(what); !e.ok()) {
     if (e.code() == Code::kConflict) {
-      // SQLite's message follows `what`: "UNIQUE constraint failed: nodes.mac".
+      // The database's message follows `what`: "UNIQUE constraint failed:
+      // nodes.mac" (SQLite), "... violates unique constraint "nodes_mac_key""
+      // (PostgreSQL).
       const std::string_view m = std::string_view(e.message()).substr(what.size());
-      if (m.find("nodes.mac") != std::string_view::npos)
-        return Status::Conflict("a node with MAC " + node.mac + " exists already");
-      if (m.find("nodes.hostname") != std::string_view::npos)
+      auto names = [&](std::string_view column) {
+        return m.find("nodes." + std::string(column)) != std::string_view::npos ||
+               m.find("nodes_" + std::string(column) + "_key") != std::string_view::npos;
+      };
+      if (names("mac")) return Status::Conflict("a node with MAC " + node.mac + " exists already");
+      if (names("hostname"))
         return Status::Conflict("a node named '" + node.hostname + "' exists already");
     }
     return e;
@@ -286,7 +297,8 @@ std::vector<std::string> Store::ProfileVersionsInUse() {
 
 std::vector<NodeRecord> Store::UefiLoaderChoosers(const std::vector<std::string>& versions) {
   std::lock_guard lock(mu_);
-  Stmt s(*this, kSelectUefiChoosers.c_str());
+  Stmt s(*this, db_.dialect() == sql::Dialect::kPostgres ? kSelectUefiChoosersPostgres.c_str()
+                                                         : kSelectUefiChoosers.c_str());
   std::string array = "[";  // JSON: versions are words, but quotes are escaped all the same
   for (const auto& v : versions) {
     array += array.size() > 1 ? ",\"" : "\"";

@@ -1,5 +1,5 @@
 // What the store's units (store.cc and store_*.cc) share to reach SQLite
-// through base/sqlite.h: a cached statement held for one use, and the reads
+// through db/sql.h: a cached statement held for one use, and the reads
 // and binds they all make. Private to the store: nothing outside
 // lib/store/store*.cc includes it.
 #pragma once
@@ -8,7 +8,7 @@
 
 #include <string_view>
 
-#include "base/sqlite.h"
+#include "db/sql.h"
 #include "store/store.h"
 
 namespace prov {

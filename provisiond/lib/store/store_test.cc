@@ -7,8 +7,9 @@
 #include <functional>
 #include <thread>
 
-#include "base/sqlite.h"
+#include "db/sql.h"
 #include "store/migrations.h"
+#include "store/testing/test_database.h"
 
 namespace prov {
 namespace {
@@ -33,7 +34,7 @@ std::string TempDb() {
 }  // namespace
 
 TEST_CASE("store: a node and its transitions, each with its event") {
-  auto store = Store::Open(":memory:");
+  auto store = Store::Open(::prov::testing::TestDatabase());
   REQUIRE(store.ok());
   NodeRecord node;
   REQUIRE((*store)
@@ -68,7 +69,7 @@ TEST_CASE("store: a node and its transitions, each with its event") {
 }
 
 TEST_CASE("store: a failed transaction leaves no trace") {
-  auto store = Store::Open(":memory:");
+  auto store = Store::Open(::prov::testing::TestDatabase());
   REQUIRE(store.ok());
   Status s = (*store)->Transact([&](StoreTx& tx) {
     auto r = tx.InsertNode(MakeNode("node0", "52:54:00:00:00:01"));
@@ -87,8 +88,8 @@ TEST_CASE("store: a failed transaction leaves no trace") {
 }
 
 TEST_CASE("store: CopyFrom puts back another store's content, ChangeCount sees writes") {
-  auto pristine = Store::Open(":memory:");
-  auto store = Store::Open(":memory:");
+  auto pristine = Store::Open(::prov::testing::TestDatabase());
+  auto store = Store::Open(::prov::testing::TestDatabase());
   REQUIRE((pristine.ok() && store.ok()));
   auto add = [](Store& st, const char* host, const char* mac) {
     return st.Transact([&](StoreTx& tx) {
@@ -121,7 +122,7 @@ TEST_CASE("store: CopyFrom puts back another store's content, ChangeCount sees w
 }
 
 TEST_CASE("store: duplicate hostnames are refused with their name") {
-  auto store = Store::Open(":memory:");
+  auto store = Store::Open(::prov::testing::TestDatabase());
   REQUIRE(store.ok());
   auto add = [&](const char* host, const char* mac) {
     return (*store)->Transact(
@@ -133,7 +134,7 @@ TEST_CASE("store: duplicate hostnames are refused with their name") {
 }
 
 TEST_CASE("store: filters, counts and the event cursor") {
-  auto store = Store::Open(":memory:");
+  auto store = Store::Open(::prov::testing::TestDatabase());
   REQUIRE(store.ok());
   for (int i = 0; i < 5; ++i) {
     char mac[32];
@@ -226,7 +227,7 @@ TEST_CASE("store: a database from a newer provisiond is refused") {
 }
 
 TEST_CASE("store: the address book moves only when an address entry changes") {
-  auto opened = Store::Open(":memory:");
+  auto opened = Store::Open(::prov::testing::TestDatabase());
   REQUIRE(opened.ok());
   Store& store = **opened;
   auto insert = [&](NodeRecord n) {
@@ -303,7 +304,7 @@ TEST_CASE("store: the address book moves only when an address entry changes") {
 }
 
 TEST_CASE("store: retention keeps the newest events and runs, not more than 256 over") {
-  auto opened = Store::Open(":memory:");
+  auto opened = Store::Open(::prov::testing::TestDatabase());
   REQUIRE(opened.ok());
   Store& store = **opened;
   store.SetRetention(300, 20);

@@ -4,6 +4,7 @@
 
 #include "base/file_util.h"
 #include "base/temp_dir.h"
+#include "store/testing/test_database.h"
 
 #include <filesystem>
 
@@ -32,7 +33,7 @@ struct RecoveryProfiles {
 };
 
 struct HeartbeatFixture {
-  std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
+  std::unique_ptr<Store> store = std::move(*Store::Open(::prov::testing::TestDatabase()));
   TempDir snapshots{"snapshots"};
   RecoveryProfiles profiles;
   Inventory inventory{*store, profiles.dir.path(), PROVISION_SOURCE_DIR "/playbooks",

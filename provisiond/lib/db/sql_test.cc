@@ -1,4 +1,4 @@
-#include "base/sqlite.h"
+#include "db/sql.h"
 
 #include <doctest/doctest.h>
 
@@ -174,6 +174,24 @@ TEST_CASE("sqlite: the WAL hook sees each commit, the checkpoint is another conn
   auto memory = Database::Open(":memory:", Database::Mode::kReadWriteCreate);
   REQUIRE(memory.ok());
   CHECK(memory->Checkpoint().ok());
+}
+
+TEST_CASE("sql: a PostgreSQL URI's password never shows") {
+  CHECK(IsPostgresUri("postgresql://db1/provisiond"));
+  CHECK(IsPostgresUri("postgres://db1/provisiond"));
+  CHECK_FALSE(IsPostgresUri("/var/lib/provisiond/provisiond.db"));
+  CHECK(RedactUri("postgresql://provisiond:s3cret@db1,db2/provisiond") ==
+        "postgresql://provisiond:***@db1,db2/provisiond");
+  CHECK(RedactUri("postgresql:///provisiond?host=/run/pg&password=s3cret&user=p") ==
+        "postgresql:///provisiond?host=/run/pg&password=***&user=p");
+  CHECK(RedactUri("postgresql://provisiond@db1/x") == "postgresql://provisiond@db1/x");
+  // A server that is not there: the error names the URI without its password.
+  auto db = Database::Open("postgresql://p:s3cret@/x?host=/nonexistent&connect_timeout=2",
+                           Database::Mode::kReadWrite);
+  REQUIRE_FALSE(db.ok());
+  CHECK(db.status().code() == Code::kUnavailable);
+  CHECK(db.status().message().find("s3cret") == std::string::npos);
+  CHECK(db.status().message().find("postgresql://p:***@") != std::string::npos);
 }
 
 }  // namespace prov::sql
