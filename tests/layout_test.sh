@@ -14,6 +14,7 @@ declare -A allowed=(
   [http]="base"
   [db]="base"
   [store]="base db"
+  [ha]="base db"
   [power]="base store"
   [playbook]="base"
   [profiles]="base store power playbook"
@@ -25,7 +26,7 @@ declare -A allowed=(
   [bake]="base store profiles playbook images configure"
   [console]="base db store"
   [watch]="base store profiles hello configure"
-  [api]="base http store power playbook profiles dhcp images boot hello configure console bake"
+  [api]="base http store power playbook profiles dhcp images boot hello configure console bake ha"
 )
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <functional>
@@ -9,6 +10,7 @@
 #include "base/file_util.h"
 #include "base/yaml_reader.h"
 #include "db/sql.h"
+#include "ha/lease.h"
 #include "store/boot_stage.h"
 
 namespace prov {
@@ -151,6 +153,26 @@ const std::vector<Setting>& Table() {
          c.database = v;
          return Status::Ok();
        }},
+      {{"control.name", "string", "",
+        "This control node's name among those sharing a PostgreSQL database (status shows "
+        "which is active). Empty: the host name."},
+       [](const std::string& v, const std::string&, Config& c) {
+         c.control_name = v;
+         return Status::Ok();
+       }},
+      {{"control.lease_ms", "integer", "10000",
+        "With PostgreSQL: how long the active control node's lease lasts after its last "
+        "renewal; a standby takes over once it has lapsed. At least 2 x control.renew_ms + "
+        "control.stop_margin_ms."},
+       NumberSetting<int64_t>(1000, 600000, &Config::control_lease_ms)},
+      {{"control.renew_ms", "integer", "2000",
+        "With PostgreSQL: how often the active renews its lease, and a standby asks for it."},
+       NumberSetting<int64_t>(100, 60000, &Config::control_renew_ms)},
+      {{"control.stop_margin_ms", "integer", "3000",
+        "With PostgreSQL: an active whose renewals have failed stops serving (DHCP, TFTP, "
+        "HTTP, NFS) and exits this long before its lease lapses, so no standby starts while "
+        "it still serves. At least 1000."},
+       NumberSetting<int64_t>(1000, 600000, &Config::control_stop_margin_ms)},
       {{"tokens_file", "path", "",
         "API tokens, one per line, '#' starts a comment. Empty: <data_dir>/tokens, created with "
         "one random token (mode 0600) on first start."},
@@ -542,7 +564,24 @@ Result<Config> ParseConfig(const std::string& text, const std::string& file) {
     }
   }
   if (!errors.empty()) return errors.ToStatus();
+  // Relations between settings, named by the settings they tie.
+  if (Status s = CheckLeaseTimings(LeaseSettingsOf(staging)); !s.ok())
+    return Status::Invalid((file.empty() ? std::string("config") : file) + ": " + s.message());
   return staging;
+}
+
+LeaseSettings LeaseSettingsOf(const Config& c) {
+  LeaseSettings s;
+  s.database = c.database;
+  s.holder = c.control_name;
+  if (s.holder.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) == 0) s.holder = host;
+  }
+  s.lease_ms = c.control_lease_ms;
+  s.renew_ms = c.control_renew_ms;
+  s.stop_margin_ms = c.control_stop_margin_ms;
+  return s;
 }
 
 Result<Config> LoadConfig(const std::string& path) {

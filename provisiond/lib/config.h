@@ -10,6 +10,7 @@
 
 #include "base/result.h"
 #include "dhcp/dhcp_mode.h"
+#include "ha/lease.h"
 
 #ifndef PROVISION_TOOLSDIR
 #define PROVISION_TOOLSDIR "/usr/lib/provisiond"
@@ -52,6 +53,12 @@ struct Config {
   // The inventory: empty for SQLite in <data_dir>/provisiond.db, or a
   // postgresql:// URI (db/sql.h).
   std::string database;
+  // Control nodes sharing a PostgreSQL inventory (ha/lease.h): this one's
+  // name (empty: the host name) and the lease's timings.
+  std::string control_name;
+  int64_t control_lease_ms = 10000;
+  int64_t control_renew_ms = 2000;
+  int64_t control_stop_margin_ms = 3000;
   std::string tokens_file;  // empty: <data_dir>/tokens, created on first start
   std::string profiles_dir;
   std::string images_dir;
@@ -144,6 +151,10 @@ Result<Config> ParseConfig(const std::string& text, const std::string& file);
 
 // Reads and parses the file; a missing file is an error naming the path.
 Result<Config> LoadConfig(const std::string& path);
+
+// The control lease's settings (ha/lease.h) from the config: its name
+// defaults to the host name.
+LeaseSettings LeaseSettingsOf(const Config& c);
 
 // A new tokens file: its explanatory header and one fresh `admin` token
 // (named `name` when not empty), as provisiond's first start and `provisiond

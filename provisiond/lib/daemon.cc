@@ -1,5 +1,6 @@
 #include "daemon.h"
 
+#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -29,6 +30,7 @@
 #include "console/console_listener.h"
 #include "dhcp/dnsmasq.h"
 #include "dhcp/preflight.h"
+#include "ha/lease.h"
 #include "hello/phonehome.h"
 #include "http/http_server.h"
 #include "http/tls.h"
@@ -41,6 +43,7 @@
 #include "profiles/profile.h"
 #include "settings.h"
 #include "store/backup.h"
+#include "store/migrations.h"
 #include "store/store.h"
 #include "watch/heartbeat.h"
 
@@ -81,6 +84,7 @@ struct Daemon::Impl {
   // one provisiond, or one restore, per data folder.
   UniqueFd data_lock;
   Config config;
+  std::unique_ptr<ControlLease> lease;  // with PostgreSQL: held while active
   std::unique_ptr<Store> store;
   // The network console: its lines (null when it is off) and its listener,
   // which the boot service tells the stages it records (set once it runs).
@@ -377,6 +381,7 @@ Status Daemon::MakeServices(const Config& config, Impl& d) {
 
   d.router = std::make_unique<Router>(nullptr);
   d.api = std::make_unique<ApiContext>();
+  d.api->lease = d.lease.get();
   ApiContext& api = *d.api;
   api.node_list = std::make_shared<NodeListCache>();
   // Applying a profile configures its nodes that are up; the others are
@@ -545,11 +550,59 @@ Status Daemon::StartBootNetwork(const Config& config, Impl& d) {
   return Status::Ok();
 }
 
+// Phase 1b, with a PostgreSQL inventory only: a standby until this control
+// node holds the lease, then the active one, which renews it; a lapse stops
+// the boot network's servers and the process (ha/lease.h).
+Status Daemon::AwaitLease(const Config& config, Impl& d) {
+  {
+    // The lease's table is in the schema: migrated first (control nodes
+    // starting together take turns, store/migrations.h).
+    auto db = sql::Database::Open(config.database_path(), sql::Database::Mode::kReadWrite);
+    if (!db.ok()) return db.status();
+    if (Status s = ApplyMigrations(*db, static_cast<int>(Migrations().size())); !s.ok())
+      return Status::Internal(db->path() + ": " + s.message());
+  }
+  auto lease = ControlLease::Open(LeaseSettingsOf(config));
+  if (!lease.ok()) return lease.status();
+  d.lease = std::move(*lease);
+  const std::string me = d.lease->settings().holder;
+  // SIGTERM and SIGINT are blocked in every thread (main.cc waits for them):
+  // a standby looks for one pending between its attempts.
+  auto stop = [] {
+    sigset_t pending;
+    sigemptyset(&pending);
+    sigpending(&pending);
+    return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1;
+  };
+  auto active = d.lease->AwaitActive(stop, [&](const LeaseState& s) {
+    spdlog::info("standby as {}: {} is the active control node (lease expires in {} ms); waiting",
+                 me, s.holder.empty() ? "no one" : s.holder, s.expires_ms - s.now_ms);
+  });
+  if (!active.ok()) return active.status();
+  if (!*active) return Status::Error(Code::kUnavailable, "stopped while a standby");
+  const LeaseState t = d.lease->tenure();
+  spdlog::info("active control node {} (takeover {} of the lease)", me, t.epoch);
+  Impl* raw = &d;
+  d.lease->KeepActive([raw](const std::string& why) {
+    // Fenced: the boot network's servers go first, at once, then the process
+    // (systemd starts it again, as a standby).
+    spdlog::critical("stepping down as the active control node: {}", why);
+    if (raw->dnsmasq && raw->dnsmasq->pid() > 0) ::kill(raw->dnsmasq->pid(), SIGKILL);
+    if (raw->nfs && raw->nfs->pid() > 0) ::kill(raw->nfs->pid(), SIGKILL);
+    spdlog::default_logger()->flush();
+    std::_Exit(75);
+  });
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   Impl& d = *impl;
   if (Status s = OpenDataDir(config, d); !s.ok()) return s;
+  if (sql::IsPostgresUri(config.database_path())) {
+    if (Status s = AwaitLease(config, d); !s.ok()) return s;
+  }
   if (Status s = OpenInventory(config, d); !s.ok()) return s;
   if (Status s = MakeServices(config, d); !s.ok()) return s;
   // Before the server starts: the routes read what it sets up.

@@ -31,6 +31,7 @@ class Daemon {
   explicit Daemon(std::unique_ptr<Impl> impl);
   // Start's phases, in order (daemon.cc says what each makes).
   static Status OpenDataDir(const Config& config, Impl& impl);
+  static Status AwaitLease(const Config& config, Impl& impl);
   static Status OpenInventory(const Config& config, Impl& impl);
   static Status MakeServices(const Config& config, Impl& impl);
   static Status RunStartPreflight(const Config& config, Impl& impl);

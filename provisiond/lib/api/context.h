@@ -22,6 +22,7 @@ class BootService;
 class Configurator;
 class ConsoleListener;
 class ConsoleLog;
+class ControlLease;
 class ImageCatalog;
 class ImageService;
 class Inventory;
@@ -43,6 +44,7 @@ struct ApiContext {
   SecretStore* secrets = nullptr;               // names and sizes; never values
   const RouteMetrics* route_metrics = nullptr;  // the router's, for /metrics
   ConsoleLog* console_log = nullptr;            // the network console; null when off
+  ControlLease* lease = nullptr;                // the active's lease; null with SQLite
   const ConsoleListener* console = nullptr;     // its listener, for /metrics
   // The node list's serialized nodes (api/nodes.h); null: none kept.
   std::shared_ptr<NodeListCache> node_list;

@@ -2,6 +2,7 @@
 
 #include "console/console_listener.h"
 #include "dhcp/preflight.h"
+#include "ha/lease.h"
 #include "profiles/inventory.h"
 #include "store/state_history.h"
 
@@ -12,6 +13,19 @@ using json = nlohmann::json;
 // Events read for the counts over time: a 10,000-node boot storm writes
 // about 150,000; a window with more is whole only from where reading stopped.
 constexpr int64_t kStateEventsRead = 200000;
+
+namespace {
+
+// Which control node answers, and since when it is the active one: the
+// lease's tenure with PostgreSQL; with SQLite the one control node there is.
+json ControlOf(const ApiContext& ctx) {
+  if (!ctx.lease) return {{"mode", "single"}, {"database", "sqlite"}};
+  const LeaseState t = ctx.lease->tenure();
+  return {{"mode", "active"},    {"database", "postgresql"}, {"node", t.holder},
+          {"since", t.since_ms}, {"epoch", t.epoch},         {"lease_expires", t.expires_ms}};
+}
+
+}  // namespace
 
 HttpResponse GetStatus(const ApiContext& ctx, const HttpRequest& request) {
   Inventory& inv = *ctx.inventory;
@@ -40,6 +54,7 @@ HttpResponse GetStatus(const ApiContext& ctx, const HttpRequest& request) {
                              {"profiles", versions},
                              {"profile_errors", errors},
                              {"last_event", inv.store().LastEventId()},
+                             {"control", ControlOf(ctx)},
                              {"caller", {{"name", request.who}, {"role", ToString(request.role)}}},
                              {"https", {{"url", ctx.tls_url}, {"sha256", ctx.tls_fingerprint}}}});
 }
@@ -79,6 +94,22 @@ HttpResponse GetMetrics(const ApiContext& ctx, const HttpRequest&) {
       std::to_string(store.LastEventId()) + "\n";
   out += store.MetricsText();
   if (ctx.console) out += ctx.console->MetricsText();
+  if (ctx.lease) {
+    // The lease's epoch counts its holders: every one after the first took
+    // over from another control node.
+    const LeaseState t = ctx.lease->tenure();
+    out +=
+        "# HELP provisiond_control_failovers_total Takeovers of the control lease by another "
+        "control node, cluster-wide.\n"
+        "# TYPE provisiond_control_failovers_total counter\n"
+        "provisiond_control_failovers_total " +
+        std::to_string(std::max<int64_t>(t.epoch - 1, 0)) +
+        "\n# HELP provisiond_control_active_since_seconds When this control node became "
+        "the active one (unix time).\n"
+        "# TYPE provisiond_control_active_since_seconds gauge\n"
+        "provisiond_control_active_since_seconds " +
+        std::to_string(t.since_ms / 1000) + "\n";
+  }
   if (ctx.route_metrics) out += ctx.route_metrics->Prometheus();
   return HttpResponse::Text(200, std::move(out), "text/plain; version=0.0.4");
 }

@@ -131,4 +131,8 @@ Status NfsService::Verify(const ImageVersion& image, bool force) {
   return text.ok() ? Status::Ok() : text.status();
 }
 
+pid_t NfsService::pid() const {
+  return process_ ? process_->pid() : -1;
+}
+
 }  // namespace prov

@@ -44,6 +44,8 @@ class NfsService {
   // recorded as an event) per version. Nodes are pointed at a version only
   // once this succeeded.
   Status Verify(const ImageVersion& image, bool force = false);
+  // The NFS server's process (-1 when none runs).
+  pid_t pid() const;
 
  private:
   NfsService(const NfsSettings& s, Store& store) : settings_(s), store_(store) {}

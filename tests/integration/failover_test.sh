@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Two control nodes on one PostgreSQL inventory (loopback, API only): one is
+# active (it holds the lease), the other a standby that serves nothing. The
+# active is killed with SIGKILL while a client writes: the standby takes
+# over within a bounded time, every write acknowledged before the kill is
+# there, status says who is active and since when, /metrics counts the
+# failover; the old active comes back as a standby. Then the database goes
+# away: the active steps down (exit 75) instead of serving without a lease.
+# Usage: failover_test.sh PROVISIOND PROVISIONCTL
+set -euo pipefail
+PROVISIOND="$1" PROVISIONCTL="$2"
+WORK_NAME=provision-failover
+source "$(dirname "$0")/../lib.sh"
+source "$REPO/tests/postgres.sh"
+
+start_postgres
+pass "PostgreSQL 15 on $PG_DIR"
+# One token file for both: a client's token works on whichever is active.
+TOKEN_FILE="$WORK/tokens"
+echo "$(openssl rand -hex 16) admin" >"$TOKEN_FILE"
+chmod 600 "$TOKEN_FILE"
+LEASE=(
+  "database: $PG_URI"
+  "tokens_file: $TOKEN_FILE"
+  "api_listen: 'off'"
+  "control.lease_ms: 3000"
+  "control.renew_ms: 500"
+  "control.stop_margin_ms: 1000"
+)
+
+# control_node NAME: starts a control node in the background (no wait: a
+# standby writes no URL file); sets CN_PID.
+control_node() {
+  local name="$1" dir="$WORK/$1"
+  mkdir -p "$dir"
+  rm -f "$dir/data/provisiond.url"
+  {
+    echo "listen: 127.0.0.1:0"
+    echo "data_dir: $dir/data"
+    echo "profiles_dir: $REPO/profiles"
+    echo "playbooks_dir: $REPO/playbooks"
+    echo "control.name: $name"
+    for line in "${LEASE[@]}"; do echo "$line"; done
+  } >"$dir/provisiond.yaml"
+  "$PROVISIOND" --config "$dir/provisiond.yaml" >>"$WORK/provisiond-$name.log" 2>&1 &
+  CN_PID=$!
+  PIDS+=("$CN_PID")
+}
+url_of() { cat "$WORK/$1/data/provisiond.url"; }
+serving() { [ -s "$WORK/$1/data/provisiond.url" ] && curl -sf "${AUTH[@]}" "$(url_of "$1")/api/v1/status" >/dev/null; }
+logged() { grep -q -- "$2" "$WORK/provisiond-$1.log"; }
+AUTH=(-H "Authorization: Bearer $(cut -d' ' -f1 "$TOKEN_FILE")")
+
+control_node cn1
+CN1=$CN_PID
+wait_for 60 "cn1 is active and serves" serving cn1
+control_node cn2
+CN2=$CN_PID
+wait_for 30 "cn2 waits as a standby" logged cn2 "standby as cn2: cn1 is the active control node"
+check "the standby serves nothing" test ! -e "$WORK/cn2/data/provisiond.url"
+status="$(curl -sf "${AUTH[@]}" "$(url_of cn1)/api/v1/status")"
+expect_eq "status names the active" "$(jq -r '.control.node + " " + .control.database' <<<"$status")" "cn1 postgresql"
+
+# A client enrolls nodes on the active, one request each, until the active
+# is gone; every 201 is a write provisiond acknowledged.
+URL1="$(url_of cn1)"
+: >"$WORK/acked"
+(
+  for i in $(seq 1 100000); do
+    mac="$(printf '52:54:00:fa:%02x:%02x' $((i / 256)) $((i % 256)))"
+    code="$(curl -s -o /dev/null -w '%{http_code}' -m 5 "${AUTH[@]}" -X POST "$URL1/api/v1/nodes" \
+      -d "{\"hostname\":\"n$i\",\"mac\":\"$mac\"}")" || break
+    [ "$code" = 201 ] || break
+    echo "n$i" >>"$WORK/acked"
+  done
+) &
+WRITER=$!
+acked_at_least() { [ "$(wc -l <"$WORK/acked")" -ge "$1" ]; }
+wait_for 60 "the client's first writes are acknowledged" acked_at_least 20
+kill -KILL "$CN1"
+killed_ns=$(date +%s%N)
+wait "$CN1" 2>/dev/null || true
+wait_for 30 "cn2 takes over and serves" serving cn2
+took_ms=$((($(date +%s%N) - killed_ns) / 1000000))
+wait "$WRITER" 2>/dev/null || true
+pass "failover: from cn1's SIGKILL to cn2 answering took $took_ms ms (lease 3000 ms, renewals every 500 ms)"
+acked=$(wc -l <"$WORK/acked")
+missing=0
+while read -r name; do
+  curl -sf -o /dev/null "${AUTH[@]}" "$(url_of cn2)/api/v1/nodes/$name" || missing=$((missing + 1))
+done <"$WORK/acked"
+expect_eq "all $acked acknowledged writes are on cn2" "$missing" 0
+status="$(curl -sf "${AUTH[@]}" "$(url_of cn2)/api/v1/status")"
+expect_eq "status names the new active and its takeover" \
+  "$(jq -r '.control.node + " " + (.control.epoch | tostring) + " " + (.control.since > 0 | tostring)' <<<"$status")" \
+  "cn2 2 true"
+check "/metrics counts the failover" \
+  bash -c "curl -sf -H 'Authorization: Bearer $(cut -d' ' -f1 "$TOKEN_FILE")' $(url_of cn2)/metrics | grep -qx 'provisiond_control_failovers_total 1'"
+
+# The old active comes back: a standby now.
+control_node cn1
+CN1=$CN_PID
+wait_for 30 "cn1 comes back as a standby" logged cn1 "standby as cn1: cn2 is the active control node"
+check "cn1 serves nothing" test ! -e "$WORK/cn1/data/provisiond.url"
+
+# The database goes away: cn2 cannot renew and steps down before its lease
+# would lapse; cn1 cannot take over without the database either.
+stop_postgres
+rc=0
+for _ in $(seq 1 200); do kill -0 "$CN2" 2>/dev/null || break; sleep 0.05; done
+wait "$CN2" 2>/dev/null || rc=$?
+expect_eq "cn2 stepped down (exit 75) without its database" "$rc" 75
+check "cn2 said why" logged cn2 "stepping down as the active control node: no renewal of the control lease"
+check "cn1 is still a standby" test ! -e "$WORK/cn1/data/provisiond.url"
+finish
