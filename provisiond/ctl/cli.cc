@@ -99,7 +99,9 @@ std::map<const CLI::App*, const Verb*> BuildCli(CLI::App& app, GlobalArgs& globa
   app.formatter(std::make_shared<Formatter>(verbs));
   app.require_subcommand(1);
   app.set_version_flag("--version", "provisionctl " PROVISION_VERSION);
-  app.add_option("--url", global.url, "provisiond's base URL")
+  app.add_option("--url", global.url,
+                 "provisiond's base URL; several, comma-separated, for control nodes sharing one "
+                 "inventory (the one that answers is used)")
       ->type_name("URL")
       ->envname("PROVISIOND_URL")
       ->capture_default_str();

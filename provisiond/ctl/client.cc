@@ -159,7 +159,18 @@ void Client::CurlDeleter::operator()(void* curl) const {
 
 Client::Client(ClientOptions options) : options_(std::move(options)), curl_(curl_easy_init()) {
   if (!curl_) throw std::runtime_error("curl_easy_init failed");
-  while (!options_.url.empty() && options_.url.back() == '/') options_.url.pop_back();
+  std::string list = options_.url;
+  for (size_t start = 0; start <= list.size();) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    std::string one = list.substr(start, comma - start);
+    while (!one.empty() && (one.back() == '/' || one.back() == ' ')) one.pop_back();
+    while (!one.empty() && one.front() == ' ') one.erase(0, 1);
+    if (!one.empty()) urls_.push_back(one);
+    start = comma + 1;
+  }
+  if (urls_.empty()) urls_.push_back("");
+  options_.url = urls_[0];
 }
 
 Client::~Client() = default;
@@ -220,10 +231,27 @@ Status Client::PrepareTls() {
 
 Result<nlohmann::json> Client::Call(std::string_view method, const std::string& path,
                                     const nlohmann::json* body, long timeout_s) {
+  for (size_t tried = 1;; ++tried) {
+    auto r = CallOne(method, path, body, timeout_s);
+    if (r.ok() || !nothing_sent_ || tried >= urls_.size()) return r;
+    // Not sent: the next control node of the list (its own pin, if https).
+    current_ = (current_ + 1) % urls_.size();
+    options_.url = urls_[current_];
+    tls_ready_ = false;
+    pinned_.clear();
+    seen_.clear();
+  }
+}
+
+Result<nlohmann::json> Client::CallOne(std::string_view method, const std::string& path,
+                                       const nlohmann::json* body, long timeout_s) {
   last_http_status_ = 0;
+  nothing_sent_ = false;
   const bool https = options_.url.rfind("https://", 0) == 0;
   if (https) {
     Status s = PrepareTls();
+    // A handshake that failed sent nothing (a pin mismatch is not that).
+    nothing_sent_ = !s.ok() && s.code() == Code::kUnavailable;
     if (!s.ok()) return s;
   }
   CURL* curl = curl_.get();
@@ -279,6 +307,9 @@ Result<nlohmann::json> Client::Call(std::string_view method, const std::string& 
   CURLcode rc = curl_easy_perform(curl);
   if (rc != CURLE_OK) {
     if (rc == CURLE_ABORTED_BY_CALLBACK) return Status::Error(Code::kUnavailable, "interrupted");
+    long sent = 0;
+    curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &sent);
+    nothing_sent_ = sent == 0;
     if (https && options_.ca_file.empty() && !seen_.empty() && seen_ != pinned_)
       return Status::Error(
           Code::kForbidden,

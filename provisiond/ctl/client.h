@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
 #include "base/strings.h"
@@ -48,7 +49,9 @@ class CurlGlobal {
 // known servers file, and a different certificate is refused before the
 // request (and its token) is sent.
 struct ClientOptions {
-  std::string url = kDefaultUrl;    // base URL, without /api/v1
+  // Base URL, without /api/v1; or several, comma-separated: the control
+  // nodes sharing one inventory (docs/ha.md), tried in turn.
+  std::string url = kDefaultUrl;
   std::string token;                // sent as a bearer token; may be empty
   std::string ca_file;              // https: verify against this CA instead of pinning
   std::string fingerprint;          // https: the certificate's SHA-256 ("AB:CD:..."), pinned
@@ -77,6 +80,10 @@ class Client {
   //    failed);
   //  - kInternal: a reply that is not JSON.
   // `timeout_s` 0 uses the options' timeout.
+  // With several URLs, a request that could not be sent at all (refused,
+  // unreachable: a standby control node listens on nothing) goes to the next
+  // one, and the client stays with the one that answered; a request that was
+  // sent is never sent again, whatever came back.
   Result<nlohmann::json> Call(std::string_view method, const std::string& path,
                               const nlohmann::json* body = nullptr, long timeout_s = 0);
 
@@ -96,6 +103,7 @@ class Client {
   // an interruption from a failure. `flag` must outlive the client.
   void set_cancel_flag(const std::atomic<bool>* flag) { cancel_ = flag; }
 
+  // The URL the last request went to (the first of a list until then).
   const std::string& url() const { return options_.url; }
 
   // The HTTP status of the last Call's reply, or 0 when no reply came
@@ -110,6 +118,9 @@ class Client {
   };
   // For an https URL: the fingerprint to require (pinned now if first use).
   Status PrepareTls();
+  // One request to options_.url; sets nothing_sent_.
+  Result<nlohmann::json> CallOne(std::string_view method, const std::string& path,
+                                 const nlohmann::json* body, long timeout_s);
 
   ClientOptions options_;
   std::unique_ptr<void, CurlDeleter> curl_;  // CURL*
@@ -118,6 +129,9 @@ class Client {
   std::string seen_;    // the fingerprint the last handshake showed
   const std::atomic<bool>* cancel_ = nullptr;
   long last_http_status_ = 0;
+  std::vector<std::string> urls_;  // the list; options_.url is the one in use
+  size_t current_ = 0;
+  bool nothing_sent_ = false;  // the last request failed before a byte went out
 };
 
 }  // namespace prov::ctl

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "testing/fake_daemon.h"
+
 namespace prov::ctl {
 
 TEST_CASE("URL encoding keeps only unreserved characters") {
@@ -50,6 +52,40 @@ TEST_CASE("an unreachable provisiond is named with a hint") {
   CHECK(client.last_http_status() == 0);  // no answer, unlike a 503 from provisiond
   CHECK(r.status().message().find("cannot reach provisiond at http://127.0.0.1:1: ") == 0);
   CHECK(r.status().message().find("(is it running? set PROVISIOND_URL)") != std::string::npos);
+}
+
+TEST_CASE("several control nodes: the one that answers is used, nothing is sent twice") {
+  CurlGlobal curl;
+  FakeDaemon d;
+  int posts = 0;
+  d.Add("GET", "/api/v1/status", [](const HttpRequest&) {
+    return HttpResponse::Json(200, {{"service", "provisiond"}});
+  });
+  d.Add("POST", "/api/v1/nodes", [&](const HttpRequest&) {
+    ++posts;
+    return HttpResponse::Error(500, "the store failed");
+  });
+  // A standby listens on nothing (port 1 here): refused, nothing sent, the
+  // next control node of the list answers and is kept.
+  ClientOptions options;
+  options.url = "http://127.0.0.1:1/, " + d.url() + "/";
+  Client client(options);
+  CHECK(client.url() == "http://127.0.0.1:1");
+  auto status = client.Get("/api/v1/status");
+  REQUIRE_MESSAGE(status.ok(), status.status().message());
+  CHECK(client.url() == d.url());
+  // A request that reached a control node is answered by it, even an error.
+  nlohmann::json body = {{"mac", "52:54:00:00:00:01"}};
+  auto post = client.Post("/api/v1/nodes", &body);
+  CHECK(post.status().message() == "the store failed");
+  CHECK(posts == 1);
+  // All of them down: the last one's error.
+  ClientOptions down;
+  down.url = "http://127.0.0.1:1,http://127.0.0.1:2";
+  Client none(down);
+  auto r = none.Get("/api/v1/status");
+  CHECK(r.status().code() == Code::kUnavailable);
+  CHECK(r.status().message().find("cannot reach provisiond at http://127.0.0.1:2") == 0);
 }
 
 }  // namespace prov::ctl

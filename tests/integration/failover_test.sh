@@ -94,6 +94,11 @@ status="$(curl -sf "${AUTH[@]}" "$(url_of cn2)/api/v1/status")"
 expect_eq "status names the new active and its takeover" \
   "$(jq -r '.control.node + " " + (.control.epoch | tostring) + " " + (.control.since > 0 | tostring)' <<<"$status")" \
   "cn2 2 true"
+# provisionctl given both control nodes reaches the active one.
+out="$(PROVISIOND_URL="$(url_of cn1 2>/dev/null || echo http://127.0.0.1:1),$(url_of cn2)" \
+  PROVISIOND_TOKEN="$(cut -d' ' -f1 "$TOKEN_FILE")" "$PROVISIONCTL" status 2>&1)" || true
+check "provisionctl given both control nodes reaches the active (cn2)" \
+  grep -q "control node: *cn2, active since" <<<"$out"
 check "/metrics counts the failover" \
   bash -c "curl -sf -H 'Authorization: Bearer $(cut -d' ' -f1 "$TOKEN_FILE")' $(url_of cn2)/metrics | grep -qx 'provisiond_control_failovers_total 1'"
 

@@ -27,6 +27,12 @@ std::string RenderStatus(const json& status, const std::string& url) {
   kv.Add("profiles", Dash(Join(Strings(Array(status, "profiles")), ", ")));
   for (const auto& e : Array(status, "profile_errors")) kv.Add("profile error", Scalar(e));
   kv.Add("last event", std::to_string(Int(status, "last_event")));
+  const json control = status.value("control", json());
+  if (control.is_object() && Str(control, "mode") == "active")
+    kv.Add("control node", Str(control, "node") + ", active since " +
+                               FormatTime(Int(control, "since")) + " (takeover " +
+                               std::to_string(Int(control, "epoch")) + " of the lease, " +
+                               Str(control, "database") + ")");
   return kv.Render();
 }
 

@@ -120,7 +120,7 @@ HttpResponse FakeDaemon::Handle(HttpRequest& request) {
   return HttpResponse::Error(404, "no such path: " + request.path);
 }
 
-Run FakeDaemon::Cli(std::vector<const char*> args) {
+const std::string& FakeDaemon::url() {
   if (!daemon_) {
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -135,7 +135,11 @@ Run FakeDaemon::Cli(std::vector<const char*> args) {
     REQUIRE(info);
     url_ = "http://127.0.0.1:" + std::to_string(info->port);
   }
-  args.insert(args.begin(), {"provisionctl", "--url", url_.c_str()});
+  return url_;
+}
+
+Run FakeDaemon::Cli(std::vector<const char*> args) {
+  args.insert(args.begin(), {"provisionctl", "--url", url().c_str()});
   std::istringstream in;
   std::ostringstream out, err;
   int status = RunCli(static_cast<int>(args.size()), args.data(), {in, out, err, false});

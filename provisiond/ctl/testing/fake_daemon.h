@@ -63,6 +63,8 @@ class FakeDaemon {
   // with no terminal on stdin.
   Run Cli(std::vector<const char*> args);
 
+  // The fake's base URL (started on first use).
+  const std::string& url();
   // The requests served so far, oldest first.
   std::vector<std::string> requests();
 
