@@ -198,7 +198,8 @@ Status Daemon::StartConsole(const Config& config, Impl& d) {
   std::optional<ConsoleListenerSettings> where = ConsoleListenerOf(config, d.iface);
   if (!where) return Status::Ok();
   auto log =
-      ConsoleLog::Open(config.data_dir + "/console.db",
+      ConsoleLog::Open(sql::IsPostgresUri(config.database_path()) ? config.database_path()
+                                                                  : config.data_dir + "/console.db",
                        ConsoleRetention{config.console_keep_lines, config.console_keep_boots});
   if (!log.ok()) return log.status();
   d.console_log = std::move(*log);

@@ -1,4 +1,5 @@
 #include "console/console_listener.h"
+#include "store/testing/test_database.h"
 
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
@@ -27,7 +28,7 @@ void SendUdp(uint16_t port, const std::string& text) {
 }  // namespace
 
 TEST_CASE("console listener: lines from a node's address are kept, others dropped and counted") {
-  auto log = ConsoleLog::Open(":memory:");
+  auto log = ConsoleLog::Open(::prov::testing::TestDatabase());
   REQUIRE(log.ok());
   int64_t node = 42;  // who 127.0.0.1 is; 0 makes it no node
   auto listener = ConsoleListener::Start(
@@ -72,7 +73,7 @@ TEST_CASE("console listener: lines from a node's address are kept, others droppe
 }
 
 TEST_CASE("console listener: an address it cannot listen on is a clear error") {
-  auto log = ConsoleLog::Open(":memory:");
+  auto log = ConsoleLog::Open(::prov::testing::TestDatabase());
   REQUIRE(log.ok());
   auto bad = ConsoleListener::Start(ConsoleListenerSettings{"not-an-address", 0}, **log,
                                     [](const std::string&) { return int64_t{0}; });

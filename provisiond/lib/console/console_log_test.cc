@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "base/temp_dir.h"
+#include "store/testing/test_database.h"
 
 namespace prov {
 namespace {
@@ -61,7 +62,9 @@ TEST_CASE("console: boots are told apart by provisiond's first stages and kernel
 
 TEST_CASE("console log: lines by boot, the failing line, retention, reopened") {
   TempDir dir;
-  const std::string path = dir.path() + "/console.db";
+  // On PostgreSQL (store.postgresql): a schema of the test's own there.
+  const std::string path =
+      ::prov::testing::OnPostgres() ? ::prov::testing::TestDatabase() : dir.path() + "/console.db";
   {
     auto log = ConsoleLog::Open(path, ConsoleRetention{50, 2});
     REQUIRE(log.ok());
@@ -154,7 +157,7 @@ TEST_CASE("console log: its schema is numbered; a log from before the numbers ke
 }
 
 TEST_CASE("console log: a waiter wakes on a line and on the stop") {
-  auto log = ConsoleLog::Open(":memory:");
+  auto log = ConsoleLog::Open(::prov::testing::TestDatabase());
   REQUIRE(log.ok());
   CHECK((*log)->Wait(0, 10));  // times out, not stopping
   std::vector<ConsoleLine> one = {NodeLine(1, "x")};
