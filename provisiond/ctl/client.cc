@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "base/file_util.h"
+#include "base/strings.h"
 
 namespace prov::ctl {
 namespace {
@@ -163,9 +164,8 @@ Client::Client(ClientOptions options) : options_(std::move(options)), curl_(curl
   for (size_t start = 0; start <= list.size();) {
     size_t comma = list.find(',', start);
     if (comma == std::string::npos) comma = list.size();
-    std::string one = list.substr(start, comma - start);
-    while (!one.empty() && (one.back() == '/' || one.back() == ' ')) one.pop_back();
-    while (!one.empty() && one.front() == ' ') one.erase(0, 1);
+    std::string one = Trim(list.substr(start, comma - start));
+    while (!one.empty() && one.back() == '/') one.pop_back();
     if (!one.empty()) urls_.push_back(one);
     start = comma + 1;
   }

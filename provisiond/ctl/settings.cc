@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/file_util.h"
+#include "base/strings.h"
 
 namespace prov::ctl {
 namespace {
@@ -12,11 +13,6 @@ namespace {
 std::string Home() {
   const char* home = getenv("HOME");
   return home && *home ? home : "/root";
-}
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
 std::string ResolvePath(const std::string& value, const std::string& file) {

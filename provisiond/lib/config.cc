@@ -1,13 +1,13 @@
 #include "config.h"
 
 #include <arpa/inet.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <functional>
 #include <map>
 
 #include "base/file_util.h"
+#include "base/netinfo.h"
 #include "base/yaml_reader.h"
 #include "db/sql.h"
 #include "ha/lease.h"
@@ -574,10 +574,7 @@ LeaseSettings LeaseSettingsOf(const Config& c) {
   LeaseSettings s;
   s.database = c.database;
   s.holder = c.control_name;
-  if (s.holder.empty()) {
-    char host[256] = {};
-    if (::gethostname(host, sizeof host - 1) == 0) s.holder = host;
-  }
+  if (s.holder.empty()) s.holder = HostName();
   s.lease_ms = c.control_lease_ms;
   s.renew_ms = c.control_renew_ms;
   s.stop_margin_ms = c.control_stop_margin_ms;

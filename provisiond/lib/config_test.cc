@@ -26,6 +26,29 @@ TEST_CASE("config: every default in the table is valid") {
   }
 }
 
+TEST_CASE(
+    "config: the inventory is SQLite or a PostgreSQL URI; the lease's timings keep their "
+    "relations") {
+  auto lite = ParseConfig("data_dir: /tmp/p\n", "x.yaml");
+  REQUIRE(lite.ok());
+  CHECK(lite->database_path() == "/tmp/p/provisiond.db");
+  auto pg = ParseConfig("database: postgresql://provisiond@db1,db2/provisiond\n", "x.yaml");
+  REQUIRE(pg.ok());
+  CHECK(pg->database_path() == "postgresql://provisiond@db1,db2/provisiond");
+  auto file = ParseConfig("database: /var/lib/other.db\n", "x.yaml");
+  REQUIRE_FALSE(file.ok());
+  CHECK(file.status().message().find("expected empty (SQLite) or a postgresql:// URI") !=
+        std::string::npos);
+  // Two renewals and the stop margin must fit in the lease: refused at
+  // load, naming the settings.
+  auto tight = ParseConfig("control.lease_ms: 5000\ncontrol.renew_ms: 2000\n", "/etc/p.yaml");
+  REQUIRE_FALSE(tight.ok());
+  CHECK(tight.status().message() ==
+        "/etc/p.yaml: control.lease_ms (5000) must be at least 2 x control.renew_ms + "
+        "control.stop_margin_ms (7000): two renewals must fit before the active gives up");
+  CHECK(ParseConfig("control.lease_ms: 7000\ncontrol.renew_ms: 2000\n", "x.yaml").ok());
+}
+
 TEST_CASE("config: listen_connections bounds the listener's connections") {
   auto c = ParseConfig("", "x.yaml");
   REQUIRE(c.ok());

@@ -165,8 +165,7 @@ Status Daemon::StartApiListener(const Config& config, Impl& d) {
   https.connection_timeout_s = static_cast<unsigned>(config.listen_idle_timeout_s);
   if (!ApiListenAddress(config, https.host, https.port)) return Status::Ok();
   std::vector<std::string> names = {"localhost"};
-  char hostname[256] = "";
-  if (gethostname(hostname, sizeof hostname - 1) == 0 && hostname[0]) names.push_back(hostname);
+  if (const std::string host = HostName(); !host.empty()) names.push_back(host);
   for (const std::string& a : {https.host, config.listen_host, d.iface ? d.iface->address : ""})
     if (!a.empty() && a != "0.0.0.0" && a != "::" &&
         std::find(names.begin(), names.end(), a) == names.end())

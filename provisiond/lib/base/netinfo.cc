@@ -4,6 +4,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <unistd.h>
 
 #include <memory>
 
@@ -64,6 +65,12 @@ Result<InterfaceAddress> LookupInterface(const std::string& name) {
     return out;
   }
   return Status::NotFound("interface '" + name + "' has no IPv4 address");
+}
+
+std::string HostName() {
+  char host[256] = "";
+  if (::gethostname(host, sizeof host - 1) != 0) return "";
+  return host;
 }
 
 }  // namespace prov

@@ -32,4 +32,7 @@ bool HasRoutableIpv6(const std::string& name);
 Result<uint32_t> ParseIpv4(const std::string& text);  // host byte order
 std::string FormatIpv4(uint32_t host_order);
 
+// This machine's host name; "" when it has none.
+std::string HostName();
+
 }  // namespace prov

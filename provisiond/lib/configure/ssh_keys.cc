@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "base/file_util.h"
+#include "base/netinfo.h"
 #include "configure/libssh_ptr.h"
 
 namespace prov {
@@ -32,9 +33,8 @@ Result<std::string> PrivatePem(ssh_key key) {
 }
 
 std::string ControlComment() {
-  char host[256] = "control";
-  gethostname(host, sizeof host - 1);
-  return std::string("provisiond@") + host;
+  const std::string host = HostName();
+  return "provisiond@" + (host.empty() ? std::string("control") : host);
 }
 }  // namespace
 

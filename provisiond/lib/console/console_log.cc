@@ -206,7 +206,8 @@ Result<std::unique_ptr<ConsoleLog>> ConsoleLog::Open(const std::string& path,
   };
   const Sql all[] = {
       {&Statements::insert,
-       "INSERT INTO console_lines (node_id, boot, time, source, line) VALUES (?1, ?2, ?3, ?4, ?5)"},
+       "INSERT INTO console_lines (node_id, boot, time, source, line) VALUES (?1, ?2, ?3, ?4, ?5) "
+       "RETURNING id"},
       {&Statements::last_line,
        "SELECT boot, source FROM console_lines WHERE node_id = ?1 ORDER BY id DESC LIMIT 1"},
       {&Statements::kernel_banner,
@@ -292,13 +293,13 @@ Status ConsoleLog::Append(std::vector<ConsoleLine>& lines) {
     sql::Statement& insert = q_->insert;
     insert.Bind(1, line.node_id).Bind(2, line.boot).Bind(3, line.time_ms);
     insert.Bind(4, line.source).Bind(5, line.text);
-    Status done = insert.Run();
+    auto id = insert.Insert();
     insert.Reset();
-    if (!done.ok()) {
-      s = ConsoleError(done, "cannot append a line");
+    if (!id.ok()) {
+      s = ConsoleError(id.status(), "cannot append a line");
       break;
     }
-    line.id = db_.LastInsertId();
+    line.id = *id;
   }
   // The retention: on a new boot, and every 256 lines of a node.
   for (auto it = states.begin(); s.ok() && it != states.end(); ++it) {

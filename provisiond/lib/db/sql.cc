@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/strings.h"
 #include "db/sql_backend.h"
 
 namespace prov::sql {
@@ -82,10 +83,6 @@ Result<int64_t> Database::SchemaVersion() {
   return c_->SchemaVersion("database");
 }
 
-int64_t Database::LastInsertId() const {
-  return c_->LastInsertId();
-}
-
 int64_t Database::Changes() const {
   return c_->Changes();
 }
@@ -139,6 +136,15 @@ Status Statement::Run(std::string_view what) {
   }
 }
 
+Result<int64_t> Statement::Insert(std::string_view what) {
+  auto row = Step(what);
+  if (!row.ok()) return row.status();
+  if (!*row) return Status::Internal(std::string(what) + ": the insert returned no id");
+  const int64_t id = Int(0);
+  if (Status rest = Run(what); !rest.ok()) return rest;
+  return id;
+}
+
 void Statement::Reset() {
   s_->Reset();
 }
@@ -153,10 +159,6 @@ std::string Statement::Text(int column) const {
 
 bool Statement::IsNull(int column) const {
   return s_->IsNull(column);
-}
-
-int Statement::Columns() const {
-  return s_->Columns();
 }
 
 Status ApplyMigrations(Database& db, std::span<const Migration> all, int upto,
@@ -238,21 +240,6 @@ Result<std::vector<Table>> TablesOf(Database& db) {
   return tables;
 }
 
-std::string Joined(const std::vector<std::string>& parts, const std::string& format) {
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (i) out += ", ";
-    std::string p = format;
-    for (size_t at = p.find('%'); at != std::string::npos; at = p.find('%', at + 1)) {
-      const std::string with = p[at + 1] == 'n' ? std::to_string(i + 1) : parts[i];
-      p.replace(at, 2, with);
-      at += with.size() - 1;
-    }
-    out += p;
-  }
-  return out;
-}
-
 // Row by row, every table `to` has, in one transaction on each side.
 Status CopyRows(Database& from, Database& to) {
   const std::string what = "cannot copy " + from.path() + " to " + to.path();
@@ -272,13 +259,16 @@ Status CopyRows(Database& from, Database& to) {
     if (!s.ok()) break;
     s = to.Exec("DELETE FROM " + t.name);
     if (!s.ok()) break;
-    auto read = from.Prepare("SELECT " + Joined(t.columns, "%s") + " FROM " + t.name);
+    const std::string columns = Join(t.columns, ", ");
+    std::vector<std::string> places;
+    for (size_t i = 1; i <= t.columns.size(); ++i) places.push_back("?" + std::to_string(i));
+    auto read = from.Prepare("SELECT " + columns + " FROM " + t.name);
     if (!read.ok()) {
       s = Status::Internal(what + ": " + read.status().message());
       break;
     }
-    auto write = to.Prepare("INSERT INTO " + t.name + " (" + Joined(t.columns, "%s") +
-                            ") VALUES (" + Joined(t.columns, "?%n") + ")");
+    auto write = to.Prepare("INSERT INTO " + t.name + " (" + columns + ") VALUES (" +
+                            Join(places, ", ") + ")");
     if (!write.ok()) {
       s = write.status();
       break;

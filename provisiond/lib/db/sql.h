@@ -80,7 +80,6 @@ class Database {
   // The schema's version: SQLite's user_version, the provisiond_schema
   // table's on PostgreSQL (0 when there is none yet).
   Result<int64_t> SchemaVersion();
-  int64_t LastInsertId() const;
   // Rows the last INSERT, UPDATE or DELETE changed.
   int64_t Changes() const;
   // Rows changed since the connection opened, rolled-back ones included.
@@ -129,6 +128,9 @@ class Statement {
   Result<bool> Step(std::string_view what = {});
   // Steps to the end (a statement that returns no rows); fails as Step does.
   Status Run(std::string_view what = {});
+  // Runs an INSERT ... RETURNING id (SQLite and PostgreSQL alike) and
+  // answers the new row's id; fails as Step does.
+  Result<int64_t> Insert(std::string_view what = {});
   // Ready to run again, with no parameters bound.
   void Reset();
 
@@ -137,8 +139,6 @@ class Statement {
   int64_t Int(int column) const;
   std::string Text(int column) const;
   bool IsNull(int column) const;
-  // Columns in a row of this statement's answer.
-  int Columns() const;
 
  private:
   friend class Database;

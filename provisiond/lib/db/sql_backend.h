@@ -25,7 +25,6 @@ class Cursor {
   virtual int64_t Int(int column) const = 0;
   virtual std::string Text(int column) const = 0;
   virtual bool IsNull(int column) const = 0;
-  virtual int Columns() const = 0;
 };
 
 class Connection {
@@ -33,7 +32,6 @@ class Connection {
   virtual ~Connection() = default;
   virtual Status Exec(const std::string& sql, std::string_view what) = 0;
   virtual Result<std::unique_ptr<Cursor>> Prepare(std::string_view sql, bool persistent) = 0;
-  virtual int64_t LastInsertId() = 0;
   virtual int64_t Changes() = 0;
   virtual int64_t TotalChanges() = 0;
   // The version `what`'s migrations reached (0: none yet), and the SQL that

@@ -80,8 +80,6 @@ class PgConnection final : public Connection {
   PgConnection(const PgConnection&) = delete;
   PgConnection& operator=(const PgConnection&) = delete;
 
-  const std::string& what() const { return what_; }
-
   // Runs `fn(conn)` alone on the connection; a connection found broken
   // (the server restarted, a failover moved it) is reset once first.
   template <typename Fn>
@@ -93,7 +91,10 @@ class PgConnection final : public Connection {
       if (PQstatus(conn_) == CONNECTION_OK) ++generation_;
     }
     PgResult r(fn(conn_));
-    if (r && PQresultStatus(r.get()) == PGRES_COMMAND_OK) {
+    // Rows an INSERT, UPDATE or DELETE changed (with RETURNING too), as
+    // SQLite counts them; other commands leave the counts.
+    const std::string_view tag = r ? PQcmdStatus(r.get()) : "";
+    if (tag.starts_with("INSERT ") || tag.starts_with("UPDATE ") || tag.starts_with("DELETE ")) {
       const int64_t n = std::atoll(PQcmdTuples(r.get()));
       changes_ = n;
       total_ += n;
@@ -114,11 +115,6 @@ class PgConnection final : public Connection {
 
   Result<std::unique_ptr<Cursor>> Prepare(std::string_view sql, bool) override;
 
-  int64_t LastInsertId() override {
-    PgResult r = Call([](PGconn* c) { return PQexec(c, "SELECT lastval()"); });
-    if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK || PQntuples(r.get()) != 1) return 0;
-    return std::atoll(PQgetvalue(r.get(), 0, 0));
-  }
   int64_t Changes() override {
     std::lock_guard lock(mu_);
     return changes_;
@@ -254,7 +250,6 @@ class PgCursor final : public Cursor {
     return !result_ || row_ < 0 || row_ >= rows_ || column >= PQnfields(result_.get()) ||
            PQgetisnull(result_.get(), row_, column);
   }
-  int Columns() const override { return result_ ? PQnfields(result_.get()) : 0; }
 
  private:
   void Set(int index, std::optional<std::string> value) {
@@ -297,8 +292,8 @@ Result<std::unique_ptr<Cursor>> PgConnection::Prepare(std::string_view sql, bool
     return Status::Internal(what_ + ": cannot prepare \"" + std::string(sql.substr(0, 60)) +
                             (sql.size() > 60 ? "...\"" : "\"") + ": " +
                             (r ? Trimmed(PQresultErrorMessage(r.get())) : LastError()));
-  PgResult d = Call([&](PGconn* c) { return PQdescribePrepared(c, name.c_str()); });
-  const int params = d && PQresultStatus(d.get()) == PGRES_COMMAND_OK ? PQnparams(d.get()) : 0;
+  // The statement's parameters are the numbers it names, up to the highest.
+  const int params = static_cast<int>(types.size());
   return std::unique_ptr<Cursor>(new PgCursor(*this, name, text, types, params, generation));
 }
 

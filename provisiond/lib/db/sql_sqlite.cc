@@ -41,7 +41,6 @@ class SqliteCursor final : public Cursor {
              : std::string();
   }
   bool IsNull(int column) const override { return sqlite3_column_type(s_, column) == SQLITE_NULL; }
-  int Columns() const override { return sqlite3_column_count(s_); }
 
  private:
   Status StepError(std::string_view what) const {
@@ -98,7 +97,6 @@ class SqliteConnection final : public Connection {
     return std::unique_ptr<Cursor>(new SqliteCursor(db_, s));
   }
 
-  int64_t LastInsertId() override { return sqlite3_last_insert_rowid(db_); }
   int64_t Changes() override { return sqlite3_changes64(db_); }
   int64_t TotalChanges() override { return sqlite3_total_changes64(db_); }
 

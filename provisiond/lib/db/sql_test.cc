@@ -20,13 +20,16 @@ TEST_CASE("sqlite: a statement's mistakes are errors, not empty answers") {
   CHECK(bad.status().message().find("SELECT name FROM tt") != std::string::npos);
   CHECK_FALSE(db->Exec("INSERT INTO nowhere VALUES (1)").ok());
 
-  auto insert = db->Prepare("INSERT INTO t (name) VALUES (?1)");
+  auto insert = db->Prepare("INSERT INTO t (name) VALUES (?1) RETURNING id");
   REQUIRE(insert.ok());
+  int64_t id = 0;
   for (const char* name : {"a", "b"}) {
-    REQUIRE(insert->Bind(1, std::string_view(name)).Run().ok());
+    auto made = insert->Bind(1, std::string_view(name)).Insert();
     insert->Reset();
+    REQUIRE(made.ok());
+    id = *made;
   }
-  CHECK(db->LastInsertId() == 2);
+  CHECK(id == 2);  // the new row's id
   // A constraint broken at step time: Run's error.
   Status null_name = insert->BindNull(1).Run();
   insert->Reset();

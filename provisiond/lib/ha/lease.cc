@@ -49,11 +49,20 @@ Result<std::unique_ptr<ControlLease>> ControlLease::Open(const LeaseSettings& se
   if (Status s = CheckLeaseTimings(settings); !s.ok()) return s;
   auto db = sql::Database::Open(settings.database, sql::Database::Mode::kReadWrite);
   if (!db.ok()) return db.status();
-  return std::unique_ptr<ControlLease>(new ControlLease(settings, std::move(*db)));
+  auto take = db->Prepare(kTake);
+  if (!take.ok()) return take.status();
+  auto read = db->Prepare(kRead);
+  if (!read.ok()) return read.status();
+  return std::unique_ptr<ControlLease>(
+      new ControlLease(settings, std::move(*db), std::move(*take), std::move(*read)));
 }
 
-ControlLease::ControlLease(LeaseSettings settings, sql::Database db)
-    : settings_(std::move(settings)), db_(std::move(db)) {}
+ControlLease::ControlLease(LeaseSettings settings, sql::Database db, sql::Statement take,
+                           sql::Statement read)
+    : settings_(std::move(settings)),
+      db_(std::move(db)),
+      take_(std::move(take)),
+      read_(std::move(read)) {}
 
 ControlLease::~ControlLease() {
   {
@@ -63,32 +72,40 @@ ControlLease::~ControlLease() {
   cv_.notify_all();
   if (renewer_.joinable()) renewer_.join();
   if (watchdog_.joinable()) watchdog_.join();
+  // The statements before their connection.
+  take_ = sql::Statement();
+  read_ = sql::Statement();
 }
 
 Result<bool> ControlLease::TryTake() {
+  std::lock_guard db_lock(db_mu_);
   const auto sent = std::chrono::steady_clock::now();
-  auto take = db_.Prepare(kTake);
-  if (!take.ok()) return take.status();
-  take->Bind(1, settings_.holder).Bind(2, settings_.lease_ms);
-  auto row = take->Step("control lease: cannot take or renew");
-  if (!row.ok()) return row.status();
-  if (!*row) return false;
+  take_.Bind(1, settings_.holder).Bind(2, settings_.lease_ms);
+  auto row = take_.Step("control lease: cannot take or renew");
+  if (!row.ok() || !*row) {
+    take_.Reset();
+    if (!row.ok()) return row.status();
+    return false;
+  }
   std::lock_guard lock(mu_);
-  tenure_.holder = take->Text(0);
-  tenure_.epoch = take->Int(1);
-  tenure_.since_ms = take->Int(2);
-  tenure_.expires_ms = take->Int(3);
+  tenure_.holder = take_.Text(0);
+  tenure_.epoch = take_.Int(1);
+  tenure_.since_ms = take_.Int(2);
+  tenure_.expires_ms = take_.Int(3);
+  take_.Reset();
   deadline_ = sent + std::chrono::milliseconds(settings_.lease_ms - settings_.stop_margin_ms);
   return true;
 }
 
 Result<LeaseState> ControlLease::Read() {
-  auto read = db_.Prepare(kRead);
-  if (!read.ok()) return read.status();
-  auto row = read->Step("control lease: cannot read");
-  if (!row.ok()) return row.status();
-  if (!*row) return Status::Internal("control lease: no row");
-  return LeaseState{read->Text(0), read->Int(1), read->Int(2), read->Int(3), read->Int(4)};
+  std::lock_guard db_lock(db_mu_);
+  auto row = read_.Step("control lease: cannot read");
+  Result<LeaseState> out = Status::Internal("control lease: no row");
+  if (!row.ok()) out = row.status();
+  if (row.ok() && *row)
+    out = LeaseState{read_.Text(0), read_.Int(1), read_.Int(2), read_.Int(3), read_.Int(4)};
+  read_.Reset();
+  return out;
 }
 
 Result<bool> ControlLease::AwaitActive(const std::function<bool()>& stop,

@@ -76,12 +76,16 @@ class ControlLease {
   const LeaseSettings& settings() const { return settings_; }
 
  private:
-  ControlLease(LeaseSettings settings, sql::Database db);
+  ControlLease(LeaseSettings settings, sql::Database db, sql::Statement take, sql::Statement read);
   void RenewLoop();
   void WatchLoop(const std::function<void(const std::string&)>& fence);
 
   LeaseSettings settings_;
   sql::Database db_;
+  // Prepared once: a renewal is one round trip. Used under db_mu_ (the
+  // renewer's thread, and a standby's or a test's calls).
+  std::mutex db_mu_;
+  sql::Statement take_, read_;
   mutable std::mutex mu_;  // guards the members below
   LeaseState tenure_;
   std::chrono::steady_clock::time_point deadline_{};

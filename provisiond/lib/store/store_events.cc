@@ -13,7 +13,7 @@ namespace {
 
 constexpr const char* kInsertEvent =
     "INSERT INTO events (time, node_id, node, kind, detail, who, stage) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id";
 // All nodes' events, and one node's by the events_node index (node_id, id):
 // one statement with "?2 = 0 OR node_id = ?2" would scan the whole table.
 constexpr const char* kSelectEvents =
@@ -63,11 +63,12 @@ Status StoreTx::AppendEvent(EventRecord& e) {
   BindText(*s, 5, e.detail);
   BindText(*s, 6, e.who);
   BindText(*s, 7, e.stage ? ToString(*e.stage) : "");
-  if (Status st = s->Run("cannot append event"); !st.ok()) return st;
+  auto id = s->Insert("cannot append event");
+  if (!id.ok()) return id.status();
+  e.id = *id;
   if (e.stage && e.node_id)
     store_.pending_metrics_.push_back({MetricObservation::Kind::kBootStage, e.node_id,
                                        std::string(ToString(*e.stage)), "", e.time_ms, 0});
-  e.id = store_.db_.LastInsertId();
   store_.last_event_id_ = e.id;
   if (store_.keep_events_ > 0 && e.id % 256 == 0 && e.id > store_.keep_events_) {
     Store::Stmt prune(store_, kPruneEvents);

@@ -46,7 +46,7 @@ constexpr const char* kInsertNode =
     "INSERT INTO nodes (mac, hostname, ip, state, reason, profile_version, image_version, facts, "
     "host_key, token, stage, last_seen, created, updated, power, configured, ticket, uefi_loader, "
     "health, storage_wipe, installed, installed_baked) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-    "?10, ?11, ?12, ?13, ?14, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)";
+    "?10, ?11, ?12, ?13, ?14, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23) RETURNING id";
 constexpr const char* kUpdateNode =
     "UPDATE nodes SET mac = ?1, hostname = ?2, ip = ?3, state = ?4, reason = ?5, "
     "profile_version = ?6, image_version = ?7, facts = ?8, host_key = ?9, token = ?10, "
@@ -145,7 +145,9 @@ Result<NodeRecord> StoreTx::InsertNode(NodeRecord node) {
   Store::Stmt s(store_, kInsertNode);
   BindNode(*s, node);
   const std::string what = "cannot add node " + node.name();
-  if (Status e = s->Run(what); !e.ok()) {
+  auto id = s->Insert(what);
+  if (!id.ok()) {
+    const Status& e = id.status();
     if (e.code() == Code::kConflict) {
       // The database's message follows `what`: "UNIQUE constraint failed:
       // nodes.mac" (SQLite), "... violates unique constraint "nodes_mac_key""
@@ -161,7 +163,7 @@ Result<NodeRecord> StoreTx::InsertNode(NodeRecord node) {
     }
     return e;
   }
-  node.id = store_.db_.LastInsertId();
+  node.id = *id;
   // The node cache gets the row as SQLite holds it (NULLs, defaults).
   auto stored = NodeById(node.id);
   if (!stored.ok()) return stored.status();

@@ -108,6 +108,29 @@ TEST_CASE("store on postgresql: SQLite's words, parameters and errors") {
   CHECK(*pg.QueryInt("SELECT value FROM counters WHERE name = 'addresses'") == 1);
 }
 
+TEST_CASE(
+    "store on postgresql: a lost connection is made again and its statements prepared again") {
+  if (!testing::OnPostgres()) return;
+  sql::Database pg = OpenMigrated(testing::TestDatabase());
+  auto count = pg.Prepare("SELECT count(*) FROM counters WHERE name != ?1");
+  REQUIRE(count.ok());
+  const int64_t pid = *pg.QueryInt("SELECT pg_backend_pid()");
+  // The server ends the session (a restart, a failover, an administrator).
+  sql::Database admin = OpenMigrated(testing::TestDatabase());
+  REQUIRE(admin.Exec("SELECT pg_terminate_backend(" + std::to_string(pid) + ")").ok());
+  // The statement in flight fails, with the server's reason...
+  Result<bool> lost = count->Bind(1, std::string_view("x")).Step();
+  count->Reset();
+  CHECK_FALSE(lost.ok());
+  // ...the next one runs on a new session, prepared there again.
+  Result<bool> again = count->Bind(1, std::string_view("x")).Step();
+  REQUIRE_MESSAGE(again.ok(), again.status().message());
+  CHECK(*again);
+  CHECK(count->Int(0) == 2);
+  count->Reset();
+  CHECK(*pg.QueryInt("SELECT pg_backend_pid()") != pid);
+}
+
 TEST_CASE("store on postgresql: a copy from SQLite and back keeps every row and id") {
   if (!testing::OnPostgres()) return;
   const std::string where = testing::TestDatabase();

@@ -17,7 +17,7 @@ constexpr const char* kRunColumns =
 constexpr const char* kInsertRun =
     "INSERT INTO runs (node_id, node, kind, what, profile_sha256, status, started, finished, ok, "
     "changed, failed, skipped, message, who) "
-    "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+    "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING id";
 constexpr const char* kUpdateRun =
     "UPDATE runs SET status = ?7, finished = ?9, ok = ?10, changed = ?11, failed = ?12, "
     "skipped = ?13, message = ?14 WHERE id = ?1";
@@ -25,7 +25,7 @@ constexpr const char* kPruneRuns = "DELETE FROM runs WHERE id <= ?1 AND status !
 constexpr const char* kInsertRunTask =
     "INSERT INTO run_tasks (run_id, playbook, play, task, module, location, item, status, "
     "changed, exit_code, stdout, stderr, msg, duration_ms) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING id";
 constexpr const char* kSelectRunTasks =
     "SELECT id, run_id, playbook, play, task, module, location, item, status, changed, "
     "exit_code, stdout, stderr, msg, duration_ms FROM run_tasks WHERE run_id = ?1 ORDER BY id";
@@ -37,7 +37,8 @@ const std::string kSelectRuns = std::string("SELECT ") + kRunColumns +
 const std::string kSelectRunning =
     std::string("SELECT ") + kRunColumns + " FROM runs WHERE status = 'running' ORDER BY id";
 constexpr const char* kInsertApplied =
-    "INSERT INTO applied_profiles (version, sha256, time, who) VALUES (?1, ?2, ?3, ?4)";
+    "INSERT INTO applied_profiles (version, sha256, time, who) VALUES (?1, ?2, ?3, ?4) "
+    "RETURNING id";
 constexpr const char* kRecordSnapshot =
     "INSERT INTO profile_snapshots (sha256, version, seq, time, who) VALUES (?1, ?2, "
     "(SELECT coalesce(max(seq), 0) + 1 FROM profile_snapshots), ?3, ?4) "
@@ -111,8 +112,9 @@ Status StoreTx::InsertRun(RunRecord& run) {
   if (!run.started_ms) run.started_ms = NowMs();
   Store::Stmt s(store_, kInsertRun);
   BindRun(*s, run);
-  if (Status e = s->Run("cannot record a run on " + run.node); !e.ok()) return e;
-  run.id = store_.db_.LastInsertId();
+  auto id = s->Insert("cannot record a run on " + run.node);
+  if (!id.ok()) return id.status();
+  run.id = *id;
   if (store_.keep_runs_ > 0 && run.id % 256 == 0 && run.id > store_.keep_runs_) {
     // Their tasks go with them (ON DELETE CASCADE); a running one stays.
     Store::Stmt prune(store_, kPruneRuns);
@@ -149,9 +151,9 @@ Status StoreTx::AppendRunTask(RunTaskRecord& t) {
   BindText(*s, 12, t.stderr_tail);
   BindText(*s, 13, t.msg);
   s->Bind(14, t.duration_ms);
-  if (Status e = s->Run("cannot record a task of run " + std::to_string(t.run_id)); !e.ok())
-    return e;
-  t.id = store_.db_.LastInsertId();
+  auto id = s->Insert("cannot record a task of run " + std::to_string(t.run_id));
+  if (!id.ok()) return id.status();
+  t.id = *id;
   return Status::Ok();
 }
 
@@ -250,8 +252,9 @@ Status StoreTx::InsertAppliedProfile(AppliedProfile& a) {
   BindText(*s, 2, a.sha256);
   s->Bind(3, a.time_ms);
   BindText(*s, 4, a.who);
-  if (Status e = s->Run("cannot record applied profile"); !e.ok()) return e;
-  a.id = store_.db_.LastInsertId();
+  auto id = s->Insert("cannot record applied profile");
+  if (!id.ok()) return id.status();
+  a.id = *id;
   return Status::Ok();
 }
 
