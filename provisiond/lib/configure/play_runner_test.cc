@@ -639,7 +639,7 @@ TEST_CASE("runner: image stage enables services but starts none; reboot fails th
 verb=$1; shift
 echo "$verb" >>"$u.log"
 case "$verb" in
-  show) case "$*" in *ActiveState*--value*) if [ -e "$u.active" ]; then echo active; else echo inactive; fi ;; esac ;;
+  show) case "$*" in *ActiveState*) if [ -e "$u.active" ]; then echo ActiveState=active; else echo ActiveState=inactive; fi ;; esac ;;
   is-enabled) [ -e "$u.enabled" ] ;;
   enable) touch "$u.enabled" ;;
   start|restart) touch "$u.active" ;;

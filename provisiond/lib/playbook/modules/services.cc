@@ -51,31 +51,52 @@ if [ "$daemon_reload" = 1 ] && [ -n "$n" ] && [ -n "$enabled" ] && [ -z "$masked
 fi
 if [ "$daemon_reload" = 1 ]; then _e=$(systemctl daemon-reload 2>&1) || fail "systemctl daemon-reload: $_e"; fi
 [ -n "$n" ] || exit 0
-load=$(systemctl show -p LoadState --value -- "$n" 2>/dev/null)
+# One `systemctl show` for the unit's states (each systemctl started costs
+# on a slow node), asked again only after something was done.
+show_unit() {
+  load= act= sub= ufs=
+  _s=$(systemctl show -p LoadState -p ActiveState -p SubState -p UnitFileState -- "$n" 2>/dev/null)
+  while IFS='=' read -r _k _v; do
+    case $_k in LoadState) load=$_v ;; ActiveState) act=$_v ;; SubState) sub=$_v ;; UnitFileState) ufs=$_v ;; esac
+  done <<EOF
+$_s
+EOF
+}
+show_unit
 if [ "$load" = not-found ] && [ "$masked" != 0 ]; then fail "Could not find the requested service $n: host"; fi
+# is-enabled reads the unit files themselves (show's UnitFileState is what
+# systemd last loaded): its exit status says enabled, its word says masked.
+did=0
+if [ -n "$masked$enabled" ]; then
+  if cur=$(systemctl is-enabled -- "$n" 2>/dev/null); then ise=1; else ise=0; fi
+fi
 if [ -n "$masked" ]; then
-  cur=$(systemctl is-enabled -- "$n" 2>/dev/null)
   case "$cur" in masked*) ism=1 ;; *) ism=0 ;; esac
-  if [ "$masked" = 1 ] && [ "$ism" = 0 ]; then _e=$(systemctl mask -- "$n" 2>&1) || fail "systemctl mask $n: $_e"; changed; fi
-  if [ "$masked" = 0 ] && [ "$ism" = 1 ]; then _e=$(systemctl unmask -- "$n" 2>&1) || fail "systemctl unmask $n: $_e"; changed; fi
+  if [ "$masked" = 1 ] && [ "$ism" = 0 ]; then _e=$(systemctl mask -- "$n" 2>&1) || fail "systemctl mask $n: $_e"; changed; did=1; fi
+  if [ "$masked" = 0 ] && [ "$ism" = 1 ]; then _e=$(systemctl unmask -- "$n" 2>&1) || fail "systemctl unmask $n: $_e"; changed; did=1; fi
+  if [ "$did" = 1 ] && [ -n "$enabled" ]; then
+    if systemctl is-enabled --quiet -- "$n" 2>/dev/null; then ise=1; else ise=0; fi
+  fi
 fi
 if [ -n "$enabled" ]; then
-  if systemctl is-enabled --quiet -- "$n" 2>/dev/null; then ise=1; else ise=0; fi
-  if [ "$enabled" = 1 ] && [ "$ise" = 0 ]; then _e=$(systemctl enable -- "$n" 2>&1) || fail "systemctl enable $n: $_e"; changed; fi
-  if [ "$enabled" = 0 ] && [ "$ise" = 1 ]; then _e=$(systemctl disable -- "$n" 2>&1) || fail "systemctl disable $n: $_e"; changed; fi
+  if [ "$enabled" = 1 ] && [ "$ise" = 0 ]; then _e=$(systemctl enable -- "$n" 2>&1) || fail "systemctl enable $n: $_e"; changed; did=1; fi
+  if [ "$enabled" = 0 ] && [ "$ise" = 1 ]; then _e=$(systemctl disable -- "$n" 2>&1) || fail "systemctl disable $n: $_e"; changed; did=1; fi
 fi
-act=$(systemctl show -p ActiveState --value -- "$n" 2>/dev/null)
+[ "$did" = 0 ] || show_unit
 case "$act" in active|activating|reloading) running=1 ;; *) running=0 ;; esac
+did=1
 case "$state" in
-  started) if [ "$running" = 0 ]; then _e=$(systemctl start -- "$n" 2>&1) || fail "Unable to start service $n: $_e"; changed; fi ;;
-  stopped) if [ "$running" = 1 ]; then _e=$(systemctl stop -- "$n" 2>&1) || fail "Unable to stop service $n: $_e"; changed; fi ;;
+  started) if [ "$running" = 0 ]; then _e=$(systemctl start -- "$n" 2>&1) || fail "Unable to start service $n: $_e"; changed; else did=0; fi ;;
+  stopped) if [ "$running" = 1 ]; then _e=$(systemctl stop -- "$n" 2>&1) || fail "Unable to stop service $n: $_e"; changed; else did=0; fi ;;
   restarted) _e=$(systemctl restart -- "$n" 2>&1) || fail "Unable to restart service $n: $_e"; changed ;;
   reloaded)
     if [ "$running" = 0 ]; then _e=$(systemctl start -- "$n" 2>&1) || fail "Unable to start service $n: $_e"
     else _e=$(systemctl reload -- "$n" 2>&1) || fail "Unable to reload service $n: $_e"; fi
     changed ;;
+  *) did=0 ;;
 esac
-systemctl show -p ActiveState -p SubState -p UnitFileState -p LoadState -- "$n" 2>/dev/null | sed 's/^/status./' >&3
+[ "$did" = 0 ] || show_unit
+[ -z "$act$sub$ufs$load" ] || printf 'status.ActiveState=%s\nstatus.SubState=%s\nstatus.UnitFileState=%s\nstatus.LoadState=%s\n' "$act" "$sub" "$ufs" "$load" >&3
 )SH";
 
 // Without systemd: the `service` command and update-rc.d.
