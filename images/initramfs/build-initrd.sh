@@ -91,11 +91,17 @@ STAGE="$TMP/root"
 
 # ---------------------------------------------------------------- provision-mount
 is_static() {
-  if command -v file >/dev/null; then
-    LC_ALL=C file -L "$1" | grep -E 'statically linked|static-pie linked' >/dev/null
-  elif grep -q 'ld-linux' "$1"; then
-    return 1
-  fi
+  # An ELF file without a PT_INTERP program header (type 3) asks for no
+  # dynamic loader: static or static-pie. Read with od (coreutils), as
+  # neither file(1) nor readelf is on every control node (64-bit ELF, little-endian).
+  local f="$1" phoff phentsize phnum i
+  [ "$(od -An -tx1 -N4 "$f" 2>/dev/null | tr -d ' \n')" = 7f454c46 ] || return 1
+  phoff=$(od -An -tu8 -j32 -N8 "$f" | tr -d ' ')
+  phentsize=$(od -An -tu2 -j54 -N2 "$f" | tr -d ' ')
+  phnum=$(od -An -tu2 -j56 -N2 "$f" | tr -d ' ')
+  for ((i = 0; i < phnum; i++)); do
+    [ "$(od -An -tu4 -j$((phoff + i * phentsize)) -N4 "$f" | tr -d ' ')" != 3 ] || return 1
+  done
 }
 # static_tool NAME GIVEN: the static binary of provisiond/tools/NAME.cc: GIVEN, else the first
 # built one in the source tree or on PATH, else compiled here.
