@@ -10,6 +10,7 @@
 #include "base/netinfo.h"
 #include "base/yaml_reader.h"
 #include "db/sql.h"
+#include "ha/cluster_address.h"
 #include "ha/lease.h"
 #include "store/boot_stage.h"
 
@@ -173,6 +174,19 @@ const std::vector<Setting>& Table() {
         "HTTP, NFS) and exits this long before its lease lapses, so no standby starts while "
         "it still serves. At least 1000."},
        NumberSetting<int64_t>(1000, 600000, &Config::control_stop_margin_ms)},
+      {{"control.address", "ADDRESS/PREFIX", "",
+        "With PostgreSQL and an interface: the boot network's address, moved to whichever "
+        "control node is active (added to interface and announced by gratuitous ARP; removed "
+        "when it stops or fences itself). Nodes, their DHCP answers and NFS roots use it. Empty: "
+        "each control node serves on interface's own address."},
+       [](const std::string& v, const std::string&, Config& c) {
+         c.control_address = v;
+         return Status::Ok();
+       }},
+      {{"control.report_ms", "integer", "5000",
+        "With PostgreSQL: how often each control node says what its image store holds, and a "
+        "standby looks for image versions of the active it lacks and copies them."},
+       NumberSetting<int64_t>(100, 600000, &Config::control_report_ms)},
       {{"tokens_file", "path", "",
         "API tokens, one per line, '#' starts a comment. Empty: <data_dir>/tokens, created with "
         "one random token (mode 0600) on first start."},
@@ -565,8 +579,18 @@ Result<Config> ParseConfig(const std::string& text, const std::string& file) {
   }
   if (!errors.empty()) return errors.ToStatus();
   // Relations between settings, named by the settings they tie.
+  const std::string where = file.empty() ? std::string("config") : file;
   if (Status s = CheckLeaseTimings(LeaseSettingsOf(staging)); !s.ok())
-    return Status::Invalid((file.empty() ? std::string("config") : file) + ": " + s.message());
+    return Status::Invalid(where + ": " + s.message());
+  if (!staging.control_address.empty()) {
+    if (auto a = ParseClusterAddress(staging.control_address, staging.interface); !a.ok())
+      return Status::Invalid(where + ": " + a.status().message());
+    if (staging.interface.empty() || !sql::IsPostgresUri(staging.database_path()))
+      return Status::Invalid(where +
+                             ": control.address moves with the active control node: it "
+                             "needs interface (where it goes) and a postgresql:// database "
+                             "(the lease that decides who is active)");
+  }
   return staging;
 }
 

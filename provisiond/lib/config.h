@@ -59,6 +59,11 @@ struct Config {
   int64_t control_lease_ms = 10000;
   int64_t control_renew_ms = 2000;
   int64_t control_stop_margin_ms = 3000;
+  int64_t control_report_ms = 5000;  // control_nodes rows, a standby's image copies
+  std::string control_address;       // "10.99.0.1/24": moves with the lease (ha/cluster_address.h)
+  // The boot network's address on `interface`: control.address's when set,
+  // else "" (the interface's first).
+  std::string boot_address() const { return control_address.substr(0, control_address.find('/')); }
   std::string tokens_file;  // empty: <data_dir>/tokens, created on first start
   std::string profiles_dir;
   std::string images_dir;

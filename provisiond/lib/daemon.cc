@@ -30,6 +30,8 @@
 #include "console/console_listener.h"
 #include "dhcp/dnsmasq.h"
 #include "dhcp/preflight.h"
+#include "ha/cluster_address.h"
+#include "ha/control_agent.h"
 #include "ha/lease.h"
 #include "hello/phonehome.h"
 #include "http/http_server.h"
@@ -85,6 +87,19 @@ struct Daemon::Impl {
   UniqueFd data_lock;
   Config config;
   std::unique_ptr<ControlLease> lease;  // with PostgreSQL: held while active
+  // With PostgreSQL: this control node's row of control_nodes, kept by a
+  // thread; a standby's copies of the active's images (ha/control_agent.h).
+  std::unique_ptr<ImageCatalog> agent_images;
+  std::unique_ptr<ControlAgent> agent;
+  // control.address (ha/cluster_address.h), held while active: given up
+  // when this goes, whether the start failed or the daemon stopped.
+  std::optional<ClusterAddress> cluster_address;
+  bool holds_address = false;
+  ~Impl() {
+    if (!holds_address) return;
+    if (Status s = ReleaseClusterAddress(*cluster_address); !s.ok())
+      spdlog::warn("{}", s.message());
+  }
   std::unique_ptr<Store> store;
   // The network console: its lines (null when it is off) and its listener,
   // which the boot service tells the stages it records (set once it runs).
@@ -184,6 +199,7 @@ Status Daemon::StartApiListener(const Config& config, Impl& d) {
       https.host.find(':') != std::string::npos ? "[" + https.host + "]" : https.host;
   d.api->tls_url = "https://" + host + ":" + std::to_string(d.api_server->port());
   d.api->tls_fingerprint = tls->fingerprint;
+  d.api->tls_pin = tls->key_pin;
   Status s = WriteFileAtomic(config.data_dir + "/provisiond.api-url", d.api->tls_url + "\n");
   if (!s.ok()) return s;
   spdlog::info("API and web page on {} (certificate {}, SHA-256 fingerprint {})", d.api->tls_url,
@@ -402,6 +418,8 @@ Status Daemon::MakeServices(const Config& config, Impl& d) {
   api.inventory = d.inventory.get();
   api.configurator = d.configurator.get();
   api.images = d.images.get();
+  if (sql::IsPostgresUri(config.database_path()))
+    api.image_archive_dir = config.data_dir + "/image-archives";
   api.image_service = d.image_service.get();
   api.boot = d.boot.get();
   api.phonehome = d.phonehome.get();
@@ -431,7 +449,7 @@ Status Daemon::RunStartPreflight(const Config& config, Impl& d) {
   PreflightOptions opt;
   opt.check_ports = !leftover_dnsmasq;
   // ...and its answers to the probe for other DHCP servers are its own.
-  if (auto i = LookupInterface(config.interface); leftover_dnsmasq && i.ok())
+  if (auto i = LookupInterface(config.interface, config.boot_address()); leftover_dnsmasq && i.ok())
     opt.own_address = i->address;
   for (const auto& [state, n] : d.store->CountByState())
     if (state != NodeState::kDiscovered && state != NodeState::kRetired)
@@ -446,7 +464,7 @@ Status Daemon::RunStartPreflight(const Config& config, Impl& d) {
       spdlog::warn("preflight {}: {}", c.name, c.detail);
   }
   if (!fatal.empty()) return Status::Error(Code::kUnavailable, "preflight failed:" + fatal);
-  auto iface = LookupInterface(config.interface);
+  auto iface = LookupInterface(config.interface, config.boot_address());
   if (!iface.ok()) return iface.status();
   d.iface = *iface;
   return Status::Ok();
@@ -574,14 +592,45 @@ Status Daemon::AwaitLease(const Config& config, Impl& d) {
     sigpending(&pending);
     return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1;
   };
+  // While it waits, a standby says what its image store holds and copies
+  // from the active what it lacks.
+  std::string token;
+  if (auto tokens = TokenSet::Load(config.effective_tokens_file()); tokens.ok())
+    token = tokens->FirstWithRole(TokenRole::kAdmin);
+  d.agent_images = std::make_unique<ImageCatalog>(config.effective_image_store());
+  d.agent = std::make_unique<ControlAgent>(
+      *d.lease, *d.agent_images,
+      ControlAgentSettings{.name = me,
+                           .token = token,
+                           .staging_dir = config.data_dir + "/image-copies",
+                           .interval_ms = config.control_report_ms});
+  d.agent->Start("standby");
+  if (!config.control_address.empty()) {
+    auto a = ParseClusterAddress(config.control_address, config.interface);
+    if (!a.ok()) return a.status();
+    // An earlier run on this machine, killed while active, may have left it.
+    if (HoldsClusterAddress(*a)) {
+      if (Status s = ReleaseClusterAddress(*a); !s.ok()) return s;
+      spdlog::warn("removed the cluster address {} from {}: a standby does not hold it", a->cidr(),
+                   a->interface);
+    }
+    d.cluster_address = *a;
+  }
   auto active = d.lease->AwaitActive(stop, [&](const LeaseState& s) {
     spdlog::info("standby as {}: {} is the active control node (lease expires in {} ms); waiting",
                  me, s.holder.empty() ? "no one" : s.holder, s.expires_ms - s.now_ms);
   });
+  d.agent->Stop();  // a copy under way goes on from where it stopped, next time
   if (!active.ok()) return active.status();
   if (!*active) return Status::Error(Code::kUnavailable, "stopped while a standby");
   const LeaseState t = d.lease->tenure();
   spdlog::info("active control node {} (takeover {} of the lease)", me, t.epoch);
+  if (d.cluster_address) {
+    d.holds_address = true;  // added even if an announcement fails: removed on the way out
+    if (Status s = ClaimClusterAddress(*d.cluster_address); !s.ok()) return s;
+    spdlog::info("claimed the cluster address {} on {} (announced by gratuitous ARP)",
+                 d.cluster_address->cidr(), d.cluster_address->interface);
+  }
   Impl* raw = &d;
   d.lease->KeepActive([raw](const std::string& why) {
     // Fenced: the boot network's servers go first, at once, then the process
@@ -589,6 +638,7 @@ Status Daemon::AwaitLease(const Config& config, Impl& d) {
     spdlog::critical("stepping down as the active control node: {}", why);
     if (raw->dnsmasq && raw->dnsmasq->pid() > 0) ::kill(raw->dnsmasq->pid(), SIGKILL);
     if (raw->nfs && raw->nfs->pid() > 0) ::kill(raw->nfs->pid(), SIGKILL);
+    if (raw->cluster_address) (void)ReleaseClusterAddress(*raw->cluster_address).ok();
     spdlog::default_logger()->flush();
     std::_Exit(75);
   });
@@ -612,6 +662,11 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   if (Status s = daemon->ReloadTokens(); !s.ok()) return s;
   if (Status s = StartListeners(config, d); !s.ok()) return s;
   if (Status s = StartBootNetwork(config, d); !s.ok()) return s;
+  if (d.agent) {
+    // The standbys copy images from here: the HTTPS API (its key pinned) when
+    // it listens, else the plain one.
+    d.agent->Start("active", d.api->tls_url.empty() ? d.url : d.api->tls_url, d.api->tls_pin);
+  }
   // Configuration a stop cut off (a SIGKILL, a crash, a power cut) goes on
   // now that everything it needs runs.
   if (config.resume_on_start) {

@@ -22,7 +22,6 @@ chmod 600 "$TOKEN_FILE"
 LEASE=(
   "database: $PG_URI"
   "tokens_file: $TOKEN_FILE"
-  "api_listen: 'off'"
   "control.lease_ms: 3000"
   "control.renew_ms: 500"
   "control.stop_margin_ms: 1000"
@@ -60,6 +59,44 @@ wait_for 30 "cn2 waits as a standby" logged cn2 "standby as cn2: cn1 is the acti
 check "the standby serves nothing" test ! -e "$WORK/cn2/data/provisiond.url"
 status="$(curl -sf "${AUTH[@]}" "$(url_of cn1)/api/v1/status")"
 expect_eq "status names the active" "$(jq -r '.control.node + " " + .control.database' <<<"$status")" "cn1 postgresql"
+
+# Images on every control node: the standby copies each version the active
+# holds (over the active's HTTPS API, its key pinned as the active reported
+# it in the database), checks it and keeps it byte for byte.
+ctl1() { PROVISIOND_URL="$(url_of cn1)" PROVISIOND_TOKEN="$(cut -d' ' -f1 "$TOKEN_FILE")" "$PROVISIONCTL" "$@"; }
+IMPORT="$WORK/cn1/data/import"  # what an import may read
+fake_boot_files "$IMPORT" 65536 131072
+check "an image imported on the active" ctl1 image import lab --kernel "$IMPORT/vmlinuz" --initrd "$IMPORT/initrd.img"
+V1="$(ctl1 image list --json | jq -r '.images[] | select(.current) | .version')"
+copied() { [ -f "$WORK/cn2/data/images/lab/$1/image.json" ]; }
+wait_for 60 "the standby copies lab@$V1" copied "$V1"
+for f in vmlinuz initrd.img image.json; do
+  check "cn2's lab@$V1 $f is cn1's, byte for byte" cmp "$WORK/cn1/data/images/lab/$V1/$f" "$WORK/cn2/data/images/lab/$V1/$f"
+done
+check "cn2 copied it over HTTPS, the key pinned" logged cn2 "copied lab@$V1 from cn1"
+expect_eq "cn1 reported its HTTPS API, with its key's pin" \
+  "$(pg_sql "SELECT url LIKE 'https://127.0.0.1:%' AND tls_pin LIKE 'sha256//%' FROM control_nodes WHERE name = 'cn1'")" t
+
+# A standby that cannot copy (stopped): the active's preflight and status name
+# what it lacks, and no node is pointed at an image it lacks.
+kill -STOP "$CN2"
+head -c 70000 /dev/urandom >"$IMPORT/vmlinuz2"
+printf 'HdrS' | dd of="$IMPORT/vmlinuz2" bs=1 seek=514 conv=notrunc status=none
+check "a new version imported on the active" ctl1 image import lab --kernel "$IMPORT/vmlinuz2" --initrd "$IMPORT/initrd.img"
+V2="$(ctl1 image list --json | jq -r '.images[] | select(.current) | .version')"
+[ "$V2" != "$V1" ] || fail "the second import made no new version"
+expect_exit 1 "preflight on the active: the standby lacks lab@$V2" ctl1 preflight
+expect_output "it names the standby and the version" "cn2 lacks lab@$V2"
+expect_exit 1 "profile apply is refused while a standby lacks the image" ctl1 profile apply lab-boot --yes
+expect_output "it names the image and the standby" "image lab@$V2 is not on control node cn2 yet"
+check "status lists the control nodes" ctl1 status
+expect_output "status says what cn2 lacks" "lacks lab@$V2"
+kill -CONT "$CN2"
+wait_for 60 "the standby copies lab@$V2 once it runs again" copied "$V2"
+wait_for 30 "the active sees it" bash -c "PROVISIOND_URL=$(url_of cn1) PROVISIOND_TOKEN=$(cut -d' ' -f1 "$TOKEN_FILE") $PROVISIONCTL preflight >/dev/null"
+check "profile apply goes through once every control node holds it" ctl1 profile apply lab-boot --yes
+check "status: no control node lacks anything" ctl1 status
+expect_output "cn2 holds every version in use" "image version(s), every one in use"
 
 # A client enrolls nodes on the active, one request each, until the active
 # is gone; every 201 is a write provisiond acknowledged.

@@ -33,6 +33,17 @@ std::string RenderStatus(const json& status, const std::string& url) {
                                FormatTime(Int(control, "since")) + " (takeover " +
                                std::to_string(Int(control, "epoch")) + " of the lease, " +
                                Str(control, "database") + ")");
+  // Every control node, and the image versions in use it lacks.
+  for (const auto& n : Array(control, "nodes")) {
+    std::string line = Str(n, "name") + " (" + Str(n, "role") + "), reported " +
+                       std::to_string(Int(n, "reported_ms_ago") / 1000) + " s ago, " +
+                       std::to_string(Int(n, "images")) + " image version(s)";
+    std::vector<std::string> lacks;
+    for (const auto& l : Array(n, "lacks")) lacks.push_back(Str(l, "image"));
+    line += lacks.empty() ? ", every one in use" : "; lacks " + Join(lacks, ", ");
+    if (!Str(n, "copying").empty()) line += "; copying " + Str(n, "copying");
+    kv.Add("control nodes", line);
+  }
   return kv.Render();
 }
 

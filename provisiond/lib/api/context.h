@@ -62,6 +62,10 @@ struct ApiContext {
   std::string own_address;      // our address on the cluster interface
   std::string tls_url;          // the HTTPS listener; "" when off
   std::string tls_fingerprint;  // its certificate's SHA-256 fingerprint
+  std::string tls_pin;          // its key's pin, "sha256//BASE64" (another control node checks it)
+  // Where archives of image versions are made for the other control nodes to
+  // copy (GET /images/{ref}/archive); "" with one control node.
+  std::string image_archive_dir;
   std::string version = PROVISION_VERSION;
   int64_t max_event_wait_ms = 25000;  // long-poll cap for GET /events?wait=
   // Called after a profile was applied: starts configuring its nodes and

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "base/file_util.h"
+#include "images/image_archive.h"
 #include "images/image_catalog.h"
 #include "images/image_service.h"
 #include "images/nfs.h"
@@ -169,6 +170,21 @@ HttpResponse VerifyImage(const ApiContext& ctx, const HttpRequest& r) {
   out["root_args"] = ctx.nfs->RootArgs(*v);
   out["ok"] = s.ok() && v->kernel_size > 0 && v->initrd_size > 0;
   return HttpResponse::Json(200, out);
+}
+
+HttpResponse ImageArchiveFile(const ApiContext& ctx, const HttpRequest& r) {
+  if (ctx.image_archive_dir.empty())
+    return HttpResponse::Error(409,
+                               "one control node: image archives are for the standbys of a "
+                               "PostgreSQL inventory (docs/ha.md)");
+  auto v = ctx.images->Resolve(r.Param("ref"));
+  if (!v.ok()) return HttpResponse::FromStatus(v.status());
+  auto archive = MakeImageArchive(*v, ctx.image_archive_dir);
+  if (!archive.ok()) return HttpResponse::FromStatus(archive.status());
+  HttpResponse out =
+      ServeFile(r, archive->path, archive->size, archive->sha256, "application/x-tar");
+  out.headers.emplace_back("X-Archive-SHA256", archive->sha256);
+  return out;
 }
 
 }  // namespace prov

@@ -17,5 +17,9 @@ HttpResponse PruneImages(const ApiContext& context, const HttpRequest& request);
 HttpResponse StartImageBuild(const ApiContext& context, const HttpRequest& request);
 HttpResponse ImportImage(const ApiContext& context, const HttpRequest& request);
 HttpResponse VerifyImage(const ApiContext& context, const HttpRequest& request);
+// GET /images/{ref}/archive: the version as one tar (images/image_archive.h),
+// for a standby control node to copy; its SHA-256 in X-Archive-SHA256; Range
+// lets a copy go on where it stopped. 409 with one control node.
+HttpResponse ImageArchiveFile(const ApiContext& context, const HttpRequest& request);
 
 }  // namespace prov

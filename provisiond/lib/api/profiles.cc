@@ -2,6 +2,7 @@
 
 #include "bake/derived_image.h"
 #include "configure/secrets.h"
+#include "ha/lease.h"
 #include "images/image_service.h"
 #include "profiles/inventory.h"
 
@@ -44,11 +45,44 @@ HttpResponse ShowPlan(const ApiContext& ctx, const HttpRequest& r) {
   return HttpResponse::Json(200, ToJson(*p));
 }
 
+namespace {
+
+// With several control nodes, a profile's image must be on every one that is
+// up before a node is pointed at it: after a takeover, the new active serves
+// the node's root. A control node silent for a minute is down (status says
+// so) and holds nothing up.
+constexpr int64_t kControlNodeDownMs = 60000;
+
+Status ImageOnEveryControlNode(const ApiContext& ctx, const std::string& version) {
+  if (!ctx.lease || !ctx.images) return Status::Ok();
+  auto profile = ctx.inventory->DiskProfile(version);
+  if (!profile.ok()) return Status::Ok();  // the apply says why
+  auto image = ctx.images->Resolve(ctx.inventory->ChooseImage(*profile).ref);
+  if (!image.ok()) return Status::Ok();  // the apply says why
+  auto nodes = ctx.lease->ControlNodes();
+  if (!nodes.ok()) return nodes.status();
+  const std::string me = ctx.lease->settings().holder;  // resolved here: it is here
+  for (const auto& n : *nodes) {
+    if (n.name == me || n.age_ms > kControlNodeDownMs || Lacking(n, {image->ref()}).empty())
+      continue;
+    return Status::Conflict(
+        "image " + image->ref() + " is not on control node " + n.name + " yet" +
+        (n.copying.empty() ? "" : " (copying " + n.copying + ")") +
+        ": after a takeover it could not serve the nodes' root. Apply again once it is "
+        "there (provisionctl status shows each control node's copies)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 HttpResponse ApplyProfile(const ApiContext& ctx, const HttpRequest& r) {
   if (!r.body.empty()) {
     auto body = ParseJsonObject(r.body, {});
     if (!body.ok()) return HttpResponse::FromStatus(body.status());
   }
+  if (Status s = ImageOnEveryControlNode(ctx, r.Param("version")); !s.ok())
+    return HttpResponse::FromStatus(s);
   auto p = ctx.inventory->ApplyProfile(r.Param("version"), r.who);
   if (!p.ok()) return HttpResponse::FromStatus(p.status());
   json answer = ToJson(*p);

@@ -57,6 +57,7 @@ constexpr ApiRoute kRoutes[] = {
   {"POST",   "/api/v1/images/{name}/build",        kAdmin, StartImageBuild},   // images
   {"POST",   "/api/v1/images/{name}/import",       kAdmin, ImportImage},       // images
   {"POST",   "/api/v1/images/{ref}/verify",        kAdmin, VerifyImage},       // images
+  {"GET",    "/api/v1/images/{ref}/archive",       kAdmin, ImageArchiveFile},  // images
   // Secrets: names and sizes out, values only in.
   {"GET",    "/api/v1/secrets",                    kRead,  ListSecrets},       // profiles
   {"PUT",    "/api/v1/secrets/{name}",             kAdmin, SetSecret},         // profiles

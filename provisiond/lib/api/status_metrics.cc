@@ -1,8 +1,10 @@
 #include "api/status_metrics.h"
 
+#include "base/strings.h"
 #include "console/console_listener.h"
 #include "dhcp/preflight.h"
 #include "ha/lease.h"
+#include "images/image_service.h"
 #include "profiles/inventory.h"
 #include "store/state_history.h"
 
@@ -18,11 +20,84 @@ namespace {
 
 // Which control node answers, and since when it is the active one: the
 // lease's tenure with PostgreSQL; with SQLite the one control node there is.
+// What each control node lacks of the image versions in use (a node's root,
+// a profile's image): a standby that took over without them could not serve
+// those nodes. Read from control_nodes (ha/control_nodes.h).
+struct ControlNodeImages {
+  ControlNodeReport report;
+  std::vector<std::pair<std::string, std::string>> lacks;  // ref, who uses it
+};
+
+Result<std::vector<ControlNodeImages>> ControlNodesImages(const ApiContext& ctx) {
+  auto nodes = ctx.lease->ControlNodes();
+  if (!nodes.ok()) return nodes.status();
+  const std::map<std::string, std::string> used =
+      ctx.image_service ? ctx.image_service->InUse() : std::map<std::string, std::string>{};
+  std::vector<std::string> refs;
+  for (const auto& [ref, why] : used) refs.push_back(ref);
+  std::vector<ControlNodeImages> out;
+  const std::string me = ctx.lease->settings().holder;
+  for (auto& n : *nodes) {
+    // This control node's own store as it is now, not as last reported.
+    if (n.name == me && ctx.images) DescribeImages(*ctx.images, n);
+    ControlNodeImages c{std::move(n), {}};
+    for (const std::string& ref : Lacking(c.report, refs)) c.lacks.emplace_back(ref, used.at(ref));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 json ControlOf(const ApiContext& ctx) {
   if (!ctx.lease) return {{"mode", "single"}, {"database", "sqlite"}};
   const LeaseState t = ctx.lease->tenure();
+  json nodes = json::array();
+  if (auto all = ControlNodesImages(ctx); all.ok()) {
+    for (const auto& c : *all) {
+      json lacks = json::array();
+      for (const auto& [ref, why] : c.lacks) lacks.push_back({{"image", ref}, {"used", why}});
+      nodes.push_back({{"name", c.report.name},
+                       {"role", c.report.role},
+                       {"reported_ms_ago", c.report.age_ms},
+                       {"images", c.report.images.size()},
+                       {"copying", c.report.copying},
+                       {"lacks", lacks}});
+    }
+  }
   return {{"mode", "active"},    {"database", "postgresql"}, {"node", t.holder},
-          {"since", t.since_ms}, {"epoch", t.epoch},         {"lease_expires", t.expires_ms}};
+          {"since", t.since_ms}, {"epoch", t.epoch},         {"lease_expires", t.expires_ms},
+          {"nodes", nodes}};
+}
+
+// Preflight's part with several control nodes: this one holds every image
+// version in use, and so does every other (a standby that lacks one could not
+// serve it after a takeover).
+std::vector<PreflightCheck> ControlNodeChecks(const ApiContext& ctx) {
+  std::vector<PreflightCheck> out;
+  auto all = ControlNodesImages(ctx);
+  if (!all.ok()) {
+    out.push_back({"control nodes' images", false, false, all.status().message()});
+    return out;
+  }
+  const std::string me = ctx.lease->tenure().holder;
+  std::vector<std::string> others_lack;
+  PreflightCheck here{"images on this control node", true, false, ""};
+  for (const auto& c : *all) {
+    std::vector<std::string> said;
+    for (const auto& [ref, why] : c.lacks) said.push_back(ref + " (" + why + ")");
+    if (c.report.name == me) {
+      here.ok = c.lacks.empty();
+      here.detail = here.ok ? "every image version in use is here"
+                            : "this control node (" + me + ") lacks " + Join(said, ", ");
+    } else if (!c.lacks.empty()) {
+      others_lack.push_back(c.report.name + " lacks " + Join(said, ", ") +
+                            (c.report.copying.empty() ? "" : "; copying " + c.report.copying));
+    }
+  }
+  out.push_back(here);
+  out.push_back({"images on the other control nodes", others_lack.empty(), false,
+                 others_lack.empty() ? "every control node holds every image version in use"
+                                     : Join(others_lack, "; ")});
+  return out;
 }
 
 }  // namespace
@@ -60,22 +135,26 @@ HttpResponse GetStatus(const ApiContext& ctx, const HttpRequest& request) {
 }
 
 HttpResponse GetPreflight(const ApiContext& ctx, const HttpRequest&) {
-  if (!ctx.preflight)
+  if (!ctx.preflight && !ctx.lease)
     return HttpResponse::Error(409,
                                "no 'interface' is configured: provisiond serves no boot network");
+  json checks = json::array();
+  bool ok = true;
+  auto add = [&](const PreflightCheck& c) {
+    checks.push_back({{"name", c.name}, {"ok", c.ok}, {"fatal", c.fatal}, {"detail", c.detail}});
+    ok &= c.ok;
+  };
+  if (ctx.lease)
+    for (const auto& c : ControlNodeChecks(ctx)) add(c);
+  if (!ctx.preflight) return HttpResponse::Json(200, {{"ok", ok}, {"checks", checks}});
   PreflightOptions opt;
   for (const auto& [state, n] : ctx.inventory->store().CountByState())
     if (state != NodeState::kDiscovered && state != NodeState::kRetired)
       opt.enrolled_nodes += static_cast<int>(n);
   opt.own_address = ctx.own_address;
   opt.check_ports = false;  // our own dnsmasq holds them now
-  json checks = json::array();
-  bool ok = true;
-  for (const auto& c : ctx.preflight(opt)) {
-    // dnsmasq is ours and running, so the dhcp ports being taken is expected.
-    checks.push_back({{"name", c.name}, {"ok", c.ok}, {"fatal", c.fatal}, {"detail", c.detail}});
-    ok &= c.ok;
-  }
+  // dnsmasq is ours and running, so the dhcp ports being taken is expected.
+  for (const auto& c : ctx.preflight(opt)) add(c);
   return HttpResponse::Json(200, {{"ok", ok}, {"checks", checks}});
 }
 

@@ -21,9 +21,15 @@ struct InterfaceAddress {
   bool Contains(uint32_t host_order_address) const;
 };
 
-// The first IPv4 address of `name`; NotFound when the interface does not
-// exist or has no IPv4 address (the message says which).
-Result<InterfaceAddress> LookupInterface(const std::string& name);
+// The first IPv4 address of `name`, or `address` when given (the cluster
+// address of several control nodes, ha/cluster_address.h); NotFound when the
+// interface does not exist or has no such address (the message says which).
+Result<InterfaceAddress> LookupInterface(const std::string& name, const std::string& address = "");
+
+// Announces that `ipv4` is at `name`'s hardware address: one gratuitous ARP
+// request (sender and target both `ipv4`) broadcast on `name`, so the
+// neighbours' ARP caches follow an address that moved. Needs CAP_NET_RAW.
+Status SendGratuitousArp(const std::string& name, const std::string& ipv4);
 
 // True when `name` has an IPv6 address other than link-local (needed for
 // dnsmasq's router advertisements).

@@ -28,7 +28,9 @@ struct InitOptions {
   // The probe (ProbeDhcpServers) and the interface's address
   // (LookupInterface); tests give their own.
   std::function<Result<std::vector<DhcpServerSeen>>(const std::string&, int)> probe;
-  std::function<Result<InterfaceAddress>(const std::string&)> lookup = LookupInterface;
+  std::function<Result<InterfaceAddress>(const std::string&)> lookup = [](const std::string& name) {
+    return LookupInterface(name);
+  };
 };
 
 struct InitResult {

@@ -144,7 +144,7 @@ std::vector<PreflightCheck> RunPreflight(const Config& config, const PreflightOp
   auto add = [&](std::string name, bool ok, bool fatal, std::string detail) {
     checks.push_back({std::move(name), ok, fatal && !ok, std::move(detail)});
   };
-  auto iface = LookupInterface(config.interface);
+  auto iface = LookupInterface(config.interface, config.boot_address());
   add("interface", iface.ok(), true,
       iface.ok() ? config.interface + " has " + iface->address + "/" + std::to_string(iface->prefix)
                  : iface.status().message());

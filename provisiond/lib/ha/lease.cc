@@ -165,6 +165,16 @@ void ControlLease::WatchLoop(const std::function<void(const std::string&)>& fenc
   }
 }
 
+Status ControlLease::Report(const ControlNodeReport& report) {
+  std::lock_guard db_lock(db_mu_);
+  return WriteControlNode(db_, report);
+}
+
+Result<std::vector<ControlNodeReport>> ControlLease::ControlNodes() {
+  std::lock_guard db_lock(db_mu_);
+  return ReadControlNodes(db_);
+}
+
 LeaseState ControlLease::tenure() const {
   std::lock_guard lock(mu_);
   return tenure_;

@@ -25,6 +25,7 @@
 
 #include "base/result.h"
 #include "db/sql.h"
+#include "ha/control_nodes.h"
 
 namespace prov {
 
@@ -69,6 +70,11 @@ class ControlLease {
   // `fence` once when the deadline passes without a renewal (`fence` stops
   // serving; it should not return).
   void KeepActive(std::function<void(const std::string& why)> fence);
+
+  // This control node's row of control_nodes, and every control node's
+  // (ha/control_nodes.h), through the lease's connection.
+  Status Report(const ControlNodeReport& report);
+  Result<std::vector<ControlNodeReport>> ControlNodes();
 
   // What this control node's tenure is: since when (the database's clock)
   // and which takeover it was.

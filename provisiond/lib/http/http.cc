@@ -275,6 +275,12 @@ TokenSet::Caller TokenSet::Lookup(const std::string& token) const {
   return found;
 }
 
+std::string TokenSet::FirstWithRole(TokenRole role) const {
+  for (const Entry& e : tokens_)
+    if (e.caller.role == role) return e.token;
+  return "";
+}
+
 void RouteMetrics::Record(const std::string& route, int status, double seconds) {
   std::lock_guard lock(mu_);
   Series& s = series_[route];

@@ -109,6 +109,9 @@ class TokenSet {
   static Result<TokenSet> Parse(const std::string& text, const std::string& file);
   // Who holds the token; an empty name when the token is unknown.
   Caller Lookup(const std::string& token) const;
+  // The first token with `role` ("" when none): what a control node shows
+  // the active to copy its images (the control nodes share one tokens file).
+  std::string FirstWithRole(TokenRole role) const;
   size_t size() const { return tokens_.size(); }
 
  private:

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "base/file_util.h"
+#include "base/strings.h"
 
 namespace prov {
 namespace {
@@ -90,6 +91,15 @@ Result<TlsMaterial> DescribeCertificate(const std::string& cert_pem) {
   unsigned int len = 0;
   X509_digest(cert.get(), EVP_sha256(), md, &len);
   out.fingerprint = ColonHex(std::string_view(reinterpret_cast<const char*>(md), len));
+  unsigned char* der = nullptr;
+  const int der_len = i2d_PUBKEY(X509_get0_pubkey(cert.get()), &der);
+  if (der_len <= 0) return Status::Invalid("a certificate without a public key");
+  unsigned char key_md[EVP_MAX_MD_SIZE];
+  unsigned int key_len = 0;
+  EVP_Digest(der, static_cast<size_t>(der_len), key_md, &key_len, EVP_sha256(), nullptr);
+  OPENSSL_free(der);
+  out.key_pin =
+      "sha256//" + Base64Encode(std::string(reinterpret_cast<const char*>(key_md), key_len));
   return out;
 }
 

@@ -17,6 +17,9 @@ struct TlsMaterial {
   // SHA-256 of the certificate (DER), "AB:CD:..." as browsers and openssl
   // x509 -fingerprint -sha256 show it.
   std::string fingerprint;
+  // SHA-256 of its public key (DER), "sha256//BASE64" as libcurl pins a
+  // server's key (CURLOPT_PINNEDPUBLICKEY): what another control node checks.
+  std::string key_pin;
 };
 
 // Loads `cert_path` and `key_path`; when neither exists and `make` is set,
@@ -25,7 +28,7 @@ struct TlsMaterial {
 Result<TlsMaterial> EnsureTlsMaterial(const std::string& cert_path, const std::string& key_path,
                                       bool make, const std::vector<std::string>& names);
 
-// The fingerprint of a PEM certificate.
+// The fingerprint and key pin of a PEM certificate.
 Result<TlsMaterial> DescribeCertificate(const std::string& cert_pem);
 
 }  // namespace prov

@@ -51,10 +51,11 @@ class ImageService {
   Result<std::vector<std::string>> PruneDerived(const std::string& who);
   void set_keep_derived(int64_t keep) { keep_derived_ = keep; }
 
- private:
   // The versions ("name@version") a profile names or a node boots or runs,
-  // each with who uses it, in words; read once per removal or prune.
+  // each with who uses it, in words; read once per removal, prune or status.
   std::map<std::string, std::string> InUse();
+
+ private:
   void Run(const std::string& name, const std::string& started, const BuildJob& job,
            const std::string& who);
   // The build of `name` ended: its thread is joined later.

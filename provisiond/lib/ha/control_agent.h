@@ -1,0 +1,66 @@
+// Beside each control node of a PostgreSQL inventory, a thread that keeps
+// its row of control_nodes current (ha/control_nodes.h) and, on a standby,
+// copies from the active every image version the active holds and it lacks:
+// GET <active>/api/v1/images/<ref>/archive with an admin token of the shared
+// tokens file, the active's TLS key pinned as the active reported it, a
+// download that goes on where it stopped, then images/image_archive.h's
+// checks before the version is in the store. Versions never change, so a
+// version copied once is the active's, byte for byte.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/result.h"
+#include "ha/control_nodes.h"
+
+namespace prov {
+
+class ControlLease;
+class ImageCatalog;
+
+struct ControlAgentSettings {
+  std::string name;         // this control node
+  std::string token;        // an admin token for the active's API ("": no copies)
+  std::string staging_dir;  // where downloads go before they are checked
+  int64_t interval_ms = 5000;
+};
+
+class ControlAgent {
+ public:
+  ControlAgent(ControlLease& lease, ImageCatalog& catalog, ControlAgentSettings settings);
+  ~ControlAgent();
+  ControlAgent(const ControlAgent&) = delete;
+  ControlAgent& operator=(const ControlAgent&) = delete;
+
+  // Reports every interval from a thread of its own; a standby also copies.
+  // `url` and `tls_pin`: the active's API, for the standbys.
+  void Start(std::string role, std::string url = "", std::string tls_pin = "");
+  void Stop();
+
+  // One round: this control node's row, then (a standby) the copies. The
+  // versions it copied; an error when a copy failed (the next round tries
+  // again).
+  Result<std::vector<std::string>> RunOnce();
+
+ private:
+  Status Report();
+  Status Copy(const ControlNodeReport& active, const std::string& ref);
+  void Loop();
+
+  ControlLease& lease_;
+  ImageCatalog& catalog_;
+  ControlAgentSettings settings_;
+  std::mutex mu_;  // guards the members below
+  std::string role_, url_, tls_pin_, copying_;
+  bool stop_ = false;
+  std::condition_variable cv_;
+  std::thread thread_;
+};
+
+}  // namespace prov

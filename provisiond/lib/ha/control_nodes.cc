@@ -1,0 +1,97 @@
+#include "ha/control_nodes.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "images/image_catalog.h"
+
+namespace prov {
+namespace {
+
+constexpr const char* kPostgresNowMs =
+    "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)";
+constexpr const char* kSqliteNowMs = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
+
+std::string DbNowMs(const sql::Database& db) {
+  return db.dialect() == sql::Dialect::kPostgres ? kPostgresNowMs : kSqliteNowMs;
+}
+
+}  // namespace
+
+Status WriteControlNode(sql::Database& db, const ControlNodeReport& r) {
+  const std::string now = DbNowMs(db);
+  auto st = db.Prepare(
+      "INSERT INTO control_nodes (name, role, url, tls_pin, images, current, copying, reported) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, " +
+      now +
+      ") ON CONFLICT (name) DO UPDATE SET role = excluded.role, url = excluded.url, "
+      "tls_pin = excluded.tls_pin, images = excluded.images, current = excluded.current, "
+      "copying = excluded.copying, reported = excluded.reported");
+  if (!st.ok()) return st.status();
+  nlohmann::json current = r.current;
+  st->Bind(1, r.name)
+      .Bind(2, r.role)
+      .Bind(3, r.url)
+      .Bind(4, r.tls_pin)
+      .Bind(5, nlohmann::json(r.images).dump())
+      .Bind(6, current.dump())
+      .Bind(7, r.copying);
+  return st->Run("control node " + r.name + ": cannot write its report");
+}
+
+Result<std::vector<ControlNodeReport>> ReadControlNodes(sql::Database& db) {
+  auto st = db.Prepare("SELECT name, role, url, tls_pin, images, current, copying, reported, " +
+                       DbNowMs(db) + " - reported FROM control_nodes ORDER BY name");
+  if (!st.ok()) return st.status();
+  std::vector<ControlNodeReport> out;
+  for (;;) {
+    auto row = st->Step("control nodes: cannot read");
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    ControlNodeReport r;
+    r.name = st->Text(0);
+    r.role = st->Text(1);
+    r.url = st->Text(2);
+    r.tls_pin = st->Text(3);
+    // Written by WriteControlNode only; a row another writer spoiled reads
+    // as holding nothing.
+    auto images = nlohmann::json::parse(st->Text(4), nullptr, false);
+    if (images.is_array())
+      for (const auto& i : images)
+        if (i.is_string()) r.images.push_back(i.get<std::string>());
+    std::sort(r.images.begin(), r.images.end());
+    auto current = nlohmann::json::parse(st->Text(5), nullptr, false);
+    if (current.is_object())
+      for (const auto& [k, v] : current.items())
+        if (v.is_string()) r.current[k] = v.get<std::string>();
+    r.copying = st->Text(6);
+    r.reported_ms = st->Int(7);
+    r.age_ms = st->Int(8);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void DescribeImages(ImageCatalog& catalog, ControlNodeReport& r) {
+  r.images.clear();
+  r.current.clear();
+  std::set<std::string> names;
+  for (const ImageVersion& v : catalog.List()) {
+    r.images.push_back(v.ref());
+    names.insert(v.name);
+  }
+  std::sort(r.images.begin(), r.images.end());
+  for (const std::string& name : names)
+    if (auto cur = catalog.Resolve(name); cur.ok()) r.current[name] = cur->version;
+}
+
+std::vector<std::string> Lacking(const ControlNodeReport& node,
+                                 const std::vector<std::string>& wanted) {
+  std::vector<std::string> out;
+  for (const std::string& ref : wanted)
+    if (!std::binary_search(node.images.begin(), node.images.end(), ref)) out.push_back(ref);
+  return out;
+}
+
+}  // namespace prov

@@ -1,0 +1,46 @@
+// What each control node sharing one PostgreSQL inventory says of itself, a
+// row of control_nodes (store/migrations/015): its role, where the active's
+// API is (the standbys copy its images from there, its TLS key pinned), the
+// image versions its image store holds and what it is copying. Each control
+// node writes its own row (ha/image_sync.h); status and preflight read them
+// all to name a control node that lacks an image a node boots.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "db/sql.h"
+
+namespace prov {
+
+class ImageCatalog;
+
+struct ControlNodeReport {
+  std::string name{};
+  std::string role{};                            // "active" or "standby"
+  std::string url{};                             // the active's API ("" from a standby)
+  std::string tls_pin{};                         // "sha256//BASE64" of the key behind an https url
+  std::vector<std::string> images{};             // "name@version", sorted
+  std::map<std::string, std::string> current{};  // name -> the version it resolves to
+  std::string copying{};                         // "lab@0123...: 40% of 700 MiB", or ""
+  int64_t reported_ms = 0;                       // the database's clock at the report
+  int64_t age_ms = 0;                            // how long before the read
+};
+
+// Writes `r` as its control node's row, stamped with the database's clock.
+Status WriteControlNode(sql::Database& db, const ControlNodeReport& r);
+// Every control node's row, by name.
+Result<std::vector<ControlNodeReport>> ReadControlNodes(sql::Database& db);
+
+// The image versions `catalog` holds and the version each name resolves to,
+// into `r`.
+void DescribeImages(ImageCatalog& catalog, ControlNodeReport& r);
+
+// What `node` lacks of `wanted` ("name@version" refs), in `wanted`'s order.
+std::vector<std::string> Lacking(const ControlNodeReport& node,
+                                 const std::vector<std::string>& wanted);
+
+}  // namespace prov

@@ -1,0 +1,52 @@
+// control_nodes on SQLite here and on PostgreSQL under store.postgresql.
+#include "ha/control_nodes.h"
+
+#include <doctest/doctest.h>
+
+#include "store/migrations.h"
+#include "store/store.h"
+#include "store/testing/test_database.h"
+
+namespace prov {
+
+TEST_CASE("control nodes: each one's report, replaced, read back with its age") {
+  auto db = sql::Database::Open(testing::TestDatabase(), sql::Database::Mode::kReadWrite);
+  REQUIRE_MESSAGE(db.ok(), db.status().message());
+  REQUIRE(ApplyMigrations(*db, static_cast<int>(Migrations().size())).ok());
+
+  ControlNodeReport cn1{.name = "cn1",
+                        .role = "active",
+                        .url = "https://10.0.0.1:8443",
+                        .tls_pin = "sha256//abc=",
+                        .images = {"lab@0000000000000001", "lab@0000000000000002"},
+                        .current = {{"lab", "0000000000000002"}}};
+  ControlNodeReport cn2{.name = "cn2", .role = "standby", .images = {"lab@0000000000000001"}};
+  cn2.copying = "lab@0000000000000002: 40% of 700 MiB";
+  REQUIRE(WriteControlNode(*db, cn1).ok());
+  REQUIRE(WriteControlNode(*db, cn2).ok());
+  cn2.copying.clear();
+  cn2.images.push_back("lab@0000000000000002");
+  REQUIRE(WriteControlNode(*db, cn2).ok());  // replaces its row
+
+  auto all = ReadControlNodes(*db);
+  REQUIRE_MESSAGE(all.ok(), all.status().message());
+  REQUIRE(all->size() == 2);
+  const ControlNodeReport& a = (*all)[0];
+  CHECK(a.name == "cn1");
+  CHECK(a.role == "active");
+  CHECK(a.url == "https://10.0.0.1:8443");
+  CHECK(a.tls_pin == "sha256//abc=");
+  CHECK(a.current.at("lab") == "0000000000000002");
+  CHECK(a.reported_ms > 1700000000000);
+  CHECK(a.age_ms >= 0);
+  CHECK(a.age_ms < 600000);
+  const ControlNodeReport& b = (*all)[1];
+  CHECK(b.images == std::vector<std::string>{"lab@0000000000000001", "lab@0000000000000002"});
+  CHECK(b.copying.empty());
+  CHECK(Lacking(b, a.images).empty());
+  cn2.images = {"lab@0000000000000002"};
+  CHECK(Lacking(cn2, {"lab@0000000000000001", "lab@0000000000000002", "oci@00000000000000ff"}) ==
+        std::vector<std::string>{"lab@0000000000000001", "oci@00000000000000ff"});
+}
+
+}  // namespace prov
