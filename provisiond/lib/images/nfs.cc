@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <nfsc/libnfs.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -44,6 +45,14 @@ Result<std::string> ReadOverNfs(const std::string& server, const std::string& ex
 
 Result<std::unique_ptr<NfsService>> NfsService::Start(const NfsSettings& settings, Store& store) {
   std::unique_ptr<NfsService> svc(new NfsService(settings, store));
+  // nfs-ganesha finds the filesystem it exports in /etc/mtab only; without it
+  // the export silently fails and every node's root mount says NOENT.
+  if (access("/etc/mtab", R_OK) != 0)
+    return Status::Error(
+        Code::kUnavailable,
+        "/etc/mtab is missing: nfs-ganesha reads the mounts there and would export "
+        "nothing (systemd makes it at boot; without systemd: ln -s "
+        "../proc/self/mounts /etc/mtab)");
   Status s = MakeDirs(settings.run_dir + "/recovery");
   if (!s.ok()) return s;
   s = MakeDirs(settings.export_path);
