@@ -11,18 +11,22 @@
 # daemons on this machine's network (the demo starts its own in its network
 # namespace).
 #
-# Usage: tests/bench/bare_machine_demo.sh [--root DIR] [--keep]     (root)
+# With --tests: the README's second command instead, `scripts/test.sh`, once
+# (every package the tests need, the build, every test).
+#
+# Usage: tests/bench/bare_machine_demo.sh [--tests] [--root DIR] [--keep]     (root)
 # DIR (default /var/tmp/provisiond-bare-root) is removed first, and at the
 # end unless --keep. See tests/bench/README.md.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-root=/var/tmp/provisiond-bare-root keep=0
+root=/var/tmp/provisiond-bare-root keep=0 tests=0
 while (($#)); do
   case "$1" in
+    --tests) tests=1; shift ;;
     --root) root="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
-    *) echo "usage: $0 [--root DIR] [--keep]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--tests] [--root DIR] [--keep]" >&2; exit 2 ;;
   esac
 done
 [ "$(id -u)" -eq 0 ] || { echo "run as root (mmdebstrap, mount namespaces)" >&2; exit 2; }
@@ -64,6 +68,14 @@ enter() {
   ' enter "$root" "$1"
 }
 rc=0
+if [ "$tests" -eq 1 ]; then
+  t=$SECONDS
+  enter 'cd /root/provisiond && scripts/test.sh' >"$root.tests.log" 2>&1 || rc=$?
+  echo "test command: $((SECONDS - t)) s (exit $rc); packages now: $(chroot "$root" dpkg-query -W | wc -l)"
+  tail -n 60 "$root.tests.log"
+  [ "$keep" -eq 1 ] || remove_root
+  exit "$rc"
+fi
 for run in first again; do
   t=$SECONDS
   enter 'cd /root/provisiond && scripts/demo.sh --once' >"$root.$run.log" 2>&1 || rc=$?

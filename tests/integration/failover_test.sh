@@ -91,8 +91,15 @@ expect_exit 1 "profile apply is refused while a standby lacks the image" ctl1 pr
 expect_output "it names the image and the standby" "image lab@$V2 is not on control node cn2 yet"
 check "status lists the control nodes" ctl1 status
 expect_output "status says what cn2 lacks" "lacks lab@$V2"
+# Half of the archive already there, as a copy cut off leaves it: the
+# standby asks for the rest only (HTTP Range) and checks the whole.
+curl -sf "${AUTH[@]}" -o "$WORK/v2.tar" "$(url_of cn1)/api/v1/images/lab@$V2/archive"
+mkdir -p "$WORK/cn2/data/image-copies"
+head -c $(($(stat -c %s "$WORK/v2.tar") / 2)) "$WORK/v2.tar" >"$WORK/cn2/data/image-copies/lab@$V2.tar.part"
 kill -CONT "$CN2"
 wait_for 60 "the standby copies lab@$V2 once it runs again" copied "$V2"
+check "it went on from the half it had" logged cn2 "lab@$V2 from cn1: going on after the $(($(stat -c %s "$WORK/v2.tar") / 2)) bytes"
+check "and the copy is whole" cmp "$WORK/cn1/data/images/lab/$V2/vmlinuz" "$WORK/cn2/data/images/lab/$V2/vmlinuz"
 wait_for 30 "the active sees it" bash -c "PROVISIOND_URL=$(url_of cn1) PROVISIOND_TOKEN=$(cut -d' ' -f1 "$TOKEN_FILE") $PROVISIONCTL preflight >/dev/null"
 check "profile apply goes through once every control node holds it" ctl1 profile apply lab-boot --yes
 check "status: no control node lacks anything" ctl1 status

@@ -193,7 +193,11 @@ Status ControlAgent::Copy(const ControlNodeReport& active, const std::string& re
   if (!out) return Status::Internal(from + ": cannot write " + part);
   Download d;
   d.out = out;
-  d.have = static_cast<uint64_t>(ftell(out));
+  // What an earlier round got of it: the download goes on from there.
+  const long had = fseek(out, 0, SEEK_END) == 0 ? ftell(out) : -1;
+  d.have = had > 0 ? static_cast<uint64_t>(had) : 0;
+  if (d.have > 0)
+    spdlog::info("{} from {}: going on after the {} bytes copied before", ref, active.name, d.have);
   int last_step = -1;
   auto last_report = std::chrono::steady_clock::now();
   d.progress = [&](uint64_t now, uint64_t total) {
