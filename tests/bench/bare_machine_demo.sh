@@ -9,7 +9,8 @@
 # packages installed. The root tree's /etc/mtab is the link systemd makes at
 # boot on a real machine; policy-rc.d keeps package scripts from starting
 # daemons on this machine's network (the demo starts its own in its network
-# namespace).
+# namespace), and the CAs in this machine's /usr/local/share/ca-certificates
+# (its network's) are the root tree's too.
 #
 # With --tests: the README's second command instead, `scripts/test.sh`, once
 # (every package the tests need, the build, every test).
@@ -47,6 +48,12 @@ printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod 755 "$root/usr/sbin/policy-rc.d"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 ln -sf ../proc/self/mounts "$root/etc/mtab"
+# The CAs this machine's network needs (a TLS-inspecting egress, say): a
+# machine on the same network has them too.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  chroot "$root" update-ca-certificates >/dev/null
+fi
 git clone -q "$repo" "$root/root/provisiond"
 git -C "$root/root/provisiond" log --oneline -1
 # enter COMMAND: runs COMMAND as the container's root.
