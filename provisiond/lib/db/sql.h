@@ -154,6 +154,15 @@ class Statement {
 // replaced, its id sequences moved past the copied ids).
 Status CopyDatabase(Database& from, Database& to);
 
+// The database's clock in unix milliseconds, as an SQL expression of
+// `dialect` (what decides a lease's lapse and a report's age: never a
+// control node's own clock).
+inline const char* NowMsSql(Dialect dialect) {
+  return dialect == Dialect::kPostgres
+             ? "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)"
+             : "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
+}
+
 // Applies the migrations after the database's user_version, up to `upto`,
 // each in a transaction of its own with its version bump; a database newer
 // than `all` is refused (`what` names it in the message: "database", "the

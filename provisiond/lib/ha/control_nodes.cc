@@ -7,20 +7,9 @@
 #include "images/image_catalog.h"
 
 namespace prov {
-namespace {
-
-constexpr const char* kPostgresNowMs =
-    "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)";
-constexpr const char* kSqliteNowMs = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
-
-std::string DbNowMs(const sql::Database& db) {
-  return db.dialect() == sql::Dialect::kPostgres ? kPostgresNowMs : kSqliteNowMs;
-}
-
-}  // namespace
 
 Status WriteControlNode(sql::Database& db, const ControlNodeReport& r) {
-  const std::string now = DbNowMs(db);
+  const std::string now = sql::NowMsSql(db.dialect());
   auto st = db.Prepare(
       "INSERT INTO control_nodes (name, role, url, tls_pin, images, current, copying, reported) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, " +
@@ -41,8 +30,9 @@ Status WriteControlNode(sql::Database& db, const ControlNodeReport& r) {
 }
 
 Result<std::vector<ControlNodeReport>> ReadControlNodes(sql::Database& db) {
-  auto st = db.Prepare("SELECT name, role, url, tls_pin, images, current, copying, reported, " +
-                       DbNowMs(db) + " - reported FROM control_nodes ORDER BY name");
+  auto st = db.Prepare(
+      std::string("SELECT name, role, url, tls_pin, images, current, copying, reported, ") +
+      sql::NowMsSql(db.dialect()) + " - reported FROM control_nodes ORDER BY name");
   if (!st.ok()) return st.status();
   std::vector<ControlNodeReport> out;
   for (;;) {

@@ -5,8 +5,8 @@
 namespace prov {
 namespace {
 
-// The database's clock, in unix milliseconds.
-constexpr const char* kNowMs = "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)";
+// The database's clock, in unix milliseconds (a lease is PostgreSQL's only).
+const char* const kNowMs = sql::NowMsSql(sql::Dialect::kPostgres);
 
 // Take when free or lapsed, renew when ours; a takeover moves the epoch and
 // the start of the tenure. No row back: another holds it.
