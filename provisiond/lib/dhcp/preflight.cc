@@ -1,5 +1,7 @@
 #include "dhcp/preflight.h"
 
+#include <ifaddrs.h>
+
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -43,6 +45,14 @@ Status EffectiveRange(const Config& config, const InterfaceAddress& iface, std::
 
 Result<std::vector<DhcpServerSeen>> ProbeDhcpServers(const std::string& interface, int wait_ms,
                                                      const std::string& ignore) {
+  std::set<std::string> own;
+  if (ifaddrs* list = nullptr; getifaddrs(&list) == 0) {
+    for (ifaddrs* a = list; a; a = a->ifa_next)
+      if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET && a->ifa_name == interface)
+        own.insert(
+            FormatIpv4(ntohl(reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr)));
+    freeifaddrs(list);
+  }
   UniqueFd sock(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!sock.valid()) return Status::Internal("socket: " + std::string(strerror(errno)));
   const int fd = sock.get();
@@ -111,7 +121,9 @@ Result<std::vector<DhcpServerSeen>> ProbeDhcpServers(const std::string& interfac
       }
       i += 2 + l;
     }
-    if (server == ignore) continue;
+    // Ours: `ignore`, or any address of this interface (a control node's
+    // dnsmasq answers from its own address, not the cluster address beside it).
+    if (server == ignore || own.count(server)) continue;
     DhcpServerSeen& seen = servers[server];
     seen.address = server;
     seen.proxy = yiaddr == 0;

@@ -47,7 +47,8 @@ struct DhcpServerSeen {
 };
 
 // Sends a DHCPDISCOVER on `interface` and returns the servers that offered
-// within `wait_ms` (other than `ignore`), by address.
+// within `wait_ms` (other than `ignore` and the interface's own addresses),
+// by address.
 Result<std::vector<DhcpServerSeen>> ProbeDhcpServers(const std::string& interface, int wait_ms,
                                                      const std::string& ignore);
 
