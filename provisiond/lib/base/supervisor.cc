@@ -60,6 +60,19 @@ Status SupervisedProcess::Signal(int sig) const {
   return child_.Signal(sig);
 }
 
+Status SupervisedProcess::Restart(const std::string& why) {
+  {
+    std::lock_guard lock(mu_);
+    if (!child_.running()) return Status::Ok();  // starting again anyway
+    spdlog::info("{} restarting: {}", name_, why);
+    Event("restarting: " + why);
+    restart_now_ = true;
+    if (Status s = child_.Signal(SIGKILL); !s.ok()) return s;
+  }
+  wake_.notify_all();  // the supervising thread starts it again
+  return Status::Ok();
+}
+
 Status SupervisedProcess::Launch() {
   auto child = ChildProcess::Start(spec_);
   if (!child.ok()) return child.status();
@@ -79,7 +92,15 @@ void SupervisedProcess::Run() {
       if (stop_) break;
       int status = 0;
       const bool adopted = child_.adopted();
-      if (child_.Reap(status)) {
+      if (restart_now_) {
+        // Restart(): killed on purpose; started again as soon as it is gone.
+        for (int i = 0; i < 500 && child_.running() && !child_.Reap(status); ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (!child_.running()) {
+          restart_now_ = false;
+          next_start = std::chrono::steady_clock::now();
+        }
+      } else if (child_.Reap(status)) {
         std::string how = adopted ? "(adopted) exited"
                           : WIFEXITED(status)
                               ? "exited with status " + std::to_string(WEXITSTATUS(status))

@@ -37,6 +37,9 @@ class SupervisedProcess {
   pid_t pid() const;
   int restarts() const { return restarts_; }
   Status Signal(int sig) const;
+  // Kills the program (no grace) and has the supervising thread start it
+  // again at once, without the crash backoff; `why` goes into the event.
+  Status Restart(const std::string& why);
 
  private:
   SupervisedProcess(std::string name, ProcessSpec spec, std::string what, EventFn on_event,
@@ -59,7 +62,8 @@ class SupervisedProcess {
   const std::function<void()> on_tick_;
 
   mutable std::mutex mu_;
-  ChildProcess child_;  // guarded by mu_
+  ChildProcess child_;        // guarded by mu_
+  bool restart_now_ = false;  // Restart() asked; guarded by mu_
   std::atomic<int> restarts_{0};
   std::atomic<bool> stop_{false};
   std::condition_variable wake_;
