@@ -88,7 +88,7 @@ shlibs="$(cd "$shlibs_dir" && dpkg-shlibdeps -O "$root/usr/sbin/provisiond" "$ro
 # ipmitool is the ipmi power driver's (Recommends: not every site has BMCs);
 # skopeo and umoci are the oci image source's (container images as node
 # images: Recommends, a site may build only from mirrors).
-depends="$shlibs, dnsmasq-base, nfs-ganesha, nfs-ganesha-vfs, ipxe, shim-signed, grub-efi-amd64-signed, mmdebstrap, gpg, busybox-static, cpio, openssh-client, procps, init-system-helpers (>= 1.54~)"
+depends="$shlibs, dnsmasq-base, nfs-ganesha, nfs-ganesha-vfs, erofs-utils, ipxe, shim-signed, grub-efi-amd64-signed, mmdebstrap, gpg, busybox-static, cpio, openssh-client, procps, init-system-helpers (>= 1.54~)"
 size="$(du -sk --exclude=DEBIAN "$root" | cut -f1)"
 cat >"$root/DEBIAN/control" <<CONTROL
 Package: provisiond

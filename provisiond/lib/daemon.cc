@@ -555,7 +555,7 @@ Status Daemon::StartBootNetwork(const Config& config, Impl& d) {
     boot->RecordTftpSent(o.ip, o.file);
   };
   if (config.nfs_server == "ganesha") {
-    auto service = NfsService::Start(NfsSettingsOf(config, *d.iface), *d.store);
+    auto service = NfsService::Start(NfsSettingsOf(config, *d.iface), *d.store, d.images.get());
     if (!service.ok()) return service.status();
     d.nfs = std::move(*service);
     d.api->nfs = d.nfs.get();
@@ -664,8 +664,17 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   if (Status s = StartBootNetwork(config, d); !s.ok()) return s;
   if (d.agent) {
     // The standbys copy images from here: the HTTPS API (its key pinned) when
-    // it listens, else the plain one.
-    d.agent->Start("active", d.api->tls_url.empty() ? d.url : d.api->tls_url, d.api->tls_pin);
+    // it listens, else the plain one; a listener on every address is reached
+    // at the boot network's. The active makes each version's erofs image for
+    // them to copy (images/nfs.h).
+    std::string url = d.api->tls_url.empty() ? d.url : d.api->tls_url;
+    for (const std::string any : {"//0.0.0.0:", "//[::]:"})
+      if (size_t at = url.find(any); at != std::string::npos && d.iface)
+        url.replace(at + 2, any.size() - 3, d.iface->address);
+    if (d.nfs)
+      d.agent->SetPrepareRoot(
+          [nfs = d.nfs.get()](const ImageVersion& v) { return nfs->PrepareRoot(v); });
+    d.agent->Start("active", url, d.api->tls_pin);
   }
   // Configuration a stop cut off (a SIGKILL, a crash, a power cut) goes on
   // now that everything it needs runs.

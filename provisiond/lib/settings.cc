@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "db/sql.h"
 #include "dhcp/preflight.h"
 
 namespace prov {
@@ -90,6 +91,7 @@ NfsSettings NfsSettingsOf(const Config& config, const InterfaceAddress& iface) {
   nfs.clients = iface.network() + "/" + std::to_string(iface.prefix);
   nfs.export_path = config.effective_image_store();
   nfs.run_dir = config.data_dir + "/nfs";
+  nfs.root_images = sql::IsPostgresUri(config.database_path());
   return nfs;
 }
 

@@ -179,6 +179,11 @@ HttpResponse ImageArchiveFile(const ApiContext& ctx, const HttpRequest& r) {
                                "PostgreSQL inventory (docs/ha.md)");
   auto v = ctx.images->Resolve(r.Param("ref"));
   if (!v.ok()) return HttpResponse::FromStatus(v.status());
+  // The root's erofs image goes with the version: the standbys serve that
+  // very file, so the nodes' NFS file handles stay good across a takeover.
+  if (ctx.nfs) {
+    if (Status s = ctx.nfs->PrepareRoot(*v); !s.ok()) return HttpResponse::FromStatus(s);
+  }
   auto archive = MakeImageArchive(*v, ctx.image_archive_dir);
   if (!archive.ok()) return HttpResponse::FromStatus(archive.status());
   HttpResponse out =

@@ -95,6 +95,11 @@ void ControlAgent::Start(std::string role, std::string url, std::string tls_pin)
   thread_ = std::thread([this] { RunGuarded("control agent", [this] { Loop(); }); });
 }
 
+void ControlAgent::SetPrepareRoot(std::function<Status(const ImageVersion&)> prepare) {
+  std::lock_guard lock(mu_);
+  prepare_root_ = std::move(prepare);
+}
+
 void ControlAgent::Stop() {
   {
     std::lock_guard lock(mu_);
@@ -136,9 +141,18 @@ Status ControlAgent::Report() {
 Result<std::vector<std::string>> ControlAgent::RunOnce() {
   if (Status s = Report(); !s.ok()) return s;
   std::vector<std::string> copied;
+  std::function<Status(const ImageVersion&)> prepare;
   {
     std::lock_guard lock(mu_);
-    if (role_ != "standby") return copied;
+    if (role_ == "active") prepare = prepare_root_;
+    if (role_ != "standby" && !prepare) return copied;
+  }
+  if (prepare) {
+    Status failed = Status::Ok();
+    for (const ImageVersion& v : catalog_.List())
+      if (Status s = prepare(v); !s.ok()) failed = s;
+    if (!failed.ok()) return failed;
+    return copied;
   }
   auto holder = lease_.Read();
   if (!holder.ok()) return holder.status();

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -18,11 +19,11 @@
 
 #include "base/result.h"
 #include "ha/control_nodes.h"
+#include "images/image_catalog.h"
 
 namespace prov {
 
 class ControlLease;
-class ImageCatalog;
 
 struct ControlAgentSettings {
   std::string name;         // this control node
@@ -41,6 +42,9 @@ class ControlAgent {
   // Reports every interval from a thread of its own; a standby also copies.
   // `url` and `tls_pin`: the active's API, for the standbys.
   void Start(std::string role, std::string url = "", std::string tls_pin = "");
+  // On the active, each round: every version's root made ready for NFS
+  // (NfsService::PrepareRoot: its erofs image, which the standbys copy).
+  void SetPrepareRoot(std::function<Status(const ImageVersion&)> prepare);
   void Stop();
 
   // One round: this control node's row, then (a standby) the copies. The
@@ -58,6 +62,7 @@ class ControlAgent {
   ControlAgentSettings settings_;
   std::mutex mu_;  // guards the members below
   std::string role_, url_, tls_pin_, copying_;
+  std::function<Status(const ImageVersion&)> prepare_root_;
   bool stop_ = false;
   std::condition_variable cv_;
   std::thread thread_;

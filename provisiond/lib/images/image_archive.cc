@@ -43,7 +43,12 @@ Result<ImageArchive> MakeImageArchive(const ImageVersion& v, const std::string& 
   ImageArchive a;
   a.path = dir + "/" + v.ref() + ".tar";
   const std::string digest_file = a.path + ".sha256";
-  if (auto known = ReadFile(digest_file); known.ok() && fs::exists(a.path)) {
+  // Made again when the version's folder changed after it (its erofs image
+  // added, images/nfs.h).
+  std::error_code stale_ec;
+  const bool fresh = fs::exists(a.path) &&
+                     fs::last_write_time(a.path, stale_ec) >= fs::last_write_time(v.dir, stale_ec);
+  if (auto known = ReadFile(digest_file); known.ok() && fresh && !stale_ec) {
     a.sha256 = Trim(*known);
     a.size = fs::file_size(a.path);
     return a;

@@ -20,7 +20,8 @@ struct ImageArchive {
 };
 
 // The archive of `v` in `dir` (<dir>/<name>@<version>.tar, and .sha256
-// beside it), made when it is not there yet; one call makes it at a time.
+// beside it), made when it is not there yet or older than the version's
+// folder; one call makes it at a time.
 Result<ImageArchive> MakeImageArchive(const ImageVersion& v, const std::string& dir);
 
 // Unpacks `archive` as `ref` ("name@version") into `catalog`'s store: the

@@ -3,16 +3,21 @@
 #include <fcntl.h>
 #include <nfsc/libnfs.h>
 #include <spdlog/spdlog.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "base/file_util.h"
+#include "base/process.h"
 #include "base/template.h"
 
 namespace prov {
+namespace fs = std::filesystem;
 namespace {
 struct ContextFree {
   void operator()(nfs_context* c) const { nfs_destroy_context(c); }
@@ -43,7 +48,113 @@ Result<std::string> ReadOverNfs(const std::string& server, const std::string& ex
   return out;
 }
 
-Result<std::unique_ptr<NfsService>> NfsService::Start(const NfsSettings& settings, Store& store) {
+namespace {  // root images
+
+// mountinfo writes space, tab, newline and backslash as \ooo.
+std::string UnescapeMountPath(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() && isdigit(s[i + 1]) && isdigit(s[i + 2]) &&
+        isdigit(s[i + 3])) {
+      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+Status RunRootTool(const std::vector<std::string>& argv, const std::string& what) {
+  ProcessSpec spec;
+  spec.argv = argv;
+  auto r = RunProcess(spec, 3600 * 1000);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0)
+    return Status::Internal(what + ": " + argv[0] + " failed (exit " +
+                            std::to_string(r->exit_code) + "): " + r->output.substr(0, 2000));
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string RootImageUuid(const ImageVersion& v) {
+  std::string h = Sha256Hex("provisiond root image " + v.ref()).substr(0, 32);
+  h[12] = '4';                                                  // version 4 (random-looking)
+  h[16] = "89ab"[std::stoi(h.substr(16, 1), nullptr, 16) & 3];  // RFC 4122 variant
+  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) +
+         "-" + h.substr(20, 12);
+}
+
+Status MakeRootImage(const ImageVersion& v, const std::string& mkfs) {
+  if (v.root.empty()) return Status::Ok();
+  if (Status s = MakeDirs(RootMountPoint(v)); !s.ok()) return s;
+  const std::string image = RootImagePath(v);
+  if (fs::exists(image)) return Status::Ok();
+  const std::string tmp = image + ".part";
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  // Each file keeps its own times (Python compares them with its bytecode's);
+  // -U: the version's UUID, ganesha's filesystem id for it.
+  Status s = RunRootTool({mkfs, "--quiet", "-U", RootImageUuid(v), tmp, v.root},
+                         "the erofs image of " + v.ref());
+  if (!s.ok()) {
+    fs::remove(tmp, ec);
+    return s;
+  }
+  fs::rename(tmp, image, ec);
+  if (ec) return Status::Internal("cannot rename " + tmp + ": " + ec.message());
+  return Status::Ok();
+}
+
+std::string MountSource(pid_t pid, const std::string& path) {
+  auto text = ReadFile("/proc/" + std::to_string(pid) + "/mountinfo");
+  if (!text.ok()) return "";
+  std::istringstream in(*text);
+  std::string line, found;
+  while (std::getline(in, line)) {
+    // id parent major:minor root mount-point options [optional...] - type source ...
+    std::istringstream fields(line);
+    std::string id, parent, dev, root, point;
+    fields >> id >> parent >> dev >> root >> point;
+    if (UnescapeMountPath(point) != path) continue;
+    const size_t dash = line.find(" - ");
+    std::istringstream tail(dash == std::string::npos ? "" : line.substr(dash + 3));
+    std::string type, source;
+    tail >> type >> source;
+    found = source.empty() ? "?" : UnescapeMountPath(source);  // the last one is on top
+  }
+  return found;
+}
+
+bool MountedIn(pid_t pid, const std::string& path) {
+  return !MountSource(pid, path).empty();
+}
+
+Status MountRootImage(pid_t pid, const ImageVersion& v) {
+  const std::string point = RootMountPoint(v);
+  if (MountedIn(pid, point)) return Status::Ok();
+  if (!fs::exists(RootImagePath(v)))
+    return Status::Error(Code::kNotFound,
+                         v.ref() + " has no erofs image (" + RootImagePath(v) + ")");
+  // Mounted in this namespace already: the same loop device again (one
+  // backing file is set up on one loop device), else a new one.
+  const std::string here = MountSource(getpid(), point);
+  std::vector<std::string> argv = {"/usr/bin/nsenter",
+                                   "--mount=/proc/" + std::to_string(pid) + "/ns/mnt",
+                                   "--",
+                                   "/bin/mount",
+                                   "-t",
+                                   "erofs"};
+  if (here.rfind("/dev/loop", 0) == 0)
+    argv.insert(argv.end(), {"-o", "ro", here, point});
+  else
+    argv.insert(argv.end(), {"-o", "ro,loop", RootImagePath(v), point});
+  return RunRootTool(argv, "mounting the erofs image of " + v.ref() + " for the NFS server");
+}
+
+Result<std::unique_ptr<NfsService>> NfsService::Start(const NfsSettings& settings, Store& store,
+                                                      ImageCatalog* catalog) {
   std::unique_ptr<NfsService> svc(new NfsService(settings, store));
   // nfs-ganesha finds the filesystem it exports in /etc/mtab only; without it
   // the export silently fails and every node's root mount says NOENT.
@@ -78,6 +189,14 @@ Result<std::unique_ptr<NfsService>> NfsService::Start(const NfsSettings& setting
   if (!s.ok()) return s;
   const pid_t leftover =
       AdoptOrStopLeftover("nfs", config_path, same_config, EventRecorder(store, "nfs"));
+  // The server's mount namespace starts as a copy of this one: the versions'
+  // erofs images are there before its first request.
+  if (settings.root_images && catalog) {
+    for (const ImageVersion& v : catalog->List()) {
+      if (v.root.empty() || !fs::exists(RootImagePath(v))) continue;
+      if (Status m = svc->MountOwn(v); !m.ok()) return m;
+    }
+  }
   ProcessSpec spec;
   spec.argv = {settings.ganesha,
                "-F",
@@ -103,18 +222,77 @@ Result<std::unique_ptr<NfsService>> NfsService::Start(const NfsSettings& setting
 
 std::string NfsService::RootArgs(const ImageVersion& image) const {
   if (image.root.empty()) return "";
+  const bool erofs = settings_.root_images && fs::exists(RootImagePath(image));
   return "provision.nfs=" + settings_.listen_address + ":" + settings_.pseudo_path + "/" +
-         image.name + "/" + image.version + "/root provision.nfsvers=4.1";
+         image.name + "/" + image.version + (erofs ? "/nfsroot" : "/root") +
+         " provision.nfsvers=4.1";
+}
+
+NfsService::~NfsService() {
+  process_.reset();  // the server first: its namespace holds the mounts too
+  std::lock_guard lock(mu_);
+  for (const std::string& point : own_mounts_) umount2(point.c_str(), MNT_DETACH);
+}
+
+Status NfsService::MountOwn(const ImageVersion& image, bool* fresh) {
+  const std::string point = RootMountPoint(image);
+  {
+    std::lock_guard lock(mu_);
+    if (std::find(own_mounts_.begin(), own_mounts_.end(), point) != own_mounts_.end())
+      return Status::Ok();
+  }
+  if (fresh) *fresh = !MountedIn(getpid(), point);
+  if (Status s = MountRootImage(getpid(), image); !s.ok()) return s;
+  std::lock_guard lock(mu_);
+  own_mounts_.push_back(point);
+  return Status::Ok();
+}
+
+Status NfsService::PrepareRoot(const ImageVersion& image) {
+  if (!settings_.root_images || image.root.empty()) return Status::Ok();
+  std::lock_guard make(make_mu_);  // one version at a time, made and mounted once
+  if (!fs::exists(RootImagePath(image))) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (Status s = MakeRootImage(image, settings_.mkfs_erofs); !s.ok()) return s;
+    store_.RecordEvent(
+        EventRecord{.kind = "image-root",
+                    .detail = image.ref() + ": made its erofs image for NFS (" +
+                              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 std::chrono::steady_clock::now() - t0)
+                                                 .count()) +
+                              " ms, UUID " + RootImageUuid(image) + ")",
+                    .who = "nfs"});
+  }
+  // The server's namespace is a copy of this one, taken when it starts: a
+  // version mounted while it runs is served once it starts again. nfs-ganesha
+  // 4.3 answers a mount made under a running export with NOENT or XDEV (its
+  // cache holds the empty folder), so it is restarted; the handles it then
+  // serves are the same, so nodes reading their roots wait about a second.
+  bool fresh = false;
+  if (Status s = MountOwn(image, &fresh); !s.ok()) return s;
+  if (!fresh) return Status::Ok();
+  {
+    std::lock_guard lock(mu_);
+    verified_.erase(image.ref());  // read it back through the mount
+  }
+  if (process_ && process_->pid() > 0) {
+    if (Status s = process_->Restart("to serve the erofs image of " + image.ref()); !s.ok())
+      return s;
+  }
+  return Status::Ok();
 }
 
 Status NfsService::Verify(const ImageVersion& image, bool force) {
   if (image.root.empty()) return Status::Ok();  // nothing exported: a kernel+initrd image
+  if (Status s = PrepareRoot(image); !s.ok()) return s;
   {
     std::lock_guard lock(mu_);
     if (!force && verified_[image.ref()]) return Status::Ok();
   }
   // /etc/os-release is a relative symlink libnfs will not follow: read its target.
-  const std::string rel = "/" + image.name + "/" + image.version + "/root/usr/lib/os-release";
+  const bool erofs = settings_.root_images && fs::exists(RootImagePath(image));
+  const std::string rel = "/" + image.name + "/" + image.version + (erofs ? "/nfsroot" : "/root") +
+                          "/usr/lib/os-release";
   Result<std::string> text = Status::Internal("unread");
   // The server may still be starting: a few tries, a second apart.
   for (int attempt = 0; attempt < 10; ++attempt) {
