@@ -192,6 +192,13 @@ Result<std::shared_ptr<const Profile>> Inventory::Snapshot(const std::string& ve
     if (!sha) return Status::Internal("snapshot of " + version + " not recorded");
   }
   auto snapshot = snapshots_.Get(*sha);
+  if (!snapshot.ok() && snapshot.status().code() == Code::kNotFound) {
+    // Applied on another control node (a PostgreSQL inventory): committed
+    // here from this control node's profiles when they hold the very same
+    // content, the files each control node keeps alike (docs/ha.md).
+    auto disk = DiskProfile(version);
+    if (disk.ok() && disk->sha256 == *sha) snapshot = snapshots_.Commit(*disk);
+  }
   if (!snapshot.ok()) return snapshot.status();
   std::lock_guard lock(snapshot_of_mu_);
   snapshot_of_[version] = *sha;

@@ -180,6 +180,24 @@ TEST_CASE("snapshot: a version never applied is committed on first use, once") {
   CHECK(w.NodeTemplate() == "version A {{ inventory_hostname }}\n");
 }
 
+TEST_CASE("snapshot: another control node commits an applied snapshot from the same profiles") {
+  World w;
+  Plan applied = w.Apply("snap");
+  // A second control node on the same inventory, its own snapshot folder
+  // empty: the profiles it keeps alike give the very same snapshot.
+  Inventory other(*w.store, w.profiles, w.playbooks, w.tmp.path() + "/other-snapshots");
+  auto p = other.Snapshot("snap");
+  REQUIRE_MESSAGE(p.ok(), p.status().message());
+  CHECK((*p)->sha256 == applied.sha256);
+  CHECK(fs::exists(w.tmp.path() + "/other-snapshots/" + applied.sha256 + "/profile.yaml"));
+  // Profiles that differ there are no stand-in for what was applied.
+  World::Write(w.playbooks + "/templates/motd.j2", "version B\n");
+  Inventory third(*w.store, w.profiles, w.playbooks, w.tmp.path() + "/third-snapshots");
+  auto q = third.Snapshot("snap");
+  REQUIRE_FALSE(q.ok());
+  CHECK(q.status().message().find("never applied here") != std::string::npos);
+}
+
 TEST_CASE("snapshot: the snapshot directory is private to provisiond") {
   World w;
   Plan plan = w.Apply("snap");
