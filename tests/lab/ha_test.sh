@@ -36,8 +36,8 @@ dump() {
 source "$HERE/lab-test.sh"
 [ "$(id -u)" -eq 0 ] || fail "run as root (network namespaces, taps, loop devices)"
 
-# The control nodes' namespaces go when the test ends, whatever runs in them
-# (this trap, set before lab_init, runs after the lab's own cleanup).
+# The control nodes' namespaces go when the test ends, whatever runs in them,
+# before the lab's own cleanup removes the folder their mounts are in.
 remove_control_nodes() {
   local ns pid
   for ns in "$P-cn1" "$P-cn2"; do
@@ -46,7 +46,7 @@ remove_control_nodes() {
   done
   [ -z "${PG_DIR:-}" ] || stop_postgres
 }
-trap remove_control_nodes EXIT
+trap remove_control_nodes EXIT  # until lab_init; ha_cleanup below
 
 source "$HERE/lab.sh"
 source "$HERE/lab-image.sh"
@@ -58,6 +58,17 @@ STORE="$(lab_image_store "$PROVISIOND" "$PROVISIONCTL" "$REPO/profiles" lab lab)
 LAB_ADDR=10.99.0.2
 LAB_ADDR6_DEFAULT=fd00:99::2
 lab_init ha
+ha_cleanup() {
+  local rc=$?
+  set +e
+  remove_control_nodes
+  lab_cleanup
+  return $rc
+}
+trap ha_cleanup EXIT
+trap 'ha_cleanup; exit 130' INT
+trap 'ha_cleanup; exit 143' TERM
+trap 'ha_cleanup; exit 129' HUP
 lab_start_repo || fail "the lab apt repository did not start"
 
 # PostgreSQL (tests/postgres.sh) on a Unix socket in the lab's folder: both
@@ -112,7 +123,13 @@ CONF
 done
 # cn1 holds the images as built (hard links into the cache: nothing there is
 # ever written; each version's erofs image is a new file in cn1's folder).
-base="$(cat "$STORE/lab/current")" derived="$(cat "$STORE/lab.baked/current")"
+# The lab profile's derived image: the newest lab.baked version baked from
+# the current lab with its bake playbooks (lab-slurm's is a lab.baked too).
+base="$(cat "$STORE/lab/current")"
+derived="$(jq -r --arg base "lab@$base" 'select(.derived.base == $base and
+    ([.derived.inputs.bake[].playbook] == ["compute-user.yml", "lab-node.yml", "metrics.yml"]))
+  | "\(.created) \(.version)"' "$STORE"/lab.baked/*/image.json | sort -n | tail -n 1 | cut -d' ' -f2)"
+[ -n "$derived" ] || fail "no derived image of the lab profile in $STORE"
 mkdir -p "$LAB_DIR/cn1/store/lab" "$LAB_DIR/cn1/store/lab.baked"
 cp -al "$STORE/lab/$base" "$LAB_DIR/cn1/store/lab/"
 cp -al "$STORE/lab.baked/$derived" "$LAB_DIR/cn1/store/lab.baked/"

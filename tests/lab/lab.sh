@@ -227,9 +227,10 @@ _lab_install_traps() {
     *) _LAB_PREV_EXIT_TRAP="$cmd" ;;
   esac
   # Without errexit in the handlers: under "set -e" a non-zero status would end the handler
-  # before the chained one runs. The chained handler sees the original exit status in $?.
+  # before the chained one runs (lab_cleanup restores errexit: off again). The chained handler
+  # sees the original exit status in $?.
   # shellcheck disable=SC2064,SC2154
-  trap "_lab_rc=\$?; set +e; lab_cleanup; _lab_return \$_lab_rc; ${cmd:-:}" EXIT
+  trap "_lab_rc=\$?; set +e; lab_cleanup; set +e; _lab_return \$_lab_rc; ${cmd:-:}" EXIT
   trap 'set +e; lab_cleanup; exit 130' INT
   trap 'set +e; lab_cleanup; exit 143' TERM
   trap 'set +e; lab_cleanup; exit 129' HUP
