@@ -603,6 +603,7 @@ Status Daemon::AwaitLease(const Config& config, Impl& d) {
       ControlAgentSettings{.name = me,
                            .token = token,
                            .staging_dir = config.data_dir + "/image-copies",
+                           .archive_dir = config.data_dir + "/image-archives",
                            .interval_ms = config.control_report_ms});
   d.agent->Start("standby");
   if (!config.control_address.empty()) {

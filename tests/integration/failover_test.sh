@@ -102,6 +102,10 @@ check "it went on from the half it had" logged cn2 "lab@$V2 from cn1: going on a
 check "and the copy is whole" cmp "$WORK/cn1/data/images/lab/$V2/vmlinuz" "$WORK/cn2/data/images/lab/$V2/vmlinuz"
 wait_for 30 "the active sees it" bash -c "PROVISIOND_URL=$(url_of cn1) PROVISIOND_TOKEN=$(cut -d' ' -f1 "$TOKEN_FILE") $PROVISIONCTL preflight >/dev/null"
 check "profile apply goes through once every control node holds it" ctl1 profile apply lab-boot --yes
+# The archives were for the copies: gone once every control node holds them.
+archives_gone() { ! ls "$WORK/cn1/data/image-archives/"*.tar >/dev/null 2>&1; }
+wait_for 30 "the active removes the archives every control node has copied" archives_gone
+check "and says so" logged cn1 "removed the archive of lab@$V2: every control node holds it"
 check "status: no control node lacks anything" ctl1 status
 expect_output "cn2 holds every version in use" "image version(s), every one in use"
 

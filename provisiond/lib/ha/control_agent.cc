@@ -5,10 +5,12 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <set>
 
 #include "base/file_util.h"
 #include "base/strings.h"
@@ -142,15 +144,18 @@ Result<std::vector<std::string>> ControlAgent::RunOnce() {
   if (Status s = Report(); !s.ok()) return s;
   std::vector<std::string> copied;
   std::function<Status(const ImageVersion&)> prepare;
+  bool is_active = false;
   {
     std::lock_guard lock(mu_);
-    if (role_ == "active") prepare = prepare_root_;
-    if (role_ != "standby" && !prepare) return copied;
+    is_active = role_ == "active";
+    prepare = prepare_root_;
   }
-  if (prepare) {
+  if (is_active) {
     Status failed = Status::Ok();
-    for (const ImageVersion& v : catalog_.List())
-      if (Status s = prepare(v); !s.ok()) failed = s;
+    if (prepare)
+      for (const ImageVersion& v : catalog_.List())
+        if (Status s = prepare(v); !s.ok()) failed = s;
+    RemoveCopiedArchives();
     if (!failed.ok()) return failed;
     return copied;
   }
@@ -193,6 +198,34 @@ Result<std::vector<std::string>> ControlAgent::RunOnce() {
   if (Status s = Report(); !s.ok()) return s;
   if (!failed.ok()) return failed;
   return copied;
+}
+
+void ControlAgent::RemoveCopiedArchives() {
+  if (settings_.archive_dir.empty() || !fs::is_directory(settings_.archive_dir)) return;
+  auto nodes = lease_.ControlNodes();
+  if (!nodes.ok()) return;
+  std::set<std::string> held;
+  for (const ImageVersion& v : catalog_.List()) held.insert(v.ref());
+  std::error_code ec;
+  std::vector<fs::path> archives;
+  for (const auto& entry : fs::directory_iterator(settings_.archive_dir, ec))
+    if (entry.path().extension() == ".tar") archives.push_back(entry.path());
+  for (const fs::path& archive : archives) {
+    const std::string file = archive.filename().string();
+    const std::string ref = file.substr(0, file.size() - 4);
+    // Kept while a control node that reported within the last minute lacks
+    // a version this one still holds (it may be copying it now).
+    bool everyone_has_it = true;
+    for (const auto& n : *nodes)
+      if (n.name != settings_.name && n.age_ms <= 60000 &&
+          !std::binary_search(n.images.begin(), n.images.end(), ref))
+        everyone_has_it = false;
+    if (held.count(ref) && !everyone_has_it) continue;
+    fs::remove(archive, ec);
+    fs::remove(archive.string() + ".sha256", ec);
+    spdlog::info("removed the archive of {}: {}", ref,
+                 held.count(ref) ? "every control node holds it" : "the version is gone");
+  }
 }
 
 Status ControlAgent::Copy(const ControlNodeReport& active, const std::string& ref) {

@@ -29,6 +29,7 @@ struct ControlAgentSettings {
   std::string name;         // this control node
   std::string token;        // an admin token for the active's API ("": no copies)
   std::string staging_dir;  // where downloads go before they are checked
+  std::string archive_dir;  // the active's archives for the standbys (removed once all hold them)
   int64_t interval_ms = 5000;
 };
 
@@ -55,6 +56,9 @@ class ControlAgent {
  private:
   Status Report();
   Status Copy(const ControlNodeReport& active, const std::string& ref);
+  // On the active: the archives no standby needs any more (every control
+  // node that reported within a minute holds the version, or it is gone).
+  void RemoveCopiedArchives();
   void Loop();
 
   ControlLease& lease_;
