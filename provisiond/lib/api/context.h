@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,15 @@ struct ApiContext {
   const ConsoleListener* console = nullptr;     // its listener, for /metrics
   // The node list's serialized nodes (api/nodes.h); null: none kept.
   std::shared_ptr<NodeListCache> node_list;
+  // GET /status's control nodes with a PostgreSQL inventory (what each
+  // lacks of the images in use reads every profile and every node's facts):
+  // worked out at most once a second (api/status_metrics.cc).
+  struct ControlNodesCache {
+    std::mutex mu;
+    int64_t at_ms = -1;  // steady clock; -1: never
+    nlohmann::json nodes;
+  };
+  std::shared_ptr<ControlNodesCache> control_nodes = std::make_shared<ControlNodesCache>();
 
   // What the routes read of the config, each by name (the daemon fills
   // them): playbook runs only from playbooks_dir, image imports only from

@@ -1,5 +1,7 @@
 #include "api/status_metrics.h"
 
+#include <chrono>
+
 #include "base/strings.h"
 #include "console/console_listener.h"
 #include "dhcp/preflight.h"
@@ -47,9 +49,15 @@ Result<std::vector<ControlNodeImages>> ControlNodesImages(const ApiContext& ctx)
   return out;
 }
 
-json ControlOf(const ApiContext& ctx) {
-  if (!ctx.lease) return {{"mode", "single"}, {"database", "sqlite"}};
-  const LeaseState t = ctx.lease->tenure();
+// The control nodes for GET /status: their reports change every
+// control.report_ms, and the web page asks on every live update.
+json ControlNodesJson(const ApiContext& ctx) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  ApiContext::ControlNodesCache& cache = *ctx.control_nodes;
+  std::lock_guard lock(cache.mu);  // one request works it out, the others wait for it
+  if (cache.at_ms >= 0 && now - cache.at_ms < 1000) return cache.nodes;
   json nodes = json::array();
   if (auto all = ControlNodesImages(ctx); all.ok()) {
     for (const auto& c : *all) {
@@ -63,6 +71,15 @@ json ControlOf(const ApiContext& ctx) {
                        {"lacks", lacks}});
     }
   }
+  cache.at_ms = now;
+  cache.nodes = nodes;
+  return nodes;
+}
+
+json ControlOf(const ApiContext& ctx) {
+  if (!ctx.lease) return {{"mode", "single"}, {"database", "sqlite"}};
+  const LeaseState t = ctx.lease->tenure();
+  json nodes = ControlNodesJson(ctx);
   return {{"mode", "active"},    {"database", "postgresql"}, {"node", t.holder},
           {"since", t.since_ms}, {"epoch", t.epoch},         {"lease_expires", t.expires_ms},
           {"nodes", nodes}};
