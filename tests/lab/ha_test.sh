@@ -130,9 +130,11 @@ derived="$(jq -r --arg base "lab@$base" 'select(.derived.base == $base and
     ([.derived.inputs.bake[].playbook] == ["compute-user.yml", "lab-node.yml", "metrics.yml"]))
   | "\(.created) \(.version)"' "$STORE"/lab.baked/*/image.json | sort -n | tail -n 1 | cut -d' ' -f2)"
 [ -n "$derived" ] || fail "no derived image of the lab profile in $STORE"
+# (A copy where the cache is on another filesystem.)
+link_or_copy() { cp -al "$1" "$2" 2>/dev/null || { rm -rf "$2/${1##*/}" && cp -a "$1" "$2"; }; }
 mkdir -p "$LAB_DIR/cn1/store/lab" "$LAB_DIR/cn1/store/lab.baked"
-cp -al "$STORE/lab/$base" "$LAB_DIR/cn1/store/lab/"
-cp -al "$STORE/lab.baked/$derived" "$LAB_DIR/cn1/store/lab.baked/"
+link_or_copy "$STORE/lab/$base" "$LAB_DIR/cn1/store/lab/"
+link_or_copy "$STORE/lab.baked/$derived" "$LAB_DIR/cn1/store/lab.baked/"
 echo "$base" >"$LAB_DIR/cn1/store/lab/current"
 echo "$derived" >"$LAB_DIR/cn1/store/lab.baked/current"
 
