@@ -6,7 +6,6 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <sstream>
@@ -107,50 +106,29 @@ Status MakeRootImage(const ImageVersion& v, const std::string& mkfs) {
   return Status::Ok();
 }
 
-std::string MountSource(pid_t pid, const std::string& path) {
+bool MountedIn(pid_t pid, const std::string& path) {
   auto text = ReadFile("/proc/" + std::to_string(pid) + "/mountinfo");
-  if (!text.ok()) return "";
+  if (!text.ok()) return false;
   std::istringstream in(*text);
-  std::string line, found;
+  std::string line;
   while (std::getline(in, line)) {
-    // id parent major:minor root mount-point options [optional...] - type source ...
+    // id parent major:minor root mount-point ...
     std::istringstream fields(line);
     std::string id, parent, dev, root, point;
     fields >> id >> parent >> dev >> root >> point;
-    if (UnescapeMountPath(point) != path) continue;
-    const size_t dash = line.find(" - ");
-    std::istringstream tail(dash == std::string::npos ? "" : line.substr(dash + 3));
-    std::string type, source;
-    tail >> type >> source;
-    found = source.empty() ? "?" : UnescapeMountPath(source);  // the last one is on top
+    if (UnescapeMountPath(point) == path) return true;
   }
-  return found;
+  return false;
 }
 
-bool MountedIn(pid_t pid, const std::string& path) {
-  return !MountSource(pid, path).empty();
-}
-
-Status MountRootImage(pid_t pid, const ImageVersion& v) {
+Status MountRootImage(const ImageVersion& v) {
   const std::string point = RootMountPoint(v);
-  if (MountedIn(pid, point)) return Status::Ok();
+  if (MountedIn(getpid(), point)) return Status::Ok();
   if (!fs::exists(RootImagePath(v)))
     return Status::Error(Code::kNotFound,
                          v.ref() + " has no erofs image (" + RootImagePath(v) + ")");
-  // Mounted in this namespace already: the same loop device again (one
-  // backing file is set up on one loop device), else a new one.
-  const std::string here = MountSource(getpid(), point);
-  std::vector<std::string> argv = {"/usr/bin/nsenter",
-                                   "--mount=/proc/" + std::to_string(pid) + "/ns/mnt",
-                                   "--",
-                                   "/bin/mount",
-                                   "-t",
-                                   "erofs"};
-  if (here.rfind("/dev/loop", 0) == 0)
-    argv.insert(argv.end(), {"-o", "ro", here, point});
-  else
-    argv.insert(argv.end(), {"-o", "ro,loop", RootImagePath(v), point});
-  return RunRootTool(argv, "mounting the erofs image of " + v.ref() + " for the NFS server");
+  return RunRootTool({"/bin/mount", "-t", "erofs", "-o", "ro,loop", RootImagePath(v), point},
+                     "mounting the erofs image of " + v.ref() + " for the NFS server");
 }
 
 Result<std::unique_ptr<NfsService>> NfsService::Start(const NfsSettings& settings, Store& store,
@@ -220,12 +198,15 @@ Result<std::unique_ptr<NfsService>> NfsService::Start(const NfsSettings& setting
   return svc;
 }
 
+std::string NfsService::RootPath(const ImageVersion& image) const {
+  const bool erofs = settings_.root_images && fs::exists(RootImagePath(image));
+  return "/" + image.name + "/" + image.version + (erofs ? "/nfsroot" : "/root");
+}
+
 std::string NfsService::RootArgs(const ImageVersion& image) const {
   if (image.root.empty()) return "";
-  const bool erofs = settings_.root_images && fs::exists(RootImagePath(image));
-  return "provision.nfs=" + settings_.listen_address + ":" + settings_.pseudo_path + "/" +
-         image.name + "/" + image.version + (erofs ? "/nfsroot" : "/root") +
-         " provision.nfsvers=4.1";
+  return "provision.nfs=" + settings_.listen_address + ":" + settings_.pseudo_path +
+         RootPath(image) + " provision.nfsvers=4.1";
 }
 
 NfsService::~NfsService() {
@@ -238,18 +219,22 @@ Status NfsService::MountOwn(const ImageVersion& image, bool* fresh) {
   const std::string point = RootMountPoint(image);
   {
     std::lock_guard lock(mu_);
-    if (std::find(own_mounts_.begin(), own_mounts_.end(), point) != own_mounts_.end())
-      return Status::Ok();
+    if (own_mounts_.count(point)) return Status::Ok();
   }
   if (fresh) *fresh = !MountedIn(getpid(), point);
-  if (Status s = MountRootImage(getpid(), image); !s.ok()) return s;
+  if (Status s = MountRootImage(image); !s.ok()) return s;
   std::lock_guard lock(mu_);
-  own_mounts_.push_back(point);
+  own_mounts_.insert(point);
   return Status::Ok();
 }
 
 Status NfsService::PrepareRoot(const ImageVersion& image) {
   if (!settings_.root_images || image.root.empty()) return Status::Ok();
+  {
+    // Mounted already: the common case, on every boot script (Verify).
+    std::lock_guard lock(mu_);
+    if (own_mounts_.count(RootMountPoint(image))) return Status::Ok();
+  }
   std::lock_guard make(make_mu_);  // one version at a time, made and mounted once
   if (!fs::exists(RootImagePath(image))) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -267,7 +252,7 @@ Status NfsService::PrepareRoot(const ImageVersion& image) {
   // version mounted while it runs is served once it starts again. nfs-ganesha
   // 4.3 answers a mount made under a running export with NOENT or XDEV (its
   // cache holds the empty folder), so it is restarted; the handles it then
-  // serves are the same, so nodes reading their roots wait about a second.
+  // serves are the same, so nodes reading their roots wait for its start.
   bool fresh = false;
   if (Status s = MountOwn(image, &fresh); !s.ok()) return s;
   if (!fresh) return Status::Ok();
@@ -290,9 +275,7 @@ Status NfsService::Verify(const ImageVersion& image, bool force) {
     if (!force && verified_[image.ref()]) return Status::Ok();
   }
   // /etc/os-release is a relative symlink libnfs will not follow: read its target.
-  const bool erofs = settings_.root_images && fs::exists(RootImagePath(image));
-  const std::string rel = "/" + image.name + "/" + image.version + (erofs ? "/nfsroot" : "/root") +
-                          "/usr/lib/os-release";
+  const std::string rel = RootPath(image) + "/usr/lib/os-release";
   Result<std::string> text = Status::Internal("unread");
   // The server may still be starting: a few tries, a second apart.
   for (int attempt = 0; attempt < 10; ++attempt) {

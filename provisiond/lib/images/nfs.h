@@ -10,8 +10,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
-#include <vector>
 
 #include "base/result.h"
 #include "base/supervisor.h"
@@ -49,14 +49,14 @@ std::string RootImageUuid(const ImageVersion& v);
 // unless it is there: written beside it, then renamed. `mkfs` is mkfs.erofs.
 Status MakeRootImage(const ImageVersion& v, const std::string& mkfs);
 
-// What is mounted at `path` in process `pid`'s mount namespace (its
-// /proc/<pid>/mountinfo): the source ("/dev/loop3"); "" when nothing is.
-std::string MountSource(pid_t pid, const std::string& path);
+// True when something is mounted at `path` in process `pid`'s mount
+// namespace (its /proc/<pid>/mountinfo).
 bool MountedIn(pid_t pid, const std::string& path);
 
-// Mounts <version>/root.erofs read-only at <version>/nfsroot in process
-// `pid`'s mount namespace (the NFS server's own), unless it is mounted there.
-Status MountRootImage(pid_t pid, const ImageVersion& v);
+// Mounts <version>/root.erofs read-only (a loop device) at <version>/nfsroot
+// in provisiond's mount namespace, which the NFS server's starts as a copy
+// of, unless something is mounted there.
+Status MountRootImage(const ImageVersion& v);
 
 struct NfsSettings {
   std::string ganesha = "/usr/bin/ganesha.nfsd";
@@ -107,6 +107,9 @@ class NfsService {
 
  private:
   NfsService(const NfsSettings& s, Store& store) : settings_(s), store_(store) {}
+  // "/<name>/<version>/nfsroot" (its erofs image) or ".../root" (the tree),
+  // below the export.
+  std::string RootPath(const ImageVersion& image) const;
   // Mounts `image`'s erofs image in provisiond's own mount namespace;
   // `fresh`: it was not mounted there before.
   Status MountOwn(const ImageVersion& image, bool* fresh = nullptr);
@@ -115,7 +118,7 @@ class NfsService {
   Store& store_;
   std::mutex mu_;
   std::map<std::string, bool> verified_;  // by ref; guarded by mu_
-  std::vector<std::string> own_mounts_;   // in provisiond's namespace, unmounted at the end; mu_
+  std::set<std::string> own_mounts_;      // in provisiond's namespace, unmounted at the end; mu_
   std::mutex make_mu_;                    // PrepareRoot: one at a time
   std::unique_ptr<SupervisedProcess> process_;
 };
