@@ -230,6 +230,41 @@ start_sshd_targets() {
 key_of() { awk -v n="$1" '$1 == n {print $3 " " $4}' "$TARGETS/targets"; }
 addr_of() { awk -v n="$1" '$1 == n {print $5}' "$TARGETS/targets"; }
 
+# long_run_profiles PROFILES PLAYBOOKS NODES: two profiles for nodes cr*:
+# `base` (the lab image, no playbook) and `crash`, whose playbook crash.yml
+# writes NODES/started-HOST, sleeps as many seconds as NODES/sleep_s says
+# (60 here), then writes NODES/finished-HOST: a configure run to cut off (a
+# kill, a takeover) and to resume (sleep_s 0).
+long_run_profiles() {
+  local profiles="$1" playbooks="$2" nodes="$3"
+  mkdir -p "$profiles/crash" "$profiles/base" "$playbooks" "$nodes"
+  echo 60 >"$nodes/sleep_s"
+  printf 'version: base\nimage: {name: lab}\nnodes: {pattern: cr*}\n' >"$profiles/base/profile.yaml"
+  cat >"$profiles/crash/profile.yaml" <<EOF
+version: crash
+description: a playbook that runs long
+image:
+  name: lab
+playbooks:
+  - playbook: crash.yml
+    vars:
+      base: $nodes
+nodes:
+  pattern: cr*
+EOF
+  cat >"$playbooks/crash.yml" <<'EOF'
+- name: Long-running configuration
+  hosts: all
+  tasks:
+    - name: started
+      shell: echo {{ inventory_hostname }} >> {{ base }}/started-{{ inventory_hostname }}
+    - name: long
+      shell: sleep $(cat {{ base }}/sleep_s)
+    - name: finished
+      shell: echo done > {{ base }}/finished-{{ inventory_hostname }}
+EOF
+}
+
 finish() {
   if [ "$FAILURES" -ne 0 ]; then
     echo "$FAILURES check(s) failed"

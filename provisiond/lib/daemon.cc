@@ -677,10 +677,14 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
           [nfs = d.nfs.get()](const ImageVersion& v) { return nfs->PrepareRoot(v); });
     d.agent->Start("active", url, d.api->tls_pin);
   }
-  // Configuration a stop cut off (a SIGKILL, a crash, a power cut) goes on
-  // now that everything it needs runs.
+  // Configuration a stop cut off (a SIGKILL, a crash, a power cut; with
+  // control nodes, the old active's end) goes on now that everything it
+  // needs runs.
   if (config.resume_on_start) {
-    if (int n = d.configurator->ResumeCutOff("provisiond (resumed after a restart)"); n > 0)
+    const std::string who =
+        d.lease ? "provisiond on " + d.lease->settings().holder + " (resumed when it became active)"
+                : "provisiond (resumed after a restart)";
+    if (int n = d.configurator->ResumeCutOff(who); n > 0)
       spdlog::info("configuring {} node(s) again that the last stop cut off", n);
   }
   if (d.heartbeat) d.heartbeat->Start();

@@ -91,42 +91,17 @@ fi
 
 echo "== (b) SIGKILL in the middle of profile apply with playbooks running"
 NODES="$WORK/nodes"
-mkdir -p "$NODES" "$WORK/ap/data/ssh" "$WORK/profiles/crash" "$WORK/playbooks"
+mkdir -p "$WORK/ap/data/ssh"
 ssh-keygen -q -t ed25519 -N '' -C provisiond-crash -f "$WORK/ap/data/ssh/id_ed25519"
 SSHD_START_TIMEOUT="${SSHD_START_TIMEOUT:-60}" start_sshd_targets 3 "$WORK/ap/data/ssh/id_ed25519.pub"
 # The long task sleeps as many seconds as the file says: 60 while provisiond
 # is killed, 0 for the apply after the restart.
-echo 60 >"$NODES/sleep_s"
-cat >"$WORK/profiles/crash/profile.yaml" <<EOF
-version: crash
-description: a playbook that runs long
-image:
-  name: lab
-playbooks:
-  - playbook: crash.yml
-    vars:
-      base: $NODES
-nodes:
-  pattern: cr*
-EOF
-cat >"$WORK/playbooks/crash.yml" <<'EOF'
-- name: Long-running configuration
-  hosts: all
-  tasks:
-    - name: started
-      shell: echo {{ inventory_hostname }} >> {{ base }}/started-{{ inventory_hostname }}
-    - name: long
-      shell: sleep $(cat {{ base }}/sleep_s)
-    - name: finished
-      shell: echo done > {{ base }}/finished-{{ inventory_hostname }}
-EOF
+long_run_profiles "$WORK/profiles" "$WORK/playbooks" "$NODES"
 PROFILES_DIR="$WORK/profiles" PLAYBOOKS_DIR="$WORK/playbooks" \
   start_provisiond ap "ssh.port: $PORT" "configure.task_timeout: 120"
 DB="$DATA/data/provisiond.db"
 # The nodes boot the lab image under a profile without playbooks first (a
 # node phones home at the end of a boot), then the crash profile is applied.
-mkdir -p "$WORK/profiles/base"
-printf 'version: base\nimage: {name: lab}\nnodes: {pattern: cr*}\n' >"$WORK/profiles/base/profile.yaml"
 fake_boot_files "$WORK" 4096 4096
 check "image import" ctl image import lab --kernel "$WORK/vmlinuz" --initrd "$WORK/initrd.img"
 for i in 1 2 3; do

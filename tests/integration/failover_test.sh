@@ -3,9 +3,11 @@
 # active (it holds the lease), the other a standby that serves nothing. The
 # active is killed with SIGKILL while a client writes: the standby takes
 # over within a bounded time, every write acknowledged before the kill is
-# there, status says who is active and since when, /metrics counts the
-# failover; the old active comes back as a standby. Then the database goes
-# away: the active steps down (exit 75) instead of serving without a lease.
+# there, the configure runs the kill cut off (playbooks over SSH on real sshd
+# targets) are marked interrupted and run again by the new active, to ready,
+# status says who is active and since when, /metrics counts the failover; the
+# old active comes back as a standby. Then the database goes away: the active
+# steps down (exit 75) instead of serving without a lease.
 # Usage: failover_test.sh PROVISIOND PROVISIONCTL
 set -euo pipefail
 PROVISIOND="$1" PROVISIONCTL="$2"
@@ -27,17 +29,31 @@ LEASE=(
   "control.stop_margin_ms: 1000"
 )
 
+# The key the control nodes configure nodes with, alike on both (docs/ha.md),
+# and three real sshd targets it logs in to; the shipped profiles and
+# playbooks, and two of the tests' own for them (tests/lib.sh).
+KEY="$WORK/control-key"
+ssh-keygen -q -t ed25519 -N '' -C provisiond-failover -f "$KEY"
+SSHD_START_TIMEOUT="${SSHD_START_TIMEOUT:-60}" start_sshd_targets 3 "$KEY.pub"
+NODES="$WORK/nodes"
+cp -r "$REPO/profiles" "$WORK/profiles"
+cp -r "$REPO/playbooks" "$WORK/playbooks"
+long_run_profiles "$WORK/profiles" "$WORK/playbooks" "$NODES"
+
 # control_node NAME: starts a control node in the background (no wait: a
 # standby writes no URL file); sets CN_PID.
 control_node() {
   local name="$1" dir="$WORK/$1"
-  mkdir -p "$dir"
+  mkdir -p "$dir/data/ssh"
   rm -f "$dir/data/provisiond.url"
+  cp "$KEY" "$dir/data/ssh/id_ed25519"
+  cp "$KEY.pub" "$dir/data/ssh/id_ed25519.pub"
   {
     echo "listen: 127.0.0.1:0"
     echo "data_dir: $dir/data"
-    echo "profiles_dir: $REPO/profiles"
-    echo "playbooks_dir: $REPO/playbooks"
+    echo "profiles_dir: $WORK/profiles"
+    echo "playbooks_dir: $WORK/playbooks"
+    echo "ssh.port: $PORT"
     echo "control.name: $name"
     for line in "${LEASE[@]}"; do echo "$line"; done
   } >"$dir/provisiond.yaml"
@@ -109,6 +125,22 @@ check "and says so" logged cn1 "removed the archive of lab@$V2: every control no
 check "status: no control node lacks anything" ctl1 status
 expect_output "cn2 holds every version in use" "image version(s), every one in use"
 
+# Configure runs for the takeover to cut off: three sshd targets boot (their
+# hello) under `base`, then `crash` is applied, whose playbook runs long.
+for i in 1 2 3; do
+  check "enroll cr$i" ctl1 node add "cr$i" --mac "52:54:00:dd:00:0$i" --ip "$(addr_of "t$i")" --profile base
+done
+check "apply base" ctl1 profile apply base --yes
+for i in 1 2 3; do
+  check "cr$i phones home (booted)" node_hello "$(url_of cn1)" "52:54:00:dd:00:0$i" "{\"ssh_host_key\": \"$(key_of "t$i")\"}"
+done
+check "cr1-3 ready under the base profile" ctl1 wait 'cr[1-3]' --timeout 120
+expect_eq "apply crash: configures the three (through the API: provisionctl would follow them)" \
+  "$(curl -s -o /dev/null -w '%{http_code}' -X POST "${AUTH[@]}" "$(url_of cn1)/api/v1/profiles/crash/apply" -d '{}')" 200
+for i in 1 2 3; do wait_for 60 "cr$i starts its long task" test -s "$NODES/started-cr$i"; done
+three_running() { [ "$(pg_sql "SELECT count(*) FROM runs WHERE what = 'crash' AND status = 'running'")" = 3 ]; }
+wait_for 30 "three runs are running" three_running
+
 # A client enrolls nodes on the active, one request each, until the active
 # is gone; every 201 is a write provisiond acknowledged.
 URL1="$(url_of cn1)"
@@ -142,6 +174,20 @@ status="$(curl -sf "${AUTH[@]}" "$(url_of cn2)/api/v1/status")"
 expect_eq "status names the new active and its takeover" \
   "$(jq -r '.control.node + " " + (.control.epoch | tostring) + " " + (.control.since > 0 | tostring)' <<<"$status")" \
   "cn2 2 true"
+# The runs the kill cut off: interrupted, and run again by cn2 on its own
+# (no apply), this time without the long sleep.
+for i in 1 2 3; do [ -e "$NODES/finished-cr$i" ] && fail "cr$i finished before the kill"; done
+echo 0 >"$NODES/sleep_s"
+expect_eq "the three runs cn1's death cut off are marked interrupted" \
+  "$(pg_sql "SELECT count(*) FROM runs WHERE what = 'crash' AND status = 'interrupted'")" 3
+ctl2() { PROVISIOND_URL="$(url_of cn2)" PROVISIOND_TOKEN="$(cut -d' ' -f1 "$TOKEN_FILE")" "$PROVISIONCTL" "$@"; }
+check "cn2 configures them again, to ready" ctl2 wait 'cr[1-3]' --state ready --timeout 120
+expect_output "all three ready" "3/3 ready"
+expect_eq "their runs again, by cn2" \
+  "$(pg_sql "SELECT count(*) FROM runs WHERE what = 'crash' AND status = 'ok'
+     AND who = 'provisiond on cn2 (resumed when it became active)'")" 3
+for i in 1 2 3; do check "cr$i ran the last task" test -s "$NODES/finished-cr$i"; done
+
 # provisionctl given both control nodes reaches the active one.
 out="$(PROVISIOND_URL="$(url_of cn1 2>/dev/null || echo http://127.0.0.1:1),$(url_of cn2)" \
   PROVISIOND_TOKEN="$(cut -d' ' -f1 "$TOKEN_FILE")" "$PROVISIONCTL" status 2>&1)" || true
