@@ -127,6 +127,11 @@ struct Daemon::Impl {
   std::unique_ptr<Heartbeat> heartbeat;  // null when configure.heartbeat is 0
   std::optional<InterfaceAddress> iface;
   std::string url;
+  // A takeover of the lease probes for other DHCP servers once its boot
+  // network serves rather than before (RunStartPreflight); joined first
+  // when this goes.
+  bool takeover = false;
+  std::jthread late_dhcp_probe;
 };
 
 Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -448,6 +453,12 @@ Status Daemon::RunStartPreflight(const Config& config, Impl& d) {
       !FindProcessesWithArg("--conf-file=" + config.data_dir + "/netboot/dnsmasq.conf").empty();
   PreflightOptions opt;
   opt.check_ports = !leftover_dnsmasq;
+  // A takeover does not wait the probe's 4 s for other DHCP servers: the old
+  // active's dnsmasq stopped before its lease lapsed (ha/lease.h) and the
+  // first active probed this network. The probe runs once the boot network
+  // serves instead (StartBootNetwork) and says what it found.
+  d.takeover = d.lease && d.lease->tenure().epoch > 1;
+  opt.probe_dhcp = !d.takeover;
   // ...and its answers to the probe for other DHCP servers are its own.
   if (auto i = LookupInterface(config.interface, config.boot_address()); leftover_dnsmasq && i.ok())
     opt.own_address = i->address;
@@ -565,6 +576,26 @@ Status Daemon::StartBootNetwork(const Config& config, Impl& d) {
   d.dnsmasq = std::move(*dnsmasq);
   spdlog::info("boot network on {} ({} DHCP), nodes boot from {}", config.interface,
                ToString(config.dhcp_mode), boot_url);
+  if (d.takeover) {
+    // The probe a takeover left out, from a thread now that dnsmasq serves
+    // (answers from this machine's addresses are its own): another server
+    // is an error in the log and an event, not a stop (the cluster would be
+    // left with no control node).
+    d.late_dhcp_probe = std::jthread([&config = d.config, store = d.store.get()] {
+      PreflightOptions opt;
+      opt.check_ports = false;
+      for (const auto& c : RunPreflight(config, opt)) {
+        if (c.name != "other dhcp servers") continue;
+        if (c.ok) {
+          spdlog::info("preflight {} (after the takeover): {}", c.name, c.detail);
+          continue;
+        }
+        spdlog::error("preflight {} (after the takeover): {}", c.name, c.detail);
+        store->RecordEvent(EventRecord{
+            .kind = "preflight", .detail = "after the takeover: " + c.detail, .who = "provisiond"});
+      }
+    });
+  }
   return Status::Ok();
 }
 

@@ -7,7 +7,11 @@
 # down, as a machine that loses power); the standby takes the lease, claims the
 # address and announces it with gratuitous ARP: the node's ARP cache points at
 # the new active's hardware address and the next boot request reaches it.
-# Then the database goes: the active removes the address as it steps down.
+# A takeover does not wait for preflight's probe for other DHCP servers: it
+# probes once its boot network serves, and a DHCP server that appeared on the
+# network since (one is started before the death) is an error and an event,
+# not a stop. Then the database goes: the active removes the address as it
+# steps down.
 # Usage: cluster_address_test.sh PROVISIOND   (root: namespaces)
 set -euo pipefail
 PROVISIOND="$1"
@@ -89,6 +93,13 @@ check "the standby does not hold the address" bash -c "! ip -n $P-cn2 -4 -o addr
 wait_for 30 "the node's boot request reaches the active at 10.77.0.1" boot_request
 check "the node's ARP cache has cn1 for 10.77.0.1" node_sees "$(mac_of cn1)"
 
+# Another DHCP server appears on the network (on the stand-in node), after
+# cn1's own probe at its start.
+ip netns exec "$P-node" dnsmasq --keep-in-foreground --conf-file=/dev/null --port=0 --interface=eth0 \
+  --bind-interfaces --dhcp-range=10.77.0.200,10.77.0.210 --leasefile-ro --pid-file= \
+  >"$WORK/rogue-dhcp.log" 2>&1 &
+PIDS+=($!)
+
 # cn1's machine dies: every process of it, then its link.
 for pid in $(ip netns pids "$P-cn1"); do kill -KILL "$pid" 2>/dev/null || true; done
 ip -n "$P-cn1" link set eth0 down
@@ -99,6 +110,12 @@ wait_for 10 "cn2 says it claimed and announced it" logged cn2 "claimed the clust
 wait_for 10 "the node's ARP cache follows to cn2 (gratuitous ARP)" node_sees "$(mac_of cn2)"
 wait_for 30 "the node's boot request reaches cn2 at the same address" boot_request
 pass "from cn1's death to cn2 serving boot requests at 10.77.0.1: $((($(date +%s%N) - killed_ns) / 1000000)) ms (lease 3000 ms)"
+check "cn2 left the probe for other DHCP servers out of its start" bash -c "! grep -q 'preflight other dhcp servers: ' '$WORK/provisiond-cn2.log'"
+wait_for 20 "cn2 probes once it serves and names the other DHCP server" logged cn2 \
+  "preflight other dhcp servers (after the takeover): another DHCP server answers on eth0 (10.77.0.50)"
+expect_eq "and records it as an event" \
+  "$(pg_sql "SELECT count(*) FROM events WHERE kind = 'preflight' AND detail LIKE 'after the takeover: another DHCP server answers on eth0 (10.77.0.50)%'")" 1
+check "cn2 goes on serving boot requests" boot_request
 
 # The database goes: cn2 steps down and gives the address up first. (Once it
 # has started in full: a start that loses its database fails as any start.)
