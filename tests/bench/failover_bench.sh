@@ -4,14 +4,16 @@
 # time PostgreSQL's own failover takes, in one run.
 #
 # provisiond: tests/lab/ha_test.sh with HA_ROUNDS=N: two control nodes in
-# network namespaces on the lab bridge, one PostgreSQL, a QEMU node reading its
-# NFS root in a loop; each round kills every process of the active control
-# node (SIGKILL, link down) and times, from the kill, the first boot script
-# served at the cluster address and the reading node's next good read; the
-# dead one comes back as a standby and the next round kills the other.
+# network namespaces on the lab bridge, each with its pg_auto_failover data
+# node (the monitor on a third machine), a QEMU node reading its NFS root in a
+# loop; each round kills every process of the active control node (SIGKILL,
+# link down; the database's primary with it) and times, from the kill, the
+# other data node taking writes, the first boot script served at the cluster
+# address and the reading node's next good read; the dead one comes back as a
+# standby (its data node as the secondary) and the next round kills the other.
 # The peer: tests/integration/pg_failover_test.sh, pg_auto_failover losing its
-# primary (SIGKILL) under provisiond, run N times: PostgreSQL's own time to
-# take writes again.
+# primary alone (SIGKILL) under provisiond, run N times: PostgreSQL's own time
+# to take writes again.
 #
 # Usage: sudo tests/bench/failover_bench.sh [--build-dir DIR] [--rounds N]
 #   --build-dir DIR   where provisiond and provisionctl were built (default:
@@ -51,6 +53,7 @@ out, rounds = sys.argv[1], int(sys.argv[2])
 lab = open(f"{out}/lab.log", errors="replace").read()
 boot = [int(x) for x in re.findall(r"served a boot script (\d+) ms later", lab)]
 read = [int(x) for x in re.findall(r"next read (\d+) ms later", lab)]
+lab_pg = [int(x) for x in re.findall(r"took writes (\d+) ms later", lab)]
 pg, prov = [], []
 for f in sorted(glob.glob(f"{out}/pg*.log")):
     m = re.search(r"PostgreSQL took writes again (\d+) ms .*provisiond (\d+) ms", open(f, errors="replace").read())
@@ -63,6 +66,7 @@ def row(name, xs):
 print()
 print(f"| from the kill to ... (ms, {rounds} rounds) | min | median | max |")
 print("| --- | ---: | ---: | ---: |")
+print(row("control node killed: its database's other node takes writes", lab_pg))
 print(row("control node killed: the new active's first boot script", boot))
 print(row("control node killed: the reading node's next good read", read))
 print(row("PostgreSQL primary killed: PostgreSQL takes writes again", pg))

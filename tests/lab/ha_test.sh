@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
 # Lab test of two control nodes (docs/ha.md): cn1 and cn2, each a network
 # namespace of its own on the lab bridge (eth0 10.99.0.11 and .12) and a mount
-# namespace of its own, run provisiond on one PostgreSQL inventory with the
-# cluster address 10.99.0.1 moving with the lease. QEMU machines netboot the
-# lab profile's derived image from whichever is active.
+# namespace of its own, run provisiond with the cluster address 10.99.0.1
+# moving with the lease, on a PostgreSQL inventory replicated as docs/ha.md
+# sets it up: pg_auto_failover (tests/autofailover.sh), a data node on each
+# control node, synchronous replication, the monitor on a third machine (the
+# lab's own namespace, 10.99.0.2). QEMU machines netboot the lab profile's
+# derived image from whichever control node is active.
 #   1. cn1 is active; cn2, a standby, copies the derived image from it (over
 #      HTTPS, its erofs image with it) before the profile may be applied
 #   2. lab0 boots from cn1 to `ready`; a loop on lab0 reads files of its NFS
 #      root again and again (caches dropped each round) and prints each
 #      round on its serial console
 #   3. lab1 is powered on and cn1 dies at once: every process of its
-#      namespaces killed with SIGKILL, its link down
-#   4. cn2 takes over: the time to its first boot script at 10.99.0.1 and to
-#      lab0's next good read are measured; lab0 sees no failed read and no
-#      stale file handle; lab1 reaches `ready` through cn2; the writes cn1
-#      acknowledged before it died are there
-#   5. cn1 comes back as a standby
+#      namespace killed with SIGKILL (its database primary with it), its
+#      link down
+#   4. pg_auto_failover promotes cn2's data node and cn2 takes over: the
+#      times to the new primary's first write, to cn2's first boot script at
+#      10.99.0.1 and to lab0's next good read are measured; lab0 sees no
+#      failed read and no stale file handle; lab1 reaches `ready` through
+#      cn2; the writes cn1 acknowledged before it died are there
+#   5. cn1 comes back as a standby, its data node as the secondary
 # With HA_ROUNDS=N (tests/bench/failover_bench.sh) the active is killed N
 # times, the two taking turns; each round prints its figures.
 # Usage: ha_test.sh PROVISIOND PROVISIONCTL   (root)
@@ -31,7 +36,7 @@ dump() {
   [ -n "${LAB_DIR:-}" ] || return 0
   lab_dump 40 "$LAB_DIR"/cn1/provisiond.log "$LAB_DIR"/cn2/provisiond.log \
     "$LAB_DIR"/cn1/data/nfs/ganesha.log "$LAB_DIR"/cn2/data/nfs/ganesha.log \
-    "$LAB_DIR"/lab0.serial "$LAB_DIR"/lab1.serial
+    "$LAB_DIR"/lab0.serial "$LAB_DIR"/lab1.serial "$LAB_DIR"/af/*.log
 }
 source "$HERE/lab-test.sh"
 [ "$(id -u)" -eq 0 ] || fail "run as root (network namespaces, taps, loop devices)"
@@ -44,7 +49,8 @@ remove_control_nodes() {
     for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
     ip netns del "$ns" 2>/dev/null || true
   done
-  [ -z "${PG_DIR:-}" ] || stop_postgres
+  [ -z "${CHECKPOINTS:-}" ] || kill "$CHECKPOINTS" 2>/dev/null || true
+  [ -z "${AF:-}" ] || af_stop
 }
 trap remove_control_nodes EXIT  # until lab_init; ha_cleanup below
 
@@ -71,14 +77,6 @@ trap 'ha_cleanup; exit 143' TERM
 trap 'ha_cleanup; exit 129' HUP
 lab_start_repo || fail "the lab apt repository did not start"
 
-# PostgreSQL (tests/postgres.sh) on a Unix socket in the lab's folder: both
-# control nodes reach it whatever their network namespace.
-WORK="$LAB_DIR"
-CLEANUP_HOOKS=() FAILURE_LOGS=()
-die() { fail "$*"; }
-source "$REPO/tests/postgres.sh"
-start_postgres
-say "PostgreSQL up"
 
 # The shipped profiles, the lab's repository at the lab's own address.
 cp -r "$REPO/profiles" "$LAB_DIR/profiles"
@@ -99,7 +97,41 @@ for n in 1 2; do
   ip -n "$ns" address add "fd00:99::1$n/64" dev eth0 nodad 2>/dev/null || true
   ip -n "$ns" link set eth0 up
   ip -n "$LAB_NS" link set "${P}b$n" master "$LAB_BRIDGE" up
+done
+
+# PostgreSQL with its failover tool: the monitor in the lab's namespace, a
+# data node on each control node, each on a port of this test's own (their
+# Unix sockets share one folder).
+AF="$LAB_DIR/af"
+source "$REPO/tests/autofailover.sh"
+af_init || fail "pg_auto_failover cannot run here"
+BASE=$((20000 + $$ % 20000))
+af_monitor "$LAB_NS" "$LAB_ADDR" "$BASE" || fail "the pg_auto_failover monitor was not made"
+monitor_up() { af_sql monitor pg_auto_failover "SELECT 1"; }
+wait_for "the pg_auto_failover monitor" 60 monitor_up
+af_fast
+db_is() { [ "$(af_state "db$1")" = "$2" ]; }
+primary_up() { case "$(af_state db1)" in single | wait_primary | primary) return 0 ;; esac; return 1; }
+af_node db1 "$P-cn1" 10.99.0.11 $((BASE + 1))
+wait_for "db1 (on cn1) up" 120 primary_up
+# provisiond's connections come from the control nodes' addresses.
+echo "host provisiond postgres 10.99.0.0/24 trust" >>"$AF/db1/pg_hba.conf"
+af_sql db1 provisiond "SELECT pg_reload_conf()" >/dev/null
+af_node db2 "$P-cn2" 10.99.0.12 $((BASE + 2)) # waited for below, before the rounds
+# Its base backup waits for a checkpoint of the primary: asked for, every
+# second until it is the secondary (in the background: the lab goes on).
+(for _ in $(seq 1 300); do
+  af_sql db1 provisiond CHECKPOINT >/dev/null 2>&1 || true
+  ! db_is 2 secondary || break
+  sleep 1
+done) &
+CHECKPOINTS=$!
+replicated() { db_is 1 primary && db_is 2 secondary; }
+
+for n in 1 2; do
   mkdir -p "$LAB_DIR/cn$n/store"
+  # Its own data node first: a standby finds the new primary at once.
+  hosts="10.99.0.1$n:$((BASE + n)),10.99.0.1$((3 - n)):$((BASE + 3 - n))"
   cat >"$LAB_DIR/cn$n/provisiond.yaml" <<CONF
 listen: 0.0.0.0:8080
 data_dir: $LAB_DIR/cn$n/data
@@ -112,7 +144,7 @@ tools_dir: $(dirname "$PROVISIOND")
 interface: eth0
 dhcp:
   range: 10.99.0.100-10.99.0.199
-database: $PG_URI
+database: postgresql://postgres@$hosts/provisiond?target_session_attrs=read-write&connect_timeout=2&tcp_user_timeout=2000
 tokens_file: $LAB_DIR/tokens
 control.name: cn$n
 control.address: 10.99.0.1/24
@@ -226,6 +258,12 @@ more_reads() { [ "$(reads)" -gt "$1" ]; }
 wait_for "lab0's reader to read its root" 60 more_reads 2
 say "lab0 reads its root: $(reads) rounds so far"
 
+# The database replicated before any write the rounds check.
+wait_for "db1 primary, db2 its synchronous secondary" 180 replicated
+[ "$(af_sql db1 provisiond 'SHOW synchronous_standby_names')" = "ANY 1 (pgautofailover_standby_2)" ] ||
+  fail "replication is not synchronous"
+say "db1 (on cn1) primary, db2 (on cn2) its synchronous secondary"
+
 # The rounds: kill the active, measure, bring it back as a standby.
 active=1
 for round in $(seq 1 "$ROUNDS"); do
@@ -243,18 +281,22 @@ for round in $(seq 1 "$ROUNDS"); do
   ip -n "$P-cn$active" link set eth0 down
   killed=$(date +%s%N)
   wait "${CN_PID[active]}" 2>/dev/null || true
-  # Both measured by polling from here: the first boot script and the next read.
-  t_boot="" t_read=""
+  # All measured by polling from here: the database's new primary taking
+  # writes, the first boot script and the next read.
+  pg_writes() { af_sql "db$standby" provisiond "SELECT NOT pg_is_in_recovery()" 2>/dev/null | grep -qx t; }
+  t_pg="" t_boot="" t_read=""
   deadline=$(($(date +%s) + 60))
-  while [ -z "$t_boot" ] || [ -z "$t_read" ]; do
-    [ "$(date +%s)" -lt "$deadline" ] || fail "round $round: after 60 s: boot script ${t_boot:-none}, next read ${t_read:-none}"
+  while [ -z "$t_pg" ] || [ -z "$t_boot" ] || [ -z "$t_read" ]; do
+    [ "$(date +%s)" -lt "$deadline" ] ||
+      fail "round $round: after 60 s: new primary ${t_pg:-none}, boot script ${t_boot:-none}, next read ${t_read:-none}"
+    [ -n "$t_pg" ] || ! pg_writes || t_pg=$(ms_since "$killed")
     [ -n "$t_boot" ] || ! boot_script || t_boot=$(ms_since "$killed")
     [ -n "$t_read" ] || ! more_reads "$before" || t_read=$(ms_since "$killed")
     sleep 0.1
   done
   holds "$standby" || fail "round $round: cn$standby serves without holding the cluster address"
-  say "round $round: cn$active killed; cn$standby served a boot script $t_boot ms later; lab0's next read $t_read ms later (lease 3000 ms)"
-  echo "failover round=$round boot_script_ms=$t_boot next_read_ms=$t_read" >>"$LAB_DIR/failover.txt"
+  say "round $round: cn$active killed with db$active; db$standby took writes $t_pg ms later; cn$standby served a boot script $t_boot ms later; lab0's next read $t_read ms later (lease 3000 ms)"
+  echo "failover round=$round pg_primary_ms=$t_pg boot_script_ms=$t_boot next_read_ms=$t_read" >>"$LAB_DIR/failover.txt"
   [ "$(failed_reads)" -eq 0 ] || { grep -a "provision-ha-reader FAILED\|tale file" "$LAB_DIR/lab0.serial" | head -5; fail "lab0 saw a failed read after the takeover"; }
   for i in 1 2 3; do
     ctl_on "$standby" node show "ack$round-$i" >/dev/null || fail "round $round: ack$round-$i, acknowledged by cn$active, is gone"
@@ -277,15 +319,18 @@ for round in $(seq 1 "$ROUNDS"); do
     done
     say "lab1, powered on as cn$active died, ready through cn$standby (firmware resets: $resets)"
   fi
-  # The dead one comes back, as a standby.
+  # The dead one comes back, as a standby; its data node as the secondary.
   ip -n "$P-cn$active" link set eth0 up
+  af_start "db$active"
   mv "$LAB_DIR/cn$active/provisiond.log" "$LAB_DIR/cn$active/provisiond.log.round$round"
   start_cn "$active"
   wait_for "cn$active to come back as a standby" 60 logged "$active" "standby as cn$active: cn$standby is the active control node"
   holds "$active" && fail "cn$active holds the cluster address as a standby"
   more=$(reads)
   wait_for "lab0 to go on reading" 60 more_reads "$more"
-  say "round $round: cn$active back as a standby; lab0 has read $(reads) rounds, none failed"
+  rejoined() { db_is "$standby" primary && db_is "$active" secondary; }
+  wait_for "db$active to rejoin as db$standby's secondary" 180 rejoined
+  say "round $round: cn$active back as a standby, db$active the secondary; lab0 has read $(reads) rounds, none failed"
   active=$standby
 done
 [ "$(failed_reads)" -eq 0 ] || fail "lab0 saw a failed read"
