@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -33,6 +34,7 @@
 #include "ha/cluster_address.h"
 #include "ha/control_agent.h"
 #include "ha/lease.h"
+#include "ha/nfs_clients.h"
 #include "hello/phonehome.h"
 #include "http/http_server.h"
 #include "http/tls.h"
@@ -127,11 +129,12 @@ struct Daemon::Impl {
   std::unique_ptr<Heartbeat> heartbeat;  // null when configure.heartbeat is 0
   std::optional<InterfaceAddress> iface;
   std::string url;
-  // A takeover of the lease probes for other DHCP servers once its boot
-  // network serves rather than before (RunStartPreflight); joined first
-  // when this goes.
+  // What a takeover of the lease does once its boot network serves: tell the
+  // old active's NFS clients that their connections ended, then probe for
+  // other DHCP servers (left out of RunStartPreflight). Joined first when
+  // this goes.
   bool takeover = false;
-  std::jthread late_dhcp_probe;
+  std::jthread after_takeover;
 };
 
 Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -516,6 +519,51 @@ Status Daemon::StartListeners(const Config& config, Impl& d) {
 
 // Phase 5: on the cluster interface, the NFS server and dnsmasq, offering
 // what the boot loaders describe.
+// The connections the other control nodes' NFS servers held at the cluster
+// address as they last reported them (only an active reports any): this
+// control node's address now (ha/nfs_clients.h).
+static std::vector<TcpConnection> OldActiveNfsClients(ControlLease& lease,
+                                                      const std::string& address) {
+  std::vector<TcpConnection> out;
+  auto nodes = lease.ControlNodes();
+  if (!nodes.ok()) {
+    spdlog::warn("the old active's NFS clients: {}", nodes.status().message());
+    return out;
+  }
+  for (const ControlNodeReport& n : *nodes) {
+    if (n.name == lease.settings().holder) continue;
+    for (const std::string& text : n.nfs_clients) {
+      auto c = TcpConnection::Parse(text);
+      if (!c.ok())
+        spdlog::warn("control node {}'s NFS clients: {}", n.name, c.status().message());
+      else if (c->local == address && c->local_port == kNfsPort && out.size() < 10000)
+        out.push_back(*c);  // (a cluster's worth: the rows are the database's, not ours)
+    }
+  }
+  return out;
+}
+
+// Once the NFS server listens (so a client's reconnection finds it), each
+// client is told that its connection ended: it reconnects at once rather
+// than at its next retransmission.
+static void TickleNfsClients(const std::vector<TcpConnection>& clients, std::stop_token stop) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!ListensOn(kNfsPort) && std::chrono::steady_clock::now() < until) {
+    if (stop.stop_requested()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::vector<std::string> failures;
+  auto sent = SendTickles(clients, &failures);
+  if (!sent.ok()) {
+    spdlog::warn("NFS clients of the old active: {}", sent.status().message());
+    return;
+  }
+  spdlog::info(
+      "told {} NFS client connection(s) of the old active that they ended: they reconnect now",
+      *sent);
+  for (const std::string& f : failures) spdlog::warn("NFS client {}", f);
+}
+
 Status Daemon::StartBootNetwork(const Config& config, Impl& d) {
   std::string boot_url = config.boot_url;
   if (boot_url.empty())
@@ -577,11 +625,18 @@ Status Daemon::StartBootNetwork(const Config& config, Impl& d) {
   spdlog::info("boot network on {} ({} DHCP), nodes boot from {}", config.interface,
                ToString(config.dhcp_mode), boot_url);
   if (d.takeover) {
-    // The probe a takeover left out, from a thread now that dnsmasq serves
-    // (answers from this machine's addresses are its own): another server
-    // is an error in the log and an event, not a stop (the cluster would be
-    // left with no control node).
-    d.late_dhcp_probe = std::jthread([&config = d.config, store = d.store.get()] {
+    // From a thread, now that dnsmasq and the NFS server run.
+    std::vector<TcpConnection> clients;
+    if (d.nfs && d.cluster_address)
+      clients = OldActiveNfsClients(*d.lease, d.cluster_address->address);
+    d.after_takeover = std::jthread([&config = d.config, store = d.store.get(),
+                                     clients](std::stop_token stop) {
+      if (!clients.empty()) TickleNfsClients(clients, stop);
+      if (stop.stop_requested()) return;
+      // The probe left out of the start (answers from this machine's
+      // addresses are its own): another server is an error in the log and
+      // an event, not a stop (the cluster would be left with no control
+      // node).
       PreflightOptions opt;
       opt.check_ports = false;
       for (const auto& c : RunPreflight(config, opt)) {
@@ -635,7 +690,8 @@ Status Daemon::AwaitLease(const Config& config, Impl& d) {
                            .token = token,
                            .staging_dir = config.data_dir + "/image-copies",
                            .archive_dir = config.data_dir + "/image-archives",
-                           .interval_ms = config.control_report_ms});
+                           .interval_ms = config.control_report_ms,
+                           .report_nfs_clients = config.nfs_server == "ganesha"});
   d.agent->Start("standby");
   if (!config.control_address.empty()) {
     auto a = ParseClusterAddress(config.control_address, config.interface);

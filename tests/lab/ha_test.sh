@@ -295,6 +295,9 @@ for round in $(seq 1 "$ROUNDS"); do
     sleep 0.1
   done
   holds "$standby" || fail "round $round: cn$standby serves without holding the cluster address"
+  # lab0's NFS connection, as cn$active reported it, was told that it ended.
+  told() { logged "$standby" "told [1-9][0-9]* NFS client connection(s) of the old active that they ended"; }
+  wait_for "cn$standby to tell the old active's NFS clients that their connections ended" 10 told
   say "round $round: cn$active killed with db$active; db$standby took writes $t_pg ms later; cn$standby served a boot script $t_boot ms later; lab0's next read $t_read ms later (lease 3000 ms)"
   echo "failover round=$round pg_primary_ms=$t_pg boot_script_ms=$t_boot next_read_ms=$t_read" >>"$LAB_DIR/failover.txt"
   [ "$(failed_reads)" -eq 0 ] || { grep -a "provision-ha-reader FAILED\|tale file" "$LAB_DIR/lab0.serial" | head -5; fail "lab0 saw a failed read after the takeover"; }

@@ -16,6 +16,7 @@
 #include "base/strings.h"
 #include "base/thread.h"
 #include "ha/lease.h"
+#include "ha/nfs_clients.h"
 #include "images/image_archive.h"
 #include "images/image_catalog.h"
 
@@ -137,6 +138,8 @@ Status ControlAgent::Report() {
     r.copying = copying_;
   }
   DescribeImages(catalog_, r);
+  if (r.role == "active" && settings_.report_nfs_clients)
+    for (const TcpConnection& c : EstablishedTo(kNfsPort)) r.nfs_clients.push_back(c.ToString());
   return lease_.Report(r);
 }
 

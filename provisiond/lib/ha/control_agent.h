@@ -31,6 +31,8 @@ struct ControlAgentSettings {
   std::string staging_dir;  // where downloads go before they are checked
   std::string archive_dir;  // the active's archives for the standbys (removed once all hold them)
   int64_t interval_ms = 5000;
+  // As the active, report the NFS server's connections (ha/nfs_clients.h).
+  bool report_nfs_clients = false;
 };
 
 class ControlAgent {

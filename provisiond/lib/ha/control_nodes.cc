@@ -11,12 +11,13 @@ namespace prov {
 Status WriteControlNode(sql::Database& db, const ControlNodeReport& r) {
   const std::string now = sql::NowMsSql(db.dialect());
   auto st = db.Prepare(
-      "INSERT INTO control_nodes (name, role, url, tls_pin, images, current, copying, reported) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, " +
+      "INSERT INTO control_nodes (name, role, url, tls_pin, images, current, copying, "
+      "nfs_clients, reported) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, " +
       now +
       ") ON CONFLICT (name) DO UPDATE SET role = excluded.role, url = excluded.url, "
       "tls_pin = excluded.tls_pin, images = excluded.images, current = excluded.current, "
-      "copying = excluded.copying, reported = excluded.reported");
+      "copying = excluded.copying, nfs_clients = excluded.nfs_clients, "
+      "reported = excluded.reported");
   if (!st.ok()) return st.status();
   nlohmann::json current = r.current;
   st->Bind(1, r.name)
@@ -25,14 +26,16 @@ Status WriteControlNode(sql::Database& db, const ControlNodeReport& r) {
       .Bind(4, r.tls_pin)
       .Bind(5, nlohmann::json(r.images).dump())
       .Bind(6, current.dump())
-      .Bind(7, r.copying);
+      .Bind(7, r.copying)
+      .Bind(8, nlohmann::json(r.nfs_clients).dump());
   return st->Run("control node " + r.name + ": cannot write its report");
 }
 
 Result<std::vector<ControlNodeReport>> ReadControlNodes(sql::Database& db) {
   auto st = db.Prepare(
       std::string("SELECT name, role, url, tls_pin, images, current, copying, reported, ") +
-      sql::NowMsSql(db.dialect()) + " - reported FROM control_nodes ORDER BY name");
+      "nfs_clients, " + sql::NowMsSql(db.dialect()) +
+      " - reported FROM control_nodes ORDER BY name");
   if (!st.ok()) return st.status();
   std::vector<ControlNodeReport> out;
   for (;;) {
@@ -57,7 +60,11 @@ Result<std::vector<ControlNodeReport>> ReadControlNodes(sql::Database& db) {
         if (v.is_string()) r.current[k] = v.get<std::string>();
     r.copying = st->Text(6);
     r.reported_ms = st->Int(7);
-    r.age_ms = st->Int(8);
+    auto clients = nlohmann::json::parse(st->Text(8), nullptr, false);
+    if (clients.is_array())
+      for (const auto& c : clients)
+        if (c.is_string()) r.nfs_clients.push_back(c.get<std::string>());
+    r.age_ms = st->Int(9);
     out.push_back(std::move(r));
   }
   return out;

@@ -26,8 +26,11 @@ struct ControlNodeReport {
   std::vector<std::string> images{};             // "name@version", sorted
   std::map<std::string, std::string> current{};  // name -> the version it resolves to
   std::string copying{};                         // "lab@0123...: 40% of 700 MiB", or ""
-  int64_t reported_ms = 0;                       // the database's clock at the report
-  int64_t age_ms = 0;                            // how long before the read
+  // The active's: its NFS server's connections ("10.99.0.1:2049>10.99.0.101:872",
+  // ha/nfs_clients.h), for the next active to tell them that they ended.
+  std::vector<std::string> nfs_clients{};
+  int64_t reported_ms = 0;  // the database's clock at the report
+  int64_t age_ms = 0;       // how long before the read
 };
 
 // Writes `r` as its control node's row, stamped with the database's clock.

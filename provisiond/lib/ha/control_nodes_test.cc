@@ -19,7 +19,8 @@ TEST_CASE("control nodes: each one's report, replaced, read back with its age") 
                         .url = "https://10.0.0.1:8443",
                         .tls_pin = "sha256//abc=",
                         .images = {"lab@0000000000000001", "lab@0000000000000002"},
-                        .current = {{"lab", "0000000000000002"}}};
+                        .current = {{"lab", "0000000000000002"}},
+                        .nfs_clients = {"10.0.0.1:2049>10.0.0.101:872"}};
   ControlNodeReport cn2{.name = "cn2", .role = "standby", .images = {"lab@0000000000000001"}};
   cn2.copying = "lab@0000000000000002: 40% of 700 MiB";
   REQUIRE(WriteControlNode(*db, cn1).ok());
@@ -37,12 +38,14 @@ TEST_CASE("control nodes: each one's report, replaced, read back with its age") 
   CHECK(a.url == "https://10.0.0.1:8443");
   CHECK(a.tls_pin == "sha256//abc=");
   CHECK(a.current.at("lab") == "0000000000000002");
+  CHECK(a.nfs_clients == std::vector<std::string>{"10.0.0.1:2049>10.0.0.101:872"});
   CHECK(a.reported_ms > 1700000000000);
   CHECK(a.age_ms >= 0);
   CHECK(a.age_ms < 600000);
   const ControlNodeReport& b = (*all)[1];
   CHECK(b.images == std::vector<std::string>{"lab@0000000000000001", "lab@0000000000000002"});
   CHECK(b.copying.empty());
+  CHECK(b.nfs_clients.empty());
   CHECK(Lacking(b, a.images).empty());
   cn2.images = {"lab@0000000000000002"};
   CHECK(Lacking(cn2, {"lab@0000000000000001", "lab@0000000000000002", "oci@00000000000000ff"}) ==
