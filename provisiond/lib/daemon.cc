@@ -524,22 +524,14 @@ Status Daemon::StartListeners(const Config& config, Impl& d) {
 // control node's address now (ha/nfs_clients.h).
 static std::vector<TcpConnection> OldActiveNfsClients(ControlLease& lease,
                                                       const std::string& address) {
-  std::vector<TcpConnection> out;
   auto nodes = lease.ControlNodes();
   if (!nodes.ok()) {
     spdlog::warn("the old active's NFS clients: {}", nodes.status().message());
-    return out;
+    return {};
   }
-  for (const ControlNodeReport& n : *nodes) {
-    if (n.name == lease.settings().holder) continue;
-    for (const std::string& text : n.nfs_clients) {
-      auto c = TcpConnection::Parse(text);
-      if (!c.ok())
-        spdlog::warn("control node {}'s NFS clients: {}", n.name, c.status().message());
-      else if (c->local == address && c->local_port == kNfsPort && out.size() < 10000)
-        out.push_back(*c);  // (a cluster's worth: the rows are the database's, not ours)
-    }
-  }
+  std::vector<std::string> refused;
+  auto out = ConnectionsToTell(*nodes, lease.settings().holder, address, &refused);
+  for (const std::string& r : refused) spdlog::warn("NFS clients of {}", r);
   return out;
 }
 

@@ -158,6 +158,24 @@ bool ListensOn(uint16_t port, const std::string& proc_net_tcp, const std::string
   return Tcp6ListensOn(proc_net_tcp6, port);
 }
 
+std::vector<TcpConnection> ConnectionsToTell(const std::vector<ControlNodeReport>& nodes,
+                                             const std::string& me, const std::string& address,
+                                             std::vector<std::string>* refused) {
+  std::vector<TcpConnection> out;
+  for (const ControlNodeReport& n : nodes) {
+    if (n.name == me) continue;
+    for (const std::string& text : n.nfs_clients) {
+      auto c = TcpConnection::Parse(text);
+      if (!c.ok()) {
+        if (refused) refused->push_back("control node " + n.name + ": " + c.status().message());
+      } else if (c->local == address && c->local_port == kNfsPort && out.size() < kMaxTickles) {
+        out.push_back(*c);
+      }
+    }
+  }
+  return out;
+}
+
 std::string TickleSegment(const TcpConnection& c) {
   std::string tcp(20, '\0');
   Put16(tcp, 0, c.local_port);

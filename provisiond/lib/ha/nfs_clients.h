@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "ha/control_nodes.h"
 
 namespace prov {
 
@@ -50,6 +51,18 @@ std::vector<TcpConnection> EstablishedTo(uint16_t port,
 // Whether a socket listens on `port` (IPv4 or IPv6, any address).
 bool ListensOn(uint16_t port, const std::string& proc_net_tcp = "/proc/net/tcp",
                const std::string& proc_net_tcp6 = "/proc/net/tcp6");
+
+// The most connections a new active tells (a cluster's worth; the reports
+// are the database's word, not this machine's).
+inline constexpr size_t kMaxTickles = 10000;
+
+// What a new active holding `address` tells: the connections the other
+// control nodes (not `me`) reported whose local side is address:kNfsPort,
+// at most kMaxTickles. An entry that is not a connection is left out and
+// named in `refused`.
+std::vector<TcpConnection> ConnectionsToTell(const std::vector<ControlNodeReport>& nodes,
+                                             const std::string& me, const std::string& address,
+                                             std::vector<std::string>* refused = nullptr);
 
 // The tickle for `c`: a 20-byte TCP header from c.local:c.local_port to
 // c.remote:c.remote_port with only ACK set, sequence and acknowledgment 0, its

@@ -95,6 +95,32 @@ TEST_CASE("nfs clients: the established connections to a port, from /proc/net/tc
   CHECK_FALSE(ListensOn(2049, empty, none6));
 }
 
+TEST_CASE("nfs clients: a new active tells the others' connections at its address, no more") {
+  std::vector<ControlNodeReport> nodes(3);
+  nodes[0].name = "cn1";  // the old active
+  nodes[0].nfs_clients = {"10.99.0.1:2049>10.99.0.101:872", "10.99.0.1:2049>10.99.0.102:700",
+                          "10.99.0.11:2049>10.99.0.103:701",   // its own address: not moving
+                          "10.99.0.1:8080>10.99.0.104:40000",  // not the NFS server
+                          "10.99.0.1:2049>evil"};
+  nodes[1].name = "cn2";  // this control node: its own report is stale
+  nodes[1].nfs_clients = {"10.99.0.1:2049>10.99.0.105:702"};
+  nodes[2].name = "cn3";
+  std::vector<std::string> refused;
+  auto tell = ConnectionsToTell(nodes, "cn2", "10.99.0.1", &refused);
+  REQUIRE(tell.size() == 2);
+  CHECK(tell[0].ToString() == "10.99.0.1:2049>10.99.0.101:872");
+  CHECK(tell[1].ToString() == "10.99.0.1:2049>10.99.0.102:700");
+  REQUIRE(refused.size() == 1);
+  CHECK(refused[0].find("control node cn1: '10.99.0.1:2049>evil' is not a TCP connection") == 0);
+
+  // However many the database says, at most kMaxTickles.
+  nodes[0].nfs_clients.clear();
+  for (int i = 0; i < 12000; ++i)
+    nodes[0].nfs_clients.push_back("10.99.0.1:2049>10.99." + std::to_string(1 + i / 250) + "." +
+                                   std::to_string(1 + i % 250) + ":800");
+  CHECK(ConnectionsToTell(nodes, "cn2", "10.99.0.1").size() == kMaxTickles);
+}
+
 TEST_CASE("nfs clients: the tickle is an ACK from the server's port with a right checksum") {
   TcpConnection c{
       .local = "10.99.0.1", .local_port = 2049, .remote = "10.99.0.101", .remote_port = 872};
