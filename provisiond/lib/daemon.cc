@@ -406,6 +406,11 @@ Status Daemon::MakeServices(const Config& config, Impl& d) {
   d.router = std::make_unique<Router>(nullptr);
   d.api = std::make_unique<ApiContext>();
   d.api->lease = d.lease.get();
+  if (d.lease)
+    d.api->control_alike = [config] {
+      return AlikeDigests(config.data_dir + "/ssh/id_ed25519.pub", config.profiles_dir,
+                          config.playbooks_dir);
+    };
   ApiContext& api = *d.api;
   api.node_list = std::make_shared<NodeListCache>();
   // Applying a profile configures its nodes that are up; the others are
@@ -683,7 +688,11 @@ Status Daemon::AwaitLease(const Config& config, Impl& d) {
                            .staging_dir = config.data_dir + "/image-copies",
                            .archive_dir = config.data_dir + "/image-archives",
                            .interval_ms = config.control_report_ms,
-                           .report_nfs_clients = config.nfs_server == "ganesha"});
+                           .report_nfs_clients = config.nfs_server == "ganesha",
+                           .alike = [config] {
+                             return AlikeDigests(config.data_dir + "/ssh/id_ed25519.pub",
+                                                 config.profiles_dir, config.playbooks_dir);
+                           }});
   d.agent->Start("standby");
   if (!config.control_address.empty()) {
     auto a = ParseClusterAddress(config.control_address, config.interface);

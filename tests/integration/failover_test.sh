@@ -40,19 +40,19 @@ cp -r "$REPO/profiles" "$WORK/profiles"
 cp -r "$REPO/playbooks" "$WORK/playbooks"
 long_run_profiles "$WORK/profiles" "$WORK/playbooks" "$NODES"
 
-# control_node NAME: starts a control node in the background (no wait: a
-# standby writes no URL file); sets CN_PID.
+# control_node NAME [KEY [PLAYBOOKS]]: starts a control node in the
+# background (no wait: a standby writes no URL file); sets CN_PID.
 control_node() {
-  local name="$1" dir="$WORK/$1"
+  local name="$1" dir="$WORK/$1" key="${2:-$KEY}" playbooks="${3:-$WORK/playbooks}"
   mkdir -p "$dir/data/ssh"
   rm -f "$dir/data/provisiond.url"
-  cp "$KEY" "$dir/data/ssh/id_ed25519"
-  cp "$KEY.pub" "$dir/data/ssh/id_ed25519.pub"
+  cp "$key" "$dir/data/ssh/id_ed25519"
+  cp "$key.pub" "$dir/data/ssh/id_ed25519.pub"
   {
     echo "listen: 127.0.0.1:0"
     echo "data_dir: $dir/data"
     echo "profiles_dir: $WORK/profiles"
-    echo "playbooks_dir: $WORK/playbooks"
+    echo "playbooks_dir: $playbooks"
     echo "ssh.port: $PORT"
     echo "control.name: $name"
     for line in "${LEASE[@]}"; do echo "$line"; done
@@ -201,6 +201,20 @@ control_node cn1
 CN1=$CN_PID
 wait_for 30 "cn1 comes back as a standby" logged cn1 "standby as cn1: cn2 is the active control node"
 check "cn1 serves nothing" test ! -e "$WORK/cn1/data/provisiond.url"
+
+# What a takeover needs alike (docs/ha.md): cn1 has it; a third control node
+# set up with a key of its own and a playbook more does not, and the
+# active's preflight says so.
+expect_exit 0 "preflight on cn2: cn1 has its control key, profiles and playbooks" ctl2 preflight
+expect_output "the check says so" "every control node has this one's control key, profiles and playbooks"
+ssh-keygen -q -t ed25519 -N '' -C provisiond-other -f "$WORK/other-key"
+cp -r "$WORK/playbooks" "$WORK/other-playbooks"
+echo "- hosts: all" >"$WORK/other-playbooks/extra.yml"
+control_node cn3 "$WORK/other-key" "$WORK/other-playbooks"
+wait_for 30 "cn3 waits as a standby" logged cn3 "standby as cn3: cn2 is the active control node"
+unlike_seen() { ! ctl2 preflight >"$WORK/preflight-cn3.out" 2>&1 && grep -q "cn3's control key, playbooks differ from cn2's" "$WORK/preflight-cn3.out"; }
+wait_for 30 "the active's preflight names what cn3 lacks alike" unlike_seen
+stop_pid "$CN_PID"
 
 # The database goes away: cn2 cannot renew and steps down before its lease
 # would lapse; cn1 cannot take over without the database either.

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,7 +47,10 @@ struct ApiContext {
   const RouteMetrics* route_metrics = nullptr;  // the router's, for /metrics
   ConsoleLog* console_log = nullptr;            // the network console; null when off
   ControlLease* lease = nullptr;                // the active's lease; null with SQLite
-  const ConsoleListener* console = nullptr;     // its listener, for /metrics
+  // What must be alike on every control node, as this one has it now
+  // (ha/control_nodes.h AlikeDigests); null with SQLite.
+  std::function<std::map<std::string, std::string>()> control_alike;
+  const ConsoleListener* console = nullptr;  // its listener, for /metrics
   // The node list's serialized nodes (api/nodes.h); null: none kept.
   std::shared_ptr<NodeListCache> node_list;
   // GET /status's control nodes with a PostgreSQL inventory (what each

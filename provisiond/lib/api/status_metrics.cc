@@ -68,7 +68,8 @@ json ControlNodesJson(const ApiContext& ctx) {
                        {"reported_ms_ago", c.report.age_ms},
                        {"images", c.report.images.size()},
                        {"copying", c.report.copying},
-                       {"lacks", lacks}});
+                       {"lacks", lacks},
+                       {"alike", c.report.alike}});
     }
   }
   cache.at_ms = now;
@@ -114,6 +115,22 @@ std::vector<PreflightCheck> ControlNodeChecks(const ApiContext& ctx) {
   out.push_back({"images on the other control nodes", others_lack.empty(), false,
                  others_lack.empty() ? "every control node holds every image version in use"
                                      : Join(others_lack, "; ")});
+  // What a takeover needs alike (docs/ha.md "Setting it up"), of the control
+  // nodes that reported within the last minute.
+  if (ctx.control_alike) {
+    const auto mine = ctx.control_alike();
+    std::vector<std::string> unlike;
+    for (const auto& c : *all)
+      if (c.report.name != me && c.report.age_ms <= 60000)
+        if (auto d = Unlike(mine, c.report.alike); !d.empty())
+          unlike.push_back(c.report.name + "'s " + Join(d, ", ") + " differ from " + me + "'s");
+    out.push_back({"control nodes alike", unlike.empty(), false,
+                   unlike.empty()
+                       ? "every control node has this one's control key, profiles "
+                         "and playbooks"
+                       : Join(unlike, "; ") + " (copy <data_dir>/ssh; keep profiles_dir and "
+                                              "playbooks_dir alike)"});
+  }
   return out;
 }
 

@@ -138,6 +138,7 @@ Status ControlAgent::Report() {
     r.copying = copying_;
   }
   DescribeImages(catalog_, r);
+  if (settings_.alike) r.alike = settings_.alike();
   if (r.role == "active" && settings_.report_nfs_clients)
     for (const TcpConnection& c : EstablishedTo(kNfsPort)) r.nfs_clients.push_back(c.ToString());
   return lease_.Report(r);

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -33,6 +34,9 @@ struct ControlAgentSettings {
   int64_t interval_ms = 5000;
   // As the active, report the NFS server's connections (ha/nfs_clients.h).
   bool report_nfs_clients = false;
+  // What must be alike on every control node, as digests (AlikeDigests),
+  // worked out for each report; null: not reported.
+  std::function<std::map<std::string, std::string>()> alike;
 };
 
 class ControlAgent {

@@ -1,23 +1,28 @@
 #include "ha/control_nodes.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
+#include "base/file_util.h"
 #include "images/image_catalog.h"
 
 namespace prov {
+
+namespace fs = std::filesystem;
 
 Status WriteControlNode(sql::Database& db, const ControlNodeReport& r) {
   const std::string now = sql::NowMsSql(db.dialect());
   auto st = db.Prepare(
       "INSERT INTO control_nodes (name, role, url, tls_pin, images, current, copying, "
-      "nfs_clients, reported) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, " +
+      "nfs_clients, alike, reported) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, " +
       now +
       ") ON CONFLICT (name) DO UPDATE SET role = excluded.role, url = excluded.url, "
       "tls_pin = excluded.tls_pin, images = excluded.images, current = excluded.current, "
       "copying = excluded.copying, nfs_clients = excluded.nfs_clients, "
-      "reported = excluded.reported");
+      "alike = excluded.alike, reported = excluded.reported");
   if (!st.ok()) return st.status();
   nlohmann::json current = r.current;
   st->Bind(1, r.name)
@@ -27,14 +32,15 @@ Status WriteControlNode(sql::Database& db, const ControlNodeReport& r) {
       .Bind(5, nlohmann::json(r.images).dump())
       .Bind(6, current.dump())
       .Bind(7, r.copying)
-      .Bind(8, nlohmann::json(r.nfs_clients).dump());
+      .Bind(8, nlohmann::json(r.nfs_clients).dump())
+      .Bind(9, nlohmann::json(r.alike).dump());
   return st->Run("control node " + r.name + ": cannot write its report");
 }
 
 Result<std::vector<ControlNodeReport>> ReadControlNodes(sql::Database& db) {
   auto st = db.Prepare(
       std::string("SELECT name, role, url, tls_pin, images, current, copying, reported, ") +
-      "nfs_clients, " + sql::NowMsSql(db.dialect()) +
+      "nfs_clients, alike, " + sql::NowMsSql(db.dialect()) +
       " - reported FROM control_nodes ORDER BY name");
   if (!st.ok()) return st.status();
   std::vector<ControlNodeReport> out;
@@ -64,7 +70,11 @@ Result<std::vector<ControlNodeReport>> ReadControlNodes(sql::Database& db) {
     if (clients.is_array())
       for (const auto& c : clients)
         if (c.is_string()) r.nfs_clients.push_back(c.get<std::string>());
-    r.age_ms = st->Int(9);
+    auto alike = nlohmann::json::parse(st->Text(9), nullptr, false);
+    if (alike.is_object())
+      for (const auto& [k, v] : alike.items())
+        if (v.is_string()) r.alike[k] = v.get<std::string>();
+    r.age_ms = st->Int(10);
     out.push_back(std::move(r));
   }
   return out;
@@ -81,6 +91,55 @@ void DescribeImages(ImageCatalog& catalog, ControlNodeReport& r) {
   std::sort(r.images.begin(), r.images.end());
   for (const std::string& name : names)
     if (auto cur = catalog.Resolve(name); cur.ok()) r.current[name] = cur->version;
+}
+
+namespace {
+
+// Every file below `dir` (symbolic links followed), by relative path and
+// content, in path order.
+std::string FolderDigest(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (auto it = fs::recursive_directory_iterator(
+           dir, fs::directory_options::follow_directory_symlink, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file(ec)) files.push_back(fs::relative(it->path(), dir, ec).string());
+  if (ec) return "unreadable: " + dir + ": " + ec.message();
+  std::sort(files.begin(), files.end());
+  Sha256 all;
+  for (const std::string& f : files) {
+    auto content = Sha256File(dir + "/" + f);
+    if (!content.ok()) return "unreadable: " + content.status().message();
+    all.Update(f);
+    all.Update(std::string_view("\0", 1));
+    all.Update(*content);
+  }
+  return all.HexDigest();
+}
+
+}  // namespace
+
+std::map<std::string, std::string> AlikeDigests(const std::string& control_public_key,
+                                                const std::string& profiles_dir,
+                                                const std::string& playbooks_dir) {
+  std::map<std::string, std::string> out;
+  auto key = ReadFile(control_public_key);
+  // The key itself, not the comment after it (ssh-ed25519 BASE64 comment).
+  std::string type, base64;
+  if (key.ok()) std::istringstream(*key) >> type >> base64;
+  out["control key"] =
+      key.ok() ? Sha256Hex(type + " " + base64) : "unreadable: " + key.status().message();
+  out["profiles"] = FolderDigest(profiles_dir);
+  out["playbooks"] = FolderDigest(playbooks_dir);
+  return out;
+}
+
+std::vector<std::string> Unlike(const std::map<std::string, std::string>& mine,
+                                const std::map<std::string, std::string>& other) {
+  std::vector<std::string> out;
+  for (const auto& [part, digest] : mine)
+    if (auto it = other.find(part); it != other.end() && it->second != digest) out.push_back(part);
+  return out;
 }
 
 std::vector<std::string> Lacking(const ControlNodeReport& node,

@@ -1,2 +1,0 @@
--- The active's NFS clients (store/migrations/016_nfs_clients.sql).
-ALTER TABLE control_nodes ADD COLUMN nfs_clients TEXT COLLATE "C" NOT NULL DEFAULT '[]';
