@@ -10,11 +10,13 @@
 # A takeover does not wait for preflight's probe for other DHCP servers: it
 # probes once its boot network serves, and a DHCP server that appeared on the
 # network since (one is started before the death) is an error and an event,
-# not a stop. Then the database goes: the active removes the address as it
-# steps down.
-# Usage: cluster_address_test.sh PROVISIOND   (root: namespaces)
+# not a stop. Both control nodes serve the API with one TLS certificate
+# (tls_cert, tls_key): provisionctl on the node, which pinned it at the
+# cluster address, reaches the new active there as it reached the old one.
+# Then the database goes: the active removes the address as it steps down.
+# Usage: cluster_address_test.sh PROVISIOND PROVISIONCTL   (root: namespaces)
 set -euo pipefail
-PROVISIOND="$1"
+PROVISIOND="$1" PROVISIONCTL="$2"
 WORK_NAME=provision-cluster-address
 source "$(dirname "$0")/../lib.sh"
 source "$REPO/tests/postgres.sh"
@@ -51,6 +53,12 @@ mac_of() { ip -n "$P-$1" -o link show eth0 | sed -n 's/.*link\/ether \([0-9a-f:]
 holds() { ip -n "$P-$1" -4 -o address show dev eth0 | grep -q ' 10.77.0.1/24 '; }
 
 start_postgres
+# One certificate for the API on every control node (docs/ha.md).
+mkdir -p "$WORK/tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
+  -subj /CN=provisiond-cluster -addext subjectAltName=IP:10.77.0.1 \
+  -keyout "$WORK/tls/key.pem" -out "$WORK/tls/cert.pem" 2>/dev/null
+chmod 600 "$WORK/tls/key.pem"
 TOKEN_FILE="$WORK/tokens"
 echo "$(openssl rand -hex 16) admin" >"$TOKEN_FILE"
 chmod 600 "$TOKEN_FILE"
@@ -59,7 +67,9 @@ control_node() {  # control_node NAME: provisiond in NAME's namespace; sets CN_P
   mkdir -p "$dir"
   cat >"$dir/provisiond.yaml" <<CONF
 listen: 0.0.0.0:8080
-api_listen: 'off'
+api_listen: 0.0.0.0:8443
+tls_cert: $WORK/tls/cert.pem
+tls_key: $WORK/tls/key.pem
 data_dir: $dir/data
 profiles_dir: $REPO/profiles
 playbooks_dir: $REPO/playbooks
@@ -92,6 +102,14 @@ wait_for 30 "cn2 waits as a standby" logged cn2 "standby as cn2: cn1 is the acti
 check "the standby does not hold the address" bash -c "! ip -n $P-cn2 -4 -o address show dev eth0 | grep -q ' 10.77.0.1/'"
 wait_for 30 "the node's boot request reaches the active at 10.77.0.1" boot_request
 check "the node's ARP cache has cn1 for 10.77.0.1" node_sees "$(mac_of cn1)"
+# provisionctl on the node, at the cluster address: it pins the key there.
+ctl_at_cluster() {
+  ip netns exec "$P-node" env PROVISIOND_URL=https://10.77.0.1:8443 \
+    PROVISIOND_TOKEN="$(cut -d' ' -f1 "$TOKEN_FILE")" PROVISIONCTL_KNOWN_SERVERS="$WORK/known_servers" \
+    "$PROVISIONCTL" status
+}
+check "provisionctl at https://10.77.0.1:8443 reaches cn1 and pins its key" ctl_at_cluster
+expect_output "cn1 answers" "cn1, active since"
 
 # Another DHCP server appears on the network (on the stand-in node), after
 # cn1's own probe at its start.
@@ -116,6 +134,8 @@ wait_for 20 "cn2 probes once it serves and names the other DHCP server" logged c
 expect_eq "and records it as an event" \
   "$(pg_sql "SELECT count(*) FROM events WHERE kind = 'preflight' AND detail LIKE 'after the takeover: another DHCP server answers on eth0 (10.77.0.50)%'")" 1
 check "cn2 goes on serving boot requests" boot_request
+check "provisionctl at the same URL reaches cn2: the same certificate, no pin refused" ctl_at_cluster
+expect_output "cn2 answers" "cn2, active since"
 
 # The database goes: cn2 steps down and gives the address up first. (Once it
 # has started in full: a start that loses its database fails as any start.)
