@@ -409,7 +409,7 @@ Status Daemon::MakeServices(const Config& config, Impl& d) {
   if (d.lease)
     d.api->control_alike = [config] {
       return AlikeDigests(config.data_dir + "/ssh/id_ed25519.pub", config.profiles_dir,
-                          config.playbooks_dir);
+                          config.playbooks_dir, config.data_dir + "/secrets");
     };
   ApiContext& api = *d.api;
   api.node_list = std::make_shared<NodeListCache>();
@@ -691,7 +691,8 @@ Status Daemon::AwaitLease(const Config& config, Impl& d) {
                            .report_nfs_clients = config.nfs_server == "ganesha",
                            .alike = [config] {
                              return AlikeDigests(config.data_dir + "/ssh/id_ed25519.pub",
-                                                 config.profiles_dir, config.playbooks_dir);
+                                                 config.profiles_dir, config.playbooks_dir,
+                                                 config.data_dir + "/secrets");
                            }});
   d.agent->Start("standby");
   if (!config.control_address.empty()) {

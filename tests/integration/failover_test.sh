@@ -205,8 +205,8 @@ check "cn1 serves nothing" test ! -e "$WORK/cn1/data/provisiond.url"
 # What a takeover needs alike (docs/ha.md): cn1 has it; a third control node
 # set up with a key of its own and a playbook more does not, and the
 # active's preflight says so.
-expect_exit 0 "preflight on cn2: cn1 has its control key, profiles and playbooks" ctl2 preflight
-expect_output "the check says so" "every control node has this one's control key, profiles and playbooks"
+expect_exit 0 "preflight on cn2: cn1 has its control key, profiles, playbooks and secrets" ctl2 preflight
+expect_output "the check says so" "every control node has this one's control key, profiles, playbooks and secrets"
 ssh-keygen -q -t ed25519 -N '' -C provisiond-other -f "$WORK/other-key"
 cp -r "$WORK/playbooks" "$WORK/other-playbooks"
 echo "- hosts: all" >"$WORK/other-playbooks/extra.yml"
@@ -215,6 +215,19 @@ wait_for 30 "cn3 waits as a standby" logged cn3 "standby as cn3: cn2 is the acti
 unlike_seen() { ! ctl2 preflight >"$WORK/preflight-cn3.out" 2>&1 && grep -q "cn3's control key, playbooks differ from cn2's" "$WORK/preflight-cn3.out"; }
 wait_for 30 "the active's preflight names what cn3 lacks alike" unlike_seen
 stop_pid "$CN_PID"
+# A secret set on the active after the standbys were set up: named until the
+# operator copies the secrets store, as docs/ha.md says.
+head -c 32 /dev/urandom | base64 >"$WORK/extra-secret"
+check "a secret set on the active" ctl2 secret set extra --from-file "$WORK/extra-secret"
+secrets_unlike() { ! ctl2 preflight >"$WORK/preflight-sec.out" 2>&1 && grep -q "cn1's secrets differ from cn2's" "$WORK/preflight-sec.out"; }
+wait_for 30 "the active's preflight names cn1's secrets" secrets_unlike
+rm -rf "$WORK/cn1/data/secrets" && cp -a "$WORK/cn2/data/secrets" "$WORK/cn1/data/secrets"
+# (cn3, stopped, counts for a minute: its differences stay named.)
+alike_again() {
+  ctl2 preflight >"$WORK/preflight-sec.out" 2>&1 || true
+  grep -q "control nodes alike" "$WORK/preflight-sec.out" && ! grep -q "cn1's" "$WORK/preflight-sec.out"
+}
+wait_for 30 "preflight no longer names cn1 once it holds the secrets store as cn2 has it" alike_again
 
 # The database goes away: cn2 cannot renew and steps down before its lease
 # would lapse; cn1 cannot take over without the database either.

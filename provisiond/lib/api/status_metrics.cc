@@ -126,10 +126,11 @@ std::vector<PreflightCheck> ControlNodeChecks(const ApiContext& ctx) {
           unlike.push_back(c.report.name + "'s " + Join(d, ", ") + " differ from " + me + "'s");
     out.push_back({"control nodes alike", unlike.empty(), false,
                    unlike.empty()
-                       ? "every control node has this one's control key, profiles "
-                         "and playbooks"
-                       : Join(unlike, "; ") + " (copy <data_dir>/ssh; keep profiles_dir and "
-                                              "playbooks_dir alike)"});
+                       ? "every control node has this one's control key, profiles, "
+                         "playbooks and secrets"
+                       : Join(unlike, "; ") +
+                             " (copy <data_dir>/ssh and <data_dir>/secrets; keep profiles_dir and "
+                             "playbooks_dir alike)"});
   }
   return out;
 }

@@ -96,10 +96,11 @@ void DescribeImages(ImageCatalog& catalog, ControlNodeReport& r) {
 namespace {
 
 // Every file below `dir` (symbolic links followed), by relative path and
-// content, in path order.
+// content, in path order; a missing folder is an empty one.
 std::string FolderDigest(const std::string& dir) {
   std::error_code ec;
   std::vector<std::string> files;
+  if (!fs::exists(dir, ec) && !ec) return Sha256Hex("");
   for (auto it = fs::recursive_directory_iterator(
            dir, fs::directory_options::follow_directory_symlink, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
@@ -121,7 +122,8 @@ std::string FolderDigest(const std::string& dir) {
 
 std::map<std::string, std::string> AlikeDigests(const std::string& control_public_key,
                                                 const std::string& profiles_dir,
-                                                const std::string& playbooks_dir) {
+                                                const std::string& playbooks_dir,
+                                                const std::string& secrets_dir) {
   std::map<std::string, std::string> out;
   auto key = ReadFile(control_public_key);
   // The key itself, not the comment after it (ssh-ed25519 BASE64 comment).
@@ -131,6 +133,8 @@ std::map<std::string, std::string> AlikeDigests(const std::string& control_publi
       key.ok() ? Sha256Hex(type + " " + base64) : "unreadable: " + key.status().message();
   out["profiles"] = FolderDigest(profiles_dir);
   out["playbooks"] = FolderDigest(playbooks_dir);
+  // One digest of every secret together: no single value's hash leaves.
+  out["secrets"] = FolderDigest(secrets_dir);
   return out;
 }
 

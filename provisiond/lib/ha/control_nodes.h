@@ -29,8 +29,8 @@ struct ControlNodeReport {
   // The active's: its NFS server's connections ("10.99.0.1:2049>10.99.0.101:872",
   // ha/nfs_clients.h), for the next active to tell them that they ended.
   std::vector<std::string> nfs_clients{};
-  // What must be alike on every control node (ControlNodeFacts), each as a
-  // digest: "control key", "profiles", "playbooks".
+  // What must be alike on every control node (AlikeDigests), each as a
+  // digest: "control key", "profiles", "playbooks", "secrets".
   std::map<std::string, std::string> alike{};
   int64_t reported_ms = 0;  // the database's clock at the report
   int64_t age_ms = 0;       // how long before the read
@@ -47,12 +47,14 @@ void DescribeImages(ImageCatalog& catalog, ControlNodeReport& r);
 
 // What a control node must share with the others, for a takeover to
 // configure nodes as the old active did: the key nodes trust (its public
-// half), the profiles and the playbooks, each as a digest (a folder's: every
-// file's relative path and content, in path order). Unreadable parts digest
-// as "unreadable: why".
+// half), the profiles, the playbooks and the secrets store, each as a digest
+// (a folder's: every file's relative path and content, in path order; the
+// secrets' is one digest of them all). Unreadable parts digest as
+// "unreadable: why".
 std::map<std::string, std::string> AlikeDigests(const std::string& control_public_key,
                                                 const std::string& profiles_dir,
-                                                const std::string& playbooks_dir);
+                                                const std::string& playbooks_dir,
+                                                const std::string& secrets_dir);
 // The parts in which `other` differs from `mine` ("control key",
 // "profiles"): empty when alike. A part `other` did not report is not compared.
 std::vector<std::string> Unlike(const std::map<std::string, std::string>& mine,

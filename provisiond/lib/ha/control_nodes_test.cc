@@ -65,29 +65,42 @@ TEST_CASE("control nodes: what must be alike, as digests; how two differ") {
   for (const std::string& d : {a, b}) {
     std::filesystem::create_directories(d + "/profiles/lab");
     std::filesystem::create_directories(d + "/playbooks");
+    std::filesystem::create_directories(d + "/secrets");
     REQUIRE(WriteFileAtomic(d + "/profiles/lab/profile.yaml", "version: lab\n", 0644).ok());
     REQUIRE(WriteFileAtomic(d + "/playbooks/site.yml", "- hosts: all\n", 0644).ok());
   }
   REQUIRE(WriteFileAtomic(a + "/id.pub", "ssh-ed25519 AAAAC3Nza provisiond@cn1\n", 0644).ok());
   REQUIRE(WriteFileAtomic(b + "/id.pub", "ssh-ed25519 AAAAC3Nza provisiond@cn2\n", 0644).ok());
-  auto mine = AlikeDigests(a + "/id.pub", a + "/profiles", a + "/playbooks");
-  auto theirs = AlikeDigests(b + "/id.pub", b + "/profiles", b + "/playbooks");
-  CHECK(mine.size() == 3);
+  REQUIRE(WriteFileAtomic(a + "/secrets/munge", "c2VjcmV0\n", 0600).ok());
+  REQUIRE(WriteFileAtomic(b + "/secrets/munge", "c2VjcmV0\n", 0600).ok());
+  auto mine = AlikeDigests(a + "/id.pub", a + "/profiles", a + "/playbooks", a + "/secrets");
+  auto theirs = AlikeDigests(b + "/id.pub", b + "/profiles", b + "/playbooks", b + "/secrets");
+  CHECK(mine.size() == 4);
+  CHECK(mine.at("secrets").find("c2VjcmV0") == std::string::npos);
   CHECK(mine == theirs);  // the same files elsewhere; the key's comment aside
   CHECK(Unlike(mine, theirs).empty());
 
   // A profile changed, another key: named; a part not reported: not compared.
   REQUIRE(WriteFileAtomic(b + "/profiles/lab/profile.yaml", "version: lab2\n", 0644).ok());
   REQUIRE(WriteFileAtomic(b + "/id.pub", "ssh-ed25519 AAAAC3Nzb provisiond@cn2\n", 0644).ok());
-  theirs = AlikeDigests(b + "/id.pub", b + "/profiles", b + "/playbooks");
-  CHECK(Unlike(mine, theirs) == std::vector<std::string>{"control key", "profiles"});
+  REQUIRE(WriteFileAtomic(b + "/secrets/munge", "b3RoZXI=\n", 0600).ok());
+  theirs = AlikeDigests(b + "/id.pub", b + "/profiles", b + "/playbooks", b + "/secrets");
+  CHECK(Unlike(mine, theirs) == std::vector<std::string>{"control key", "profiles", "secrets"});
+  theirs.erase("secrets");
   theirs.erase("control key");
   CHECK(Unlike(mine, theirs) == std::vector<std::string>{"profiles"});
   // A file more is a difference too; a missing key is said so.
   REQUIRE(WriteFileAtomic(b + "/playbooks/more.yml", "- hosts: all\n", 0644).ok());
-  auto none = AlikeDigests(b + "/missing.pub", b + "/profiles", b + "/playbooks");
+  auto none = AlikeDigests(b + "/missing.pub", b + "/profiles", b + "/playbooks", b + "/secrets");
   CHECK(none.at("control key").rfind("unreadable: ", 0) == 0);
-  CHECK(Unlike(mine, none) == std::vector<std::string>{"control key", "playbooks", "profiles"});
+  CHECK(Unlike(mine, none) ==
+        std::vector<std::string>{"control key", "playbooks", "profiles", "secrets"});
+  // No secrets folder yet (a standby before its first start as the active)
+  // is an empty one.
+  std::filesystem::create_directories(b + "/empty");
+  CHECK(AlikeDigests(a + "/id.pub", a + "/profiles", a + "/playbooks", b + "/nothing")
+            .at("secrets") ==
+        AlikeDigests(a + "/id.pub", a + "/profiles", a + "/playbooks", b + "/empty").at("secrets"));
 }
 
 }  // namespace prov
