@@ -301,6 +301,15 @@ std::function<Result<std::string>(const std::string&)> SecretLookup(SecretStore*
   };
 }
 
+// What this control node must have alike with the others, as digests
+// (ha/control_nodes.h): its control key, profiles, playbooks and secrets.
+std::function<std::map<std::string, std::string>()> AlikeOf(const Config& config) {
+  return [config] {
+    return AlikeDigests(config.data_dir + "/ssh/id_ed25519.pub", config.profiles_dir,
+                        config.playbooks_dir, config.data_dir + "/secrets");
+  };
+}
+
 }  // namespace
 
 Status Daemon::MakeServices(const Config& config, Impl& d) {
@@ -406,11 +415,7 @@ Status Daemon::MakeServices(const Config& config, Impl& d) {
   d.router = std::make_unique<Router>(nullptr);
   d.api = std::make_unique<ApiContext>();
   d.api->lease = d.lease.get();
-  if (d.lease)
-    d.api->control_alike = [config] {
-      return AlikeDigests(config.data_dir + "/ssh/id_ed25519.pub", config.profiles_dir,
-                          config.playbooks_dir, config.data_dir + "/secrets");
-    };
+  if (d.lease) d.api->control_alike = AlikeOf(config);
   ApiContext& api = *d.api;
   api.node_list = std::make_shared<NodeListCache>();
   // Applying a profile configures its nodes that are up; the others are
@@ -522,8 +527,6 @@ Status Daemon::StartListeners(const Config& config, Impl& d) {
   return StartApiListener(config, d);
 }
 
-// Phase 5: on the cluster interface, the NFS server and dnsmasq, offering
-// what the boot loaders describe.
 // The connections the other control nodes' NFS servers held at the cluster
 // address as they last reported them (only an active reports any): this
 // control node's address now (ha/nfs_clients.h).
@@ -561,6 +564,8 @@ static void TickleNfsClients(const std::vector<TcpConnection>& clients, std::sto
   for (const std::string& f : failures) spdlog::warn("NFS client {}", f);
 }
 
+// Phase 5: on the cluster interface, the NFS server and dnsmasq, offering
+// what the boot loaders describe.
 Status Daemon::StartBootNetwork(const Config& config, Impl& d) {
   std::string boot_url = config.boot_url;
   if (boot_url.empty())
@@ -689,11 +694,7 @@ Status Daemon::AwaitLease(const Config& config, Impl& d) {
                            .archive_dir = config.data_dir + "/image-archives",
                            .interval_ms = config.control_report_ms,
                            .report_nfs_clients = config.nfs_server == "ganesha",
-                           .alike = [config] {
-                             return AlikeDigests(config.data_dir + "/ssh/id_ed25519.pub",
-                                                 config.profiles_dir, config.playbooks_dir,
-                                                 config.data_dir + "/secrets");
-                           }});
+                           .alike = AlikeOf(config)});
   d.agent->Start("standby");
   if (!config.control_address.empty()) {
     auto a = ParseClusterAddress(config.control_address, config.interface);

@@ -227,8 +227,10 @@ TEST_CASE("ChrootRemote stops a script and what it started at the timeout") {
   if (!ChrootRemoteCanRun()) return;
   ChrootRemoteTree tree;
   ChrootRemote remote("image:test", tree.root);
-  // Had Run waited for the script, fd 3 would say `finished` too.
-  auto r = remote.Run("sleep 30 & echo pid=$! >&3; sleep 30; echo finished >&3", "", "", 500);
+  // Had Run waited for the script, fd 3 would say `finished` too. (5 s: the
+  // script must have started and said its child before the timeout, also on
+  // a loaded machine; 500 ms was not always enough.)
+  auto r = remote.Run("sleep 30 & echo pid=$! >&3; sleep 30; echo finished >&3", "", "", 5000);
   REQUIRE(r.ok());
   CHECK(r->timed_out);
   CHECK(r->exit_code == -1);
