@@ -51,7 +51,6 @@ namespace {
 // up before a node is pointed at it: after a takeover, the new active serves
 // the node's root. A control node silent for a minute is down (status says
 // so) and holds nothing up.
-constexpr int64_t kControlNodeDownMs = 60000;
 
 Status ImageOnEveryControlNode(const ApiContext& ctx, const std::string& version) {
   if (!ctx.lease || !ctx.images) return Status::Ok();

@@ -121,7 +121,7 @@ std::vector<PreflightCheck> ControlNodeChecks(const ApiContext& ctx) {
     const auto mine = ctx.control_alike();
     std::vector<std::string> unlike;
     for (const auto& c : *all)
-      if (c.report.name != me && c.report.age_ms <= 60000)
+      if (c.report.name != me && c.report.age_ms <= kControlNodeDownMs)
         if (auto d = Unlike(mine, c.report.alike); !d.empty())
           unlike.push_back(c.report.name + "'s " + Join(d, ", ") + " differ from " + me + "'s");
     out.push_back({"control nodes alike", unlike.empty(), false,

@@ -221,7 +221,7 @@ void ControlAgent::RemoveCopiedArchives() {
     // a version this one still holds (it may be copying it now).
     bool everyone_has_it = true;
     for (const auto& n : *nodes)
-      if (n.name != settings_.name && n.age_ms <= 60000 &&
+      if (n.name != settings_.name && n.age_ms <= kControlNodeDownMs &&
           !std::binary_search(n.images.begin(), n.images.end(), ref))
         everyone_has_it = false;
     if (held.count(ref) && !everyone_has_it) continue;

@@ -36,6 +36,10 @@ struct ControlNodeReport {
   int64_t age_ms = 0;       // how long before the read
 };
 
+// A control node silent for this long is down: it holds no apply up, its
+// differences are not named, the archives it lacked may go.
+inline constexpr int64_t kControlNodeDownMs = 60000;
+
 // Writes `r` as its control node's row, stamped with the database's clock.
 Status WriteControlNode(sql::Database& db, const ControlNodeReport& r);
 // Every control node's row, by name.
